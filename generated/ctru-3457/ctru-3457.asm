@@ -369,6 +369,7 @@ section .text
 ;   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -823,6 +824,7 @@ kg_ctru3457_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_basemul_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_basemul_avx2.end - kg_ctru3457_basemul_avx2)
@@ -1392,6 +1394,7 @@ kg_ctru3457_basemul_avx2:
 ;   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -1927,6 +1930,7 @@ kg_ctru3457_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_barrett_avx2.end - kg_ctru3457_reduce_barrett_avx2)
@@ -2059,6 +2063,7 @@ kg_ctru3457_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_special_avx2.end - kg_ctru3457_reduce_special_avx2)
@@ -2221,6 +2226,7 @@ kg_ctru3457_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_freeze_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_avx2.end - kg_ctru3457_freeze_avx2)
@@ -2368,6 +2374,7 @@ kg_ctru3457_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_mulmod_shoup_avx2.end - kg_ctru3457_mulmod_shoup_avx2)
@@ -2531,6 +2538,7 @@ kg_ctru3457_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_muladd_shoup_avx2.end - kg_ctru3457_muladd_shoup_avx2)
@@ -2744,6 +2752,7 @@ kg_ctru3457_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -3913,6 +3922,7 @@ kg_ctru3457_ntt_forward_sse:
 ;   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_basemul_sse:function KERNGEN_VISIBILITY (kg_ctru3457_basemul_sse.end - kg_ctru3457_basemul_sse)
@@ -5433,6 +5443,7 @@ kg_ctru3457_basemul_sse:
 ;   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -6826,6 +6837,7 @@ kg_ctru3457_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_barrett_sse.end - kg_ctru3457_reduce_barrett_sse)
@@ -7104,6 +7116,7 @@ kg_ctru3457_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_reduce_special_sse:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_special_sse.end - kg_ctru3457_reduce_special_sse)
@@ -7474,6 +7487,7 @@ kg_ctru3457_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_freeze_sse:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_sse.end - kg_ctru3457_freeze_sse)
@@ -7814,6 +7828,7 @@ kg_ctru3457_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_mulmod_shoup_sse.end - kg_ctru3457_mulmod_shoup_sse)
@@ -8186,6 +8201,7 @@ kg_ctru3457_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
 ;   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_ctru3457_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_muladd_shoup_sse.end - kg_ctru3457_muladd_shoup_sse)

@@ -141,6 +141,7 @@ extern "C" {
  *   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_ctru3457_ntt_forward_avx2(int16_t *a);
@@ -151,6 +152,7 @@ void kg_ctru3457_ntt_forward_avx2(int16_t *a);
  *   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_CTRU3457_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x int16_t (KG_CTRU3457_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 256 x int16_t (KG_CTRU3457_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -163,6 +165,7 @@ void kg_ctru3457_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b);
  *   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_ctru3457_ntt_inverse_avx2(int16_t *a);
@@ -172,6 +175,7 @@ void kg_ctru3457_ntt_inverse_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_ctru3457_reduce_barrett_avx2(int16_t *a);
@@ -181,6 +185,7 @@ void kg_ctru3457_reduce_barrett_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_ctru3457_reduce_special_avx2(int16_t *a);
@@ -190,6 +195,7 @@ void kg_ctru3457_reduce_special_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_ctru3457_freeze_avx2(int16_t *a);
@@ -199,6 +205,7 @@ void kg_ctru3457_freeze_avx2(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
  *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -211,6 +218,7 @@ void kg_ctru3457_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_
  *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
  *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -225,6 +233,7 @@ void kg_ctru3457_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_
  *   ensures:  every a[i] in [-14652, 14652] (proven), block j at kg_ctru3457_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^4 - zeta_j))_k mod 3457 (scale 1)
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_ctru3457_ntt_forward_sse(int16_t *a);
@@ -235,6 +244,7 @@ void kg_ctru3457_ntt_forward_sse(int16_t *a);
  *   ensures:  every r[i] in [-1728, 1728] (proven); r_j = a_j*b_j*2^-16 mod (x^4 - zeta_j, 3457)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_CTRU3457_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x int16_t (KG_CTRU3457_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 256 x int16_t (KG_CTRU3457_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -247,6 +257,7 @@ void kg_ctru3457_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
  *   ensures:  every a[i] in [-23600, 23600] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3457: forward, basemul, inverse give a*b mod (x^256+1, 3457)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_ctru3457_ntt_inverse_sse(int16_t *a);
@@ -256,6 +267,7 @@ void kg_ctru3457_ntt_inverse_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1729, 1729] (proven over all 2^16 inputs), congruent to the input mod 3457
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_ctru3457_reduce_barrett_sse(int16_t *a);
@@ -265,6 +277,7 @@ void kg_ctru3457_reduce_barrett_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-5112, 8568] (proven over all 2^16 inputs), congruent to the input mod 3457
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_ctru3457_reduce_special_sse(int16_t *a);
@@ -274,6 +287,7 @@ void kg_ctru3457_reduce_special_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3456] (proven over all 2^16 inputs), congruent to the input mod 3457: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_CTRU3457_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_ctru3457_freeze_sse(int16_t *a);
@@ -283,6 +297,7 @@ void kg_ctru3457_freeze_sse(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457)
  *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_CTRU3457_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -295,6 +310,7 @@ void kg_ctru3457_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t
  *   requires: any uint16 a[i]; w[i] in [0, 3456] with wp[i] = floor(w[i]*2^16/3457); b[i] in [0, 3456]
  *   ensures:  every r[i] in [0, 3456] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_CTRU3457_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -307,7 +323,8 @@ void kg_ctru3457_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t
 /* Dispatch: ctru-3457_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_ctru3457_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_ctru3457_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it

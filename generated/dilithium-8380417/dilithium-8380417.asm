@@ -846,6 +846,7 @@ section .text
 ;   ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -2533,6 +2534,7 @@ kg_dilithium8380417_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_basemul_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_basemul_avx2.end - kg_dilithium8380417_basemul_avx2)
@@ -3098,6 +3100,7 @@ kg_dilithium8380417_basemul_avx2:
 ;   ensures:  every a[i] in [0, 1081065600] (proven), natural order,
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -4908,6 +4911,7 @@ kg_dilithium8380417_ntt_inverse_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_avx2.end - kg_dilithium8380417_reduce_shoup_avx2)
@@ -5248,6 +5252,7 @@ kg_dilithium8380417_reduce_shoup_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_freeze_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_avx2.end - kg_dilithium8380417_freeze_avx2)
@@ -5652,6 +5657,7 @@ kg_dilithium8380417_freeze_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_avx2.end - kg_dilithium8380417_mulmod_shoup_avx2)
@@ -6119,6 +6125,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_avx2.end - kg_dilithium8380417_muladd_shoup_avx2)
@@ -6684,6 +6691,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
 ;   loops: 8 x 122 instructions (repeated groups rolled: 4073 instructions run, 3265 written)
 ;
@@ -9979,6 +9987,7 @@ kg_dilithium8380417_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_basemul_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_basemul_sse.end - kg_dilithium8380417_basemul_sse)
@@ -11345,6 +11354,7 @@ kg_dilithium8380417_basemul_sse:
 ;   ensures:  every a[i] in [0, 1081065600] (proven), natural order,
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
 ;   loops: 2 x 123 and 4 x 123 instructions (repeated groups rolled: 4457 instructions run, 4040 written)
 ;
@@ -15416,6 +15426,7 @@ kg_dilithium8380417_ntt_inverse_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_sse.end - kg_dilithium8380417_reduce_shoup_sse)
@@ -16142,6 +16153,7 @@ kg_dilithium8380417_reduce_shoup_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_freeze_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_sse.end - kg_dilithium8380417_freeze_sse)
@@ -17060,6 +17072,7 @@ kg_dilithium8380417_freeze_sse:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_sse.end - kg_dilithium8380417_mulmod_shoup_sse)
@@ -18104,6 +18117,7 @@ kg_dilithium8380417_mulmod_shoup_sse:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_sse.end - kg_dilithium8380417_muladd_shoup_sse)

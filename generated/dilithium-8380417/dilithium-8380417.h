@@ -152,6 +152,7 @@ extern "C" {
  *   ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_dilithium8380417_ntt_forward_avx2(uint32_t *a);
@@ -162,6 +163,7 @@ void kg_dilithium8380417_ntt_forward_avx2(uint32_t *a);
  *   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   b: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -174,6 +176,7 @@ void kg_dilithium8380417_basemul_avx2(uint32_t *r, const uint32_t *a, const uint
  *   ensures:  every a[i] in [0, 1081065600] (proven), natural order,
  *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_dilithium8380417_ntt_inverse_avx2(uint32_t *a);
@@ -183,6 +186,7 @@ void kg_dilithium8380417_ntt_inverse_avx2(uint32_t *a);
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_dilithium8380417_reduce_shoup_avx2(uint32_t *a);
@@ -192,6 +196,7 @@ void kg_dilithium8380417_reduce_shoup_avx2(uint32_t *a);
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_FREEZE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_dilithium8380417_freeze_avx2(uint32_t *a);
@@ -201,6 +206,7 @@ void kg_dilithium8380417_freeze_avx2(uint32_t *a);
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -213,6 +219,7 @@ void kg_dilithium8380417_mulmod_shoup_avx2(uint32_t *r, const uint32_t *a, const
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -227,6 +234,7 @@ void kg_dilithium8380417_muladd_shoup_avx2(uint32_t *r, const uint32_t *a, const
  *   ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_dilithium8380417_ntt_forward_sse(uint32_t *a);
@@ -237,6 +245,7 @@ void kg_dilithium8380417_ntt_forward_sse(uint32_t *a);
  *   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   b: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -249,6 +258,7 @@ void kg_dilithium8380417_basemul_sse(uint32_t *r, const uint32_t *a, const uint3
  *   ensures:  every a[i] in [0, 1081065600] (proven), natural order,
  *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_dilithium8380417_ntt_inverse_sse(uint32_t *a);
@@ -258,6 +268,7 @@ void kg_dilithium8380417_ntt_inverse_sse(uint32_t *a);
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_dilithium8380417_reduce_shoup_sse(uint32_t *a);
@@ -267,6 +278,7 @@ void kg_dilithium8380417_reduce_shoup_sse(uint32_t *a);
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_FREEZE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_dilithium8380417_freeze_sse(uint32_t *a);
@@ -276,6 +288,7 @@ void kg_dilithium8380417_freeze_sse(uint32_t *a);
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -288,6 +301,7 @@ void kg_dilithium8380417_mulmod_shoup_sse(uint32_t *r, const uint32_t *a, const 
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -300,7 +314,8 @@ void kg_dilithium8380417_muladd_shoup_sse(uint32_t *r, const uint32_t *a, const 
 /* Dispatch: dilithium-8380417_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_dilithium8380417_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_dilithium8380417_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it

@@ -854,6 +854,7 @@ section .text
 ;   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -2490,6 +2491,7 @@ kg_falcon12289_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_basemul_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_basemul_avx2.end - kg_falcon12289_basemul_avx2)
@@ -2831,6 +2833,7 @@ kg_falcon12289_basemul_avx2:
 ;   ensures:  every a[i] in [0, 49154] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -4579,6 +4582,7 @@ kg_falcon12289_ntt_inverse_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_shoup_avx2.end - kg_falcon12289_reduce_shoup_avx2)
@@ -4791,6 +4795,7 @@ kg_falcon12289_reduce_shoup_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_freeze_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_avx2.end - kg_falcon12289_freeze_avx2)
@@ -5067,6 +5072,7 @@ kg_falcon12289_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_mulmod_shoup_avx2.end - kg_falcon12289_mulmod_shoup_avx2)
@@ -5374,6 +5380,7 @@ kg_falcon12289_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_muladd_shoup_avx2.end - kg_falcon12289_muladd_shoup_avx2)
@@ -5779,6 +5786,7 @@ kg_falcon12289_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
 ;   loops: 8 x 90 instructions (repeated groups rolled: 4308 instructions run, 3903 written)
 ;
@@ -9719,6 +9727,7 @@ kg_falcon12289_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_basemul_sse:function KERNGEN_VISIBILITY (kg_falcon12289_basemul_sse.end - kg_falcon12289_basemul_sse)
@@ -10573,6 +10582,7 @@ kg_falcon12289_basemul_sse:
 ;   ensures:  every a[i] in [0, 49154] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
 ;   loops: 4 x 131 and 4 x 104 instructions (repeated groups rolled: 4717 instructions run, 4198 written)
 ;
@@ -14809,6 +14819,7 @@ kg_falcon12289_ntt_inverse_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_shoup_sse.end - kg_falcon12289_reduce_shoup_sse)
@@ -15279,6 +15290,7 @@ kg_falcon12289_reduce_shoup_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_freeze_sse:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_sse.end - kg_falcon12289_freeze_sse)
@@ -15941,6 +15953,7 @@ kg_falcon12289_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_mulmod_shoup_sse.end - kg_falcon12289_mulmod_shoup_sse)
@@ -16665,6 +16678,7 @@ kg_falcon12289_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_muladd_shoup_sse.end - kg_falcon12289_muladd_shoup_sse)

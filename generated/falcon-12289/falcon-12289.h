@@ -216,6 +216,7 @@ extern "C" {
  *   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint16_t (KG_FALCON12289_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_falcon12289_ntt_forward_avx2(uint16_t *a);
@@ -226,6 +227,7 @@ void kg_falcon12289_ntt_forward_avx2(uint16_t *a);
  *   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint16_t (KG_FALCON12289_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 512 x uint16_t (KG_FALCON12289_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 512 x uint16_t (KG_FALCON12289_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -238,6 +240,7 @@ void kg_falcon12289_basemul_avx2(uint16_t *r, const uint16_t *a, const uint16_t 
  *   ensures:  every a[i] in [0, 49154] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint16_t (KG_FALCON12289_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_falcon12289_ntt_inverse_avx2(uint16_t *a);
@@ -247,6 +250,7 @@ void kg_falcon12289_ntt_inverse_avx2(uint16_t *a);
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint16_t (KG_FALCON12289_REDUCE_SHOUP_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_falcon12289_reduce_shoup_avx2(uint16_t *a);
@@ -256,6 +260,7 @@ void kg_falcon12289_reduce_shoup_avx2(uint16_t *a);
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint16_t (KG_FALCON12289_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_falcon12289_freeze_avx2(uint16_t *a);
@@ -265,6 +270,7 @@ void kg_falcon12289_freeze_avx2(uint16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
  *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -277,6 +283,7 @@ void kg_falcon12289_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint
  *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
  *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -291,6 +298,7 @@ void kg_falcon12289_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint
  *   ensures:  every a[i] in [0, 24577] (proven), block j at kg_falcon12289_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint16_t (KG_FALCON12289_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_falcon12289_ntt_forward_sse(uint16_t *a);
@@ -301,6 +309,7 @@ void kg_falcon12289_ntt_forward_sse(uint16_t *a);
  *   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint16_t (KG_FALCON12289_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 512 x uint16_t (KG_FALCON12289_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 512 x uint16_t (KG_FALCON12289_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -313,6 +322,7 @@ void kg_falcon12289_basemul_sse(uint16_t *r, const uint16_t *a, const uint16_t *
  *   ensures:  every a[i] in [0, 49154] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^512+1, 12289)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint16_t (KG_FALCON12289_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_falcon12289_ntt_inverse_sse(uint16_t *a);
@@ -322,6 +332,7 @@ void kg_falcon12289_ntt_inverse_sse(uint16_t *a);
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint16_t (KG_FALCON12289_REDUCE_SHOUP_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_falcon12289_reduce_shoup_sse(uint16_t *a);
@@ -331,6 +342,7 @@ void kg_falcon12289_reduce_shoup_sse(uint16_t *a);
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint16_t (KG_FALCON12289_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_falcon12289_freeze_sse(uint16_t *a);
@@ -340,6 +352,7 @@ void kg_falcon12289_freeze_sse(uint16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
  *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 512 x uint16_t (KG_FALCON12289_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -352,6 +365,7 @@ void kg_falcon12289_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint1
  *   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
  *   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 512 x uint16_t (KG_FALCON12289_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -364,7 +378,8 @@ void kg_falcon12289_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint1
 /* Dispatch: falcon-12289_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_falcon12289_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_falcon12289_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it

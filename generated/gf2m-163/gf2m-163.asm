@@ -1128,6 +1128,7 @@ section .text
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, rax, flags
 ;
 ; reduction schedule:
@@ -1200,6 +1201,7 @@ kg_gf2m163_mul_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_avx2.end - kg_gf2m163_sqr_avx2)
@@ -1248,6 +1250,7 @@ kg_gf2m163_sqr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_mul_lazy_avx2.end - kg_gf2m163_mul_lazy_avx2)
@@ -1305,6 +1308,7 @@ kg_gf2m163_mul_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_lazy_avx2.end - kg_gf2m163_sqr_lazy_avx2)
@@ -1344,6 +1348,7 @@ kg_gf2m163_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_freeze_avx2.end - kg_gf2m163_freeze_avx2)
@@ -1374,6 +1379,7 @@ kg_gf2m163_freeze_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, rax, flags
 ;
 ; reduction schedule:
@@ -1424,6 +1430,7 @@ kg_gf2m163_reduce_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_mulwide_avx2.end - kg_gf2m163_mulwide_avx2)
@@ -1468,6 +1475,7 @@ kg_gf2m163_mulwide_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_muladd_avx2.end - kg_gf2m163_muladd_avx2)
@@ -1556,6 +1564,7 @@ kg_gf2m163_muladd_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: none beyond x86-64 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rcx, rdx, r8, r9, flags
 ;
 ; reduction schedule:
@@ -1648,6 +1657,7 @@ kg_gf2m163_reduce_gpr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr2_avx2.end - kg_gf2m163_msqr2_avx2)
@@ -1721,6 +1731,7 @@ kg_gf2m163_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr4_avx2.end - kg_gf2m163_msqr4_avx2)
@@ -1844,6 +1855,7 @@ kg_gf2m163_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr8_avx2.end - kg_gf2m163_msqr8_avx2)
@@ -2069,6 +2081,7 @@ kg_gf2m163_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr16_avx2.end - kg_gf2m163_msqr16_avx2)
@@ -2777,6 +2790,7 @@ kg_gf2m163_msqr16_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step_avx2.end - kg_gf2m163_ladder_step_avx2)
@@ -3141,6 +3155,7 @@ kg_gf2m163_ladder_step_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step2_avx2.end - kg_gf2m163_ladder_step2_avx2)
@@ -3394,6 +3409,7 @@ kg_gf2m163_ladder_step2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-13}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_inv_avx2.end - kg_gf2m163_inv_avx2)

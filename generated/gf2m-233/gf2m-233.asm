@@ -1369,6 +1369,7 @@ section .text
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ;
 ; reduction schedule:
@@ -1457,6 +1458,7 @@ kg_gf2m233_mul_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_avx2.end - kg_gf2m233_sqr_avx2)
@@ -1508,6 +1510,7 @@ kg_gf2m233_sqr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mul_lazy_avx2.end - kg_gf2m233_mul_lazy_avx2)
@@ -1584,6 +1587,7 @@ kg_gf2m233_mul_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_lazy_avx2.end - kg_gf2m233_sqr_lazy_avx2)
@@ -1630,6 +1634,7 @@ kg_gf2m233_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_freeze_avx2.end - kg_gf2m233_freeze_avx2)
@@ -1656,6 +1661,7 @@ kg_gf2m233_freeze_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ;
 ; reduction schedule:
@@ -1709,6 +1715,7 @@ kg_gf2m233_reduce_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mulwide_avx2.end - kg_gf2m233_mulwide_avx2)
@@ -1767,6 +1774,7 @@ kg_gf2m233_mulwide_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_muladd_avx2.end - kg_gf2m233_muladd_avx2)
@@ -1893,6 +1901,7 @@ kg_gf2m233_muladd_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: none beyond x86-64 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rcx, rdx, r8, r9, r10, flags
 ;
 ; reduction schedule:
@@ -1959,6 +1968,7 @@ kg_gf2m233_reduce_gpr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr2_avx2.end - kg_gf2m233_msqr2_avx2)
@@ -2039,6 +2049,7 @@ kg_gf2m233_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr4_avx2.end - kg_gf2m233_msqr4_avx2)
@@ -2178,6 +2189,7 @@ kg_gf2m233_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr8_avx2.end - kg_gf2m233_msqr8_avx2)
@@ -2433,6 +2445,7 @@ kg_gf2m233_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr16_avx2.end - kg_gf2m233_msqr16_avx2)
@@ -3142,6 +3155,7 @@ kg_gf2m233_msqr16_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step_avx2.end - kg_gf2m233_ladder_step_avx2)
@@ -3645,6 +3659,7 @@ kg_gf2m233_ladder_step_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step2_avx2.end - kg_gf2m233_ladder_step2_avx2)
@@ -3973,6 +3988,7 @@ kg_gf2m233_ladder_step2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-12}, rax, rcx, flags
 ;   loops: 6 x 24 instructions (repeated groups rolled: 3521 instructions run, 3531 written)
 ; ---------------------------------------------------------------------------

@@ -1388,6 +1388,7 @@ section .text
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -1523,6 +1524,7 @@ kg_gf2m283_mul_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_sqr_avx2.end - kg_gf2m283_sqr_avx2)
@@ -1580,6 +1582,7 @@ kg_gf2m283_sqr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_mul_lazy_avx2.end - kg_gf2m283_mul_lazy_avx2)
@@ -1700,6 +1703,7 @@ kg_gf2m283_mul_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_sqr_lazy_avx2.end - kg_gf2m283_sqr_lazy_avx2)
@@ -1748,6 +1752,7 @@ kg_gf2m283_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_freeze_avx2.end - kg_gf2m283_freeze_avx2)
@@ -1780,6 +1785,7 @@ kg_gf2m283_freeze_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, rax, flags
 ;
 ; reduction schedule:
@@ -1837,6 +1843,7 @@ kg_gf2m283_reduce_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_mulwide_avx2.end - kg_gf2m283_mulwide_avx2)
@@ -1940,6 +1947,7 @@ kg_gf2m283_mulwide_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_muladd_avx2.end - kg_gf2m283_muladd_avx2)
@@ -2168,6 +2176,7 @@ kg_gf2m283_muladd_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: none beyond x86-64 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rcx, rdx, r8, r9, r10, r11, flags
 ;
 ; reduction schedule:
@@ -2304,6 +2313,7 @@ kg_gf2m283_reduce_gpr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr2_avx2.end - kg_gf2m283_msqr2_avx2)
@@ -2393,6 +2403,7 @@ kg_gf2m283_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr4_avx2.end - kg_gf2m283_msqr4_avx2)
@@ -2546,6 +2557,7 @@ kg_gf2m283_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr8_avx2.end - kg_gf2m283_msqr8_avx2)
@@ -2829,6 +2841,7 @@ kg_gf2m283_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr16_avx2.end - kg_gf2m283_msqr16_avx2)
@@ -3369,6 +3382,7 @@ kg_gf2m283_msqr16_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_ladder_step_avx2.end - kg_gf2m283_ladder_step_avx2)
@@ -4164,6 +4178,7 @@ kg_gf2m283_ladder_step_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_ladder_step2_avx2.end - kg_gf2m283_ladder_step2_avx2)
@@ -4674,6 +4689,7 @@ kg_gf2m283_ladder_step2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, flags
 ;   loops: 6 x 24 and 15 x 24 and 33 x 24 instructions (repeated groups rolled: 5612 instructions run, 4618 written)
 ; ---------------------------------------------------------------------------

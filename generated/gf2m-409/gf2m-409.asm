@@ -3163,6 +3163,7 @@ section .text
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
@@ -3404,6 +3405,7 @@ kg_gf2m409_mul_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_avx2.end - kg_gf2m409_sqr_avx2)
@@ -3484,6 +3486,7 @@ kg_gf2m409_sqr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mul_lazy_avx2.end - kg_gf2m409_mul_lazy_avx2)
@@ -3713,6 +3716,7 @@ kg_gf2m409_mul_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_lazy_avx2.end - kg_gf2m409_sqr_lazy_avx2)
@@ -3788,6 +3792,7 @@ kg_gf2m409_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_freeze_avx2.end - kg_gf2m409_freeze_avx2)
@@ -3818,6 +3823,7 @@ kg_gf2m409_freeze_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-12}, flags
 ;
 ; reduction schedule:
@@ -3896,6 +3902,7 @@ kg_gf2m409_reduce_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mulwide_avx2.end - kg_gf2m409_mulwide_avx2)
@@ -4086,6 +4093,7 @@ kg_gf2m409_mulwide_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_muladd_avx2.end - kg_gf2m409_muladd_avx2)
@@ -4505,6 +4513,7 @@ kg_gf2m409_muladd_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: none beyond x86-64 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rcx, rdx, r8, r9, r10, r11, flags
 ;
 ; reduction schedule:
@@ -4605,6 +4614,7 @@ kg_gf2m409_reduce_gpr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr2_avx2.end - kg_gf2m409_msqr2_avx2)
@@ -4739,6 +4749,7 @@ kg_gf2m409_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx2.end - kg_gf2m409_msqr4_avx2)
@@ -4981,6 +4992,7 @@ kg_gf2m409_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx2.end - kg_gf2m409_msqr8_avx2)
@@ -5439,6 +5451,7 @@ kg_gf2m409_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx2.end - kg_gf2m409_msqr16_avx2)
@@ -6330,6 +6343,7 @@ kg_gf2m409_msqr16_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step_avx2.end - kg_gf2m409_ladder_step_avx2)
@@ -7865,6 +7879,7 @@ kg_gf2m409_ladder_step_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step2_avx2.end - kg_gf2m409_ladder_step2_avx2)
@@ -8793,6 +8808,7 @@ kg_gf2m409_ladder_step2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, flags
 ;   loops: 2 x 98 and 5 x 98 and 12 x 98 instructions (repeated groups rolled: 11635 instructions run, 10461 written)
 ; ---------------------------------------------------------------------------

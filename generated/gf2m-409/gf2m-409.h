@@ -83,6 +83,7 @@ extern "C" {
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_MUL_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_MUL_A_LEN), in, 8-byte aligned
  *   b: 7 x uint64_t (KG_GF2M409_MUL_B_LEN), in, 8-byte aligned
@@ -96,6 +97,7 @@ void kg_gf2m409_mul_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_SQR_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_SQR_A_LEN), in, 8-byte aligned
  */
@@ -108,6 +110,7 @@ void kg_gf2m409_sqr_avx2(uint64_t *out, const uint64_t *a);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_MUL_LAZY_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_MUL_LAZY_A_LEN), in, 8-byte aligned
  *   b: 7 x uint64_t (KG_GF2M409_MUL_LAZY_B_LEN), in, 8-byte aligned
@@ -121,6 +124,7 @@ void kg_gf2m409_mul_lazy_avx2(uint64_t *out, const uint64_t *a, const uint64_t *
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_SQR_LAZY_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_SQR_LAZY_A_LEN), in, 8-byte aligned
  */
@@ -133,6 +137,7 @@ void kg_gf2m409_sqr_lazy_avx2(uint64_t *out, const uint64_t *a);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_FREEZE_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_FREEZE_A_LEN), in, 8-byte aligned
  */
@@ -145,6 +150,7 @@ void kg_gf2m409_freeze_avx2(uint64_t *out, const uint64_t *a);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_REDUCE_OUT_LEN), out, 8-byte aligned
  *   c: 14 x uint64_t (KG_GF2M409_REDUCE_C_LEN), in, 8-byte aligned
  */
@@ -157,6 +163,7 @@ void kg_gf2m409_reduce_avx2(uint64_t *out, const uint64_t *c);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 14 x uint64_t (KG_GF2M409_MULWIDE_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_MULWIDE_A_LEN), in, 8-byte aligned
  *   b: 7 x uint64_t (KG_GF2M409_MULWIDE_B_LEN), in, 8-byte aligned
@@ -170,6 +177,7 @@ void kg_gf2m409_mulwide_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_MULADD_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_MULADD_A_LEN), in, 8-byte aligned
  *   b: 7 x uint64_t (KG_GF2M409_MULADD_B_LEN), in, 8-byte aligned
@@ -185,6 +193,7 @@ void kg_gf2m409_muladd_avx2(uint64_t *out, const uint64_t *a, const uint64_t *b,
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: none beyond x86-64 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_REDUCE_GPR_OUT_LEN), out, 8-byte aligned
  *   c: 14 x uint64_t (KG_GF2M409_REDUCE_GPR_C_LEN), in, 8-byte aligned
  */
@@ -197,6 +206,7 @@ void kg_gf2m409_reduce_gpr_avx2(uint64_t *out, const uint64_t *c);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_MSQR2_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_MSQR2_A_LEN), in, 8-byte aligned
  */
@@ -209,6 +219,7 @@ void kg_gf2m409_msqr2_avx2(uint64_t *out, const uint64_t *a);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_MSQR4_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_MSQR4_A_LEN), in, 8-byte aligned
  */
@@ -221,6 +232,7 @@ void kg_gf2m409_msqr4_avx2(uint64_t *out, const uint64_t *a);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_MSQR8_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_MSQR8_A_LEN), in, 8-byte aligned
  */
@@ -233,6 +245,7 @@ void kg_gf2m409_msqr8_avx2(uint64_t *out, const uint64_t *a);
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_MSQR16_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_MSQR16_A_LEN), in, 8-byte aligned
  */
@@ -246,6 +259,7 @@ void kg_gf2m409_msqr16_avx2(uint64_t *out, const uint64_t *a);
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 28 x uint64_t (KG_GF2M409_LADDER_STEP_OUT_LEN), out, 8-byte aligned
  *   st: 28 x uint64_t (KG_GF2M409_LADDER_STEP_ST_LEN), in, 8-byte aligned
  *   x: 7 x uint64_t (KG_GF2M409_LADDER_STEP_X_LEN), in, 8-byte aligned
@@ -262,6 +276,7 @@ void kg_gf2m409_ladder_step_avx2(uint64_t *out, const uint64_t *st, const uint64
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 28 x uint64_t (KG_GF2M409_LADDER_STEP2_OUT_LEN), out, 8-byte aligned
  *   st: 28 x uint64_t (KG_GF2M409_LADDER_STEP2_ST_LEN), in, 8-byte aligned
  *   x: 7 x uint64_t (KG_GF2M409_LADDER_STEP2_X_LEN), in, 8-byte aligned
@@ -277,6 +292,7 @@ void kg_gf2m409_ladder_step2_avx2(uint64_t *out, const uint64_t *st, const uint6
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 7 x uint64_t (KG_GF2M409_INV_OUT_LEN), out, 8-byte aligned
  *   a: 7 x uint64_t (KG_GF2M409_INV_A_LEN), in, 8-byte aligned
  */

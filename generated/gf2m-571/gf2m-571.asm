@@ -4228,6 +4228,7 @@ section .text
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -4640,6 +4641,7 @@ kg_gf2m571_mul_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_sqr_avx2.end - kg_gf2m571_sqr_avx2)
@@ -4715,6 +4717,7 @@ kg_gf2m571_sqr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_mul_lazy_avx2.end - kg_gf2m571_mul_lazy_avx2)
@@ -5112,6 +5115,7 @@ kg_gf2m571_mul_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_sqr_lazy_avx2.end - kg_gf2m571_sqr_lazy_avx2)
@@ -5178,6 +5182,7 @@ kg_gf2m571_sqr_lazy_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_freeze_avx2.end - kg_gf2m571_freeze_avx2)
@@ -5214,6 +5219,7 @@ kg_gf2m571_freeze_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ;
 ; reduction schedule:
@@ -5285,6 +5291,7 @@ kg_gf2m571_reduce_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_mulwide_avx2.end - kg_gf2m571_mulwide_avx2)
@@ -5657,6 +5664,7 @@ kg_gf2m571_mulwide_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_muladd_avx2.end - kg_gf2m571_muladd_avx2)
@@ -6423,6 +6431,7 @@ kg_gf2m571_muladd_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: none beyond x86-64 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rcx, rdx, r8, r9, r10, r11, flags
 ;
 ; reduction schedule:
@@ -6647,6 +6656,7 @@ kg_gf2m571_reduce_gpr_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr2_avx2.end - kg_gf2m571_msqr2_avx2)
@@ -6768,6 +6778,7 @@ kg_gf2m571_msqr2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr4_avx2.end - kg_gf2m571_msqr4_avx2)
@@ -6981,6 +6992,7 @@ kg_gf2m571_msqr4_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr8_avx2.end - kg_gf2m571_msqr8_avx2)
@@ -7380,6 +7392,7 @@ kg_gf2m571_msqr8_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr16_avx2.end - kg_gf2m571_msqr16_avx2)
@@ -8148,6 +8161,7 @@ kg_gf2m571_msqr16_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_ladder_step_avx2.end - kg_gf2m571_ladder_step_avx2)
@@ -10641,6 +10655,7 @@ kg_gf2m571_ladder_step_avx2:
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_ladder_step2_avx2.end - kg_gf2m571_ladder_step2_avx2)
@@ -12118,6 +12133,7 @@ kg_gf2m571_ladder_step2_avx2:
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, flags
 ;   loops: 2 x 75 and 7 x 75 and 16 x 75 and 34 x 75 instructions (repeated groups rolled: 19056 instructions run, 15523 written)
 ; ---------------------------------------------------------------------------

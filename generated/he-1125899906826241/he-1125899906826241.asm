@@ -16516,6 +16516,7 @@ section .text
 ;   ensures:  every a[i] in [0, 28147497670656024] (proven), block j at kg_he1125899906826241_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1125899906826241 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
 ;   loops: 6 x 7981 and 2 x 2661 and 2 x 2281 and 3 x 1901 and 4 x 1521 and 5 x 1141 and 8 x 761 and 16 x 381 and 61 x 275 and 2 x 104 and 4 x 70 and 8 x 36 and 21 x 1267 and 85 x 635 instructions (repeated groups rolled: 194563 instructions run, 31651 written)
 ;
@@ -48218,6 +48219,7 @@ kg_he1125899906826241_ntt_forward_avx2:
 ;   ensures:  every r[i] in [1, 1168849579784991] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 1125899906826241)
 ;             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-12}, rax, rdx, rsi, rdi, flags
 ;   loops: 1023 x 45 instructions (repeated groups rolled: 43013 instructions run, 97 written)
 ; ---------------------------------------------------------------------------
@@ -48336,6 +48338,7 @@ kg_he1125899906826241_basemul_avx2:
 ;   ensures:  every a[i] in [0, 2306405959133546496] (proven), natural order,
 ;             a = 2^64 * INTT(a) mod 1125899906826241: forward, basemul, inverse give a*b mod (x^4096+1, 1125899906826241)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
 ;   loops: 53 x 1466 and 20 x 734 and 64 x 266 and 8 x 5954 and 2 x 377 and 4 x 377 and 8 x 377 and 16 x 377 and 32 x 377 and 64 x 377 instructions (repeated groups rolled: 205826 instructions run, 12950 written)
 ;
@@ -61328,6 +61331,7 @@ kg_he1125899906826241_ntt_inverse_avx2:
 ;   requires: any uint64 a[i]
 ;   ensures:  every a[i] in [0, 2251799813652481] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-12}, rax, rdi, flags
 ;   loops: 1024 x 29 instructions (repeated groups rolled: 28678 instructions run, 38 written)
 ; ---------------------------------------------------------------------------
@@ -61386,6 +61390,7 @@ kg_he1125899906826241_reduce_shoup_avx2:
 ;   requires: any uint64 a[i]
 ;   ensures:  every a[i] in [0, 1125899906826240] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-12}, rax, rdi, flags
 ;   loops: 1024 x 31 instructions (repeated groups rolled: 30726 instructions run, 40 written)
 ; ---------------------------------------------------------------------------
@@ -61446,6 +61451,7 @@ kg_he1125899906826241_freeze_avx2:
 ;   requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241)
 ;   ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 1023 x 39 instructions (repeated groups rolled: 35844 instructions run, 84 written)
 ; ---------------------------------------------------------------------------
@@ -61550,6 +61556,7 @@ kg_he1125899906826241_mulmod_shoup_avx2:
 ;   requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241); b[i] in [0, 1125899906826240]
 ;   ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-11}, rax, rcx, rdx, rsi, rdi, r8, flags
 ;   loops: 1023 x 43 instructions (repeated groups rolled: 38917 instructions run, 93 written)
 ; ---------------------------------------------------------------------------

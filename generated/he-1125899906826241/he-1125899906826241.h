@@ -1112,6 +1112,7 @@ extern "C" {
  *   ensures:  every a[i] in [0, 28147497670656024] (proven), block j at kg_he1125899906826241_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1125899906826241 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_NTT_FORWARD_A_LEN), inout, 8-byte aligned (32-byte alignment is fastest)
  */
 void kg_he1125899906826241_ntt_forward_avx2(uint64_t *a);
@@ -1122,6 +1123,7 @@ void kg_he1125899906826241_ntt_forward_avx2(uint64_t *a);
  *   ensures:  every r[i] in [1, 1168849579784991] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 1125899906826241)
  *             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 4096 x uint64_t (KG_HE1125899906826241_BASEMUL_R_LEN), out, 8-byte aligned (32-byte alignment is fastest)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_BASEMUL_A_LEN), in, 8-byte aligned (32-byte alignment is fastest)
  *   b: 4096 x uint64_t (KG_HE1125899906826241_BASEMUL_B_LEN), in, 8-byte aligned (32-byte alignment is fastest)
@@ -1134,6 +1136,7 @@ void kg_he1125899906826241_basemul_avx2(uint64_t *r, const uint64_t *a, const ui
  *   ensures:  every a[i] in [0, 2306405959133546496] (proven), natural order,
  *             a = 2^64 * INTT(a) mod 1125899906826241: forward, basemul, inverse give a*b mod (x^4096+1, 1125899906826241)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_NTT_INVERSE_A_LEN), inout, 8-byte aligned (32-byte alignment is fastest)
  */
 void kg_he1125899906826241_ntt_inverse_avx2(uint64_t *a);
@@ -1143,6 +1146,7 @@ void kg_he1125899906826241_ntt_inverse_avx2(uint64_t *a);
  *   requires: any uint64 a[i]
  *   ensures:  every a[i] in [0, 2251799813652481] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_REDUCE_SHOUP_A_LEN), inout, 8-byte aligned (32-byte alignment is fastest)
  */
 void kg_he1125899906826241_reduce_shoup_avx2(uint64_t *a);
@@ -1152,6 +1156,7 @@ void kg_he1125899906826241_reduce_shoup_avx2(uint64_t *a);
  *   requires: any uint64 a[i]
  *   ensures:  every a[i] in [0, 1125899906826240] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_FREEZE_A_LEN), inout, 8-byte aligned (32-byte alignment is fastest)
  */
 void kg_he1125899906826241_freeze_avx2(uint64_t *a);
@@ -1161,6 +1166,7 @@ void kg_he1125899906826241_freeze_avx2(uint64_t *a);
  *   requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241)
  *   ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 4096 x uint64_t (KG_HE1125899906826241_MULMOD_SHOUP_R_LEN), out, 8-byte aligned (32-byte alignment is fastest)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_MULMOD_SHOUP_A_LEN), in, 8-byte aligned (32-byte alignment is fastest)
  *   w: 4096 x uint64_t (KG_HE1125899906826241_MULMOD_SHOUP_W_LEN), in, 8-byte aligned (32-byte alignment is fastest)
@@ -1173,6 +1179,7 @@ void kg_he1125899906826241_mulmod_shoup_avx2(uint64_t *r, const uint64_t *a, con
  *   requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241); b[i] in [0, 1125899906826240]
  *   ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_R_LEN), out, 8-byte aligned (32-byte alignment is fastest)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_A_LEN), in, 8-byte aligned (32-byte alignment is fastest)
  *   w: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_W_LEN), in, 8-byte aligned (32-byte alignment is fastest)

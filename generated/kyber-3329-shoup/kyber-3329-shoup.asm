@@ -466,6 +466,7 @@ section .text
 ;   ensures:  every a[i] in [0, 5865] (proven), block j at kg_kyber3329shoup_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
@@ -1086,6 +1087,7 @@ kg_kyber3329shoup_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_basemul_avx2.end - kg_kyber3329shoup_basemul_avx2)
@@ -1386,6 +1388,7 @@ kg_kyber3329shoup_basemul_avx2:
 ;   ensures:  every a[i] in [0, 39904] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ;
 ; reduction schedule:
@@ -2024,6 +2027,7 @@ kg_kyber3329shoup_ntt_inverse_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 6657] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_reduce_shoup_avx2.end - kg_kyber3329shoup_reduce_shoup_avx2)
@@ -2140,6 +2144,7 @@ kg_kyber3329shoup_reduce_shoup_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_freeze_avx2.end - kg_kyber3329shoup_freeze_avx2)
@@ -2288,6 +2293,7 @@ kg_kyber3329shoup_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_mulmod_shoup_avx2.end - kg_kyber3329shoup_mulmod_shoup_avx2)
@@ -2451,6 +2457,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_muladd_shoup_avx2.end - kg_kyber3329shoup_muladd_shoup_avx2)
@@ -2664,6 +2671,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 5865] (proven), block j at kg_kyber3329shoup_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -4257,6 +4265,7 @@ kg_kyber3329shoup_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_basemul_sse.end - kg_kyber3329shoup_basemul_sse)
@@ -5004,6 +5013,7 @@ kg_kyber3329shoup_basemul_sse:
 ;   ensures:  every a[i] in [0, 39904] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -6656,6 +6666,7 @@ kg_kyber3329shoup_ntt_inverse_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 6657] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_reduce_shoup_sse.end - kg_kyber3329shoup_reduce_shoup_sse)
@@ -6902,6 +6913,7 @@ kg_kyber3329shoup_reduce_shoup_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_freeze_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_freeze_sse.end - kg_kyber3329shoup_freeze_sse)
@@ -7244,6 +7256,7 @@ kg_kyber3329shoup_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_mulmod_shoup_sse.end - kg_kyber3329shoup_mulmod_shoup_sse)
@@ -7616,6 +7629,7 @@ kg_kyber3329shoup_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_muladd_shoup_sse.end - kg_kyber3329shoup_muladd_shoup_sse)

@@ -144,6 +144,7 @@ extern "C" {
  *   ensures:  every a[i] in [0, 5865] (proven), block j at kg_kyber3329shoup_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329shoup_ntt_forward_avx2(uint16_t *a);
@@ -154,6 +155,7 @@ void kg_kyber3329shoup_ntt_forward_avx2(uint16_t *a);
  *   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329SHOUP_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 256 x uint16_t (KG_KYBER3329SHOUP_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -166,6 +168,7 @@ void kg_kyber3329shoup_basemul_avx2(uint16_t *r, const uint16_t *a, const uint16
  *   ensures:  every a[i] in [0, 39904] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329shoup_ntt_inverse_avx2(uint16_t *a);
@@ -175,6 +178,7 @@ void kg_kyber3329shoup_ntt_inverse_avx2(uint16_t *a);
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 6657] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_REDUCE_SHOUP_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329shoup_reduce_shoup_avx2(uint16_t *a);
@@ -184,6 +188,7 @@ void kg_kyber3329shoup_reduce_shoup_avx2(uint16_t *a);
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329shoup_freeze_avx2(uint16_t *a);
@@ -193,6 +198,7 @@ void kg_kyber3329shoup_freeze_avx2(uint16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329SHOUP_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBER3329SHOUP_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -205,6 +211,7 @@ void kg_kyber3329shoup_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const u
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329SHOUP_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBER3329SHOUP_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -219,6 +226,7 @@ void kg_kyber3329shoup_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const u
  *   ensures:  every a[i] in [0, 5865] (proven), block j at kg_kyber3329shoup_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyber3329shoup_ntt_forward_sse(uint16_t *a);
@@ -229,6 +237,7 @@ void kg_kyber3329shoup_ntt_forward_sse(uint16_t *a);
  *   ensures:  every r[i] in [0, 6657] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329SHOUP_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 256 x uint16_t (KG_KYBER3329SHOUP_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -241,6 +250,7 @@ void kg_kyber3329shoup_basemul_sse(uint16_t *r, const uint16_t *a, const uint16_
  *   ensures:  every a[i] in [0, 39904] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyber3329shoup_ntt_inverse_sse(uint16_t *a);
@@ -250,6 +260,7 @@ void kg_kyber3329shoup_ntt_inverse_sse(uint16_t *a);
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 6657] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_REDUCE_SHOUP_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyber3329shoup_reduce_shoup_sse(uint16_t *a);
@@ -259,6 +270,7 @@ void kg_kyber3329shoup_reduce_shoup_sse(uint16_t *a);
  *   requires: any uint16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyber3329shoup_freeze_sse(uint16_t *a);
@@ -268,6 +280,7 @@ void kg_kyber3329shoup_freeze_sse(uint16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329SHOUP_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBER3329SHOUP_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -280,6 +293,7 @@ void kg_kyber3329shoup_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const ui
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329SHOUP_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329SHOUP_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBER3329SHOUP_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -292,7 +306,8 @@ void kg_kyber3329shoup_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const ui
 /* Dispatch: kyber-3329-shoup_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_kyber3329shoup_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_kyber3329shoup_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it

@@ -449,6 +449,7 @@ section .text
 ;   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -957,6 +958,7 @@ kg_kyber3329_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_basemul_avx2.end - kg_kyber3329_basemul_avx2)
@@ -1203,6 +1205,7 @@ kg_kyber3329_basemul_avx2:
 ;   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -1837,6 +1840,7 @@ kg_kyber3329_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_barrett_avx2.end - kg_kyber3329_reduce_barrett_avx2)
@@ -1969,6 +1973,7 @@ kg_kyber3329_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_special_avx2.end - kg_kyber3329_reduce_special_avx2)
@@ -2131,6 +2136,7 @@ kg_kyber3329_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_avx2.end - kg_kyber3329_freeze_avx2)
@@ -2278,6 +2284,7 @@ kg_kyber3329_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_mulmod_shoup_avx2.end - kg_kyber3329_mulmod_shoup_avx2)
@@ -2441,6 +2448,7 @@ kg_kyber3329_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_muladd_shoup_avx2.end - kg_kyber3329_muladd_shoup_avx2)
@@ -2654,6 +2662,7 @@ kg_kyber3329_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -3967,6 +3976,7 @@ kg_kyber3329_ntt_forward_sse:
 ;   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329_basemul_sse.end - kg_kyber3329_basemul_sse)
@@ -4578,6 +4588,7 @@ kg_kyber3329_basemul_sse:
 ;   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -6234,6 +6245,7 @@ kg_kyber3329_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_barrett_sse.end - kg_kyber3329_reduce_barrett_sse)
@@ -6512,6 +6524,7 @@ kg_kyber3329_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_reduce_special_sse:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_special_sse.end - kg_kyber3329_reduce_special_sse)
@@ -6882,6 +6895,7 @@ kg_kyber3329_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_freeze_sse:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_sse.end - kg_kyber3329_freeze_sse)
@@ -7222,6 +7236,7 @@ kg_kyber3329_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_mulmod_shoup_sse.end - kg_kyber3329_mulmod_shoup_sse)
@@ -7594,6 +7609,7 @@ kg_kyber3329_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_muladd_shoup_sse.end - kg_kyber3329_muladd_shoup_sse)

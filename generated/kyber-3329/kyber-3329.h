@@ -145,6 +145,7 @@ extern "C" {
  *   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329_ntt_forward_avx2(int16_t *a);
@@ -155,6 +156,7 @@ void kg_kyber3329_ntt_forward_avx2(int16_t *a);
  *   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_KYBER3329_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x int16_t (KG_KYBER3329_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 256 x int16_t (KG_KYBER3329_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -167,6 +169,7 @@ void kg_kyber3329_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b);
  *   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329_ntt_inverse_avx2(int16_t *a);
@@ -176,6 +179,7 @@ void kg_kyber3329_ntt_inverse_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329_reduce_barrett_avx2(int16_t *a);
@@ -185,6 +189,7 @@ void kg_kyber3329_reduce_barrett_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329_reduce_special_avx2(int16_t *a);
@@ -194,6 +199,7 @@ void kg_kyber3329_reduce_special_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyber3329_freeze_avx2(int16_t *a);
@@ -203,6 +209,7 @@ void kg_kyber3329_freeze_avx2(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -215,6 +222,7 @@ void kg_kyber3329_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -229,6 +237,7 @@ void kg_kyber3329_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16
  *   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyber3329_ntt_forward_sse(int16_t *a);
@@ -239,6 +248,7 @@ void kg_kyber3329_ntt_forward_sse(int16_t *a);
  *   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_KYBER3329_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x int16_t (KG_KYBER3329_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 256 x int16_t (KG_KYBER3329_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -251,6 +261,7 @@ void kg_kyber3329_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
  *   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyber3329_ntt_inverse_sse(int16_t *a);
@@ -260,6 +271,7 @@ void kg_kyber3329_ntt_inverse_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyber3329_reduce_barrett_sse(int16_t *a);
@@ -269,6 +281,7 @@ void kg_kyber3329_reduce_barrett_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyber3329_reduce_special_sse(int16_t *a);
@@ -278,6 +291,7 @@ void kg_kyber3329_reduce_special_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBER3329_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyber3329_freeze_sse(int16_t *a);
@@ -287,6 +301,7 @@ void kg_kyber3329_freeze_sse(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -299,6 +314,7 @@ void kg_kyber3329_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -311,7 +327,8 @@ void kg_kyber3329_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_
 /* Dispatch: kyber-3329_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_kyber3329_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_kyber3329_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it

@@ -473,6 +473,7 @@ section .text
 ;   ensures:  every a[i] in [-16174, 23867] (proven), block j at kg_kyberr17681_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 7681 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -1072,6 +1073,7 @@ kg_kyberr17681_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_avx2.end - kg_kyberr17681_basemul_avx2)
@@ -1204,6 +1206,7 @@ kg_kyberr17681_basemul_avx2:
 ;   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -1990,6 +1993,7 @@ kg_kyberr17681_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-3840, 3840] (proven over all 2^16 inputs), congruent to the input mod 7681
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_barrett_avx2.end - kg_kyberr17681_reduce_barrett_avx2)
@@ -2122,6 +2126,7 @@ kg_kyberr17681_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-2044, 9724] (proven over all 2^16 inputs), congruent to the input mod 7681
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_special_avx2.end - kg_kyberr17681_reduce_special_avx2)
@@ -2252,6 +2257,7 @@ kg_kyberr17681_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 7680] (proven over all 2^16 inputs), congruent to the input mod 7681: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_avx2.end - kg_kyberr17681_freeze_avx2)
@@ -2399,6 +2405,7 @@ kg_kyberr17681_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681)
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_mulmod_shoup_avx2.end - kg_kyberr17681_mulmod_shoup_avx2)
@@ -2562,6 +2569,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681); b[i] in [0, 7680]
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_muladd_shoup_avx2.end - kg_kyberr17681_muladd_shoup_avx2)
@@ -2775,6 +2783,7 @@ kg_kyberr17681_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [-16174, 23867] (proven), block j at kg_kyberr17681_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 7681 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -4325,6 +4334,7 @@ kg_kyberr17681_ntt_forward_sse:
 ;   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_basemul_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_sse.end - kg_kyberr17681_basemul_sse)
@@ -4633,6 +4643,7 @@ kg_kyberr17681_basemul_sse:
 ;   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -6705,6 +6716,7 @@ kg_kyberr17681_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-3840, 3840] (proven over all 2^16 inputs), congruent to the input mod 7681
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_barrett_sse.end - kg_kyberr17681_reduce_barrett_sse)
@@ -6983,6 +6995,7 @@ kg_kyberr17681_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-2044, 9724] (proven over all 2^16 inputs), congruent to the input mod 7681
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_reduce_special_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_special_sse.end - kg_kyberr17681_reduce_special_sse)
@@ -7257,6 +7270,7 @@ kg_kyberr17681_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 7680] (proven over all 2^16 inputs), congruent to the input mod 7681: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_freeze_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_sse.end - kg_kyberr17681_freeze_sse)
@@ -7597,6 +7611,7 @@ kg_kyberr17681_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681)
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_mulmod_shoup_sse.end - kg_kyberr17681_mulmod_shoup_sse)
@@ -7969,6 +7984,7 @@ kg_kyberr17681_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681); b[i] in [0, 7680]
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_muladd_shoup_sse.end - kg_kyberr17681_muladd_shoup_sse)

@@ -153,6 +153,7 @@ extern "C" {
  *   ensures:  every a[i] in [-16174, 23867] (proven), block j at kg_kyberr17681_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 7681 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyberr17681_ntt_forward_avx2(int16_t *a);
@@ -163,6 +164,7 @@ void kg_kyberr17681_ntt_forward_avx2(int16_t *a);
  *   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_KYBERR17681_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x int16_t (KG_KYBERR17681_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 256 x int16_t (KG_KYBERR17681_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -175,6 +177,7 @@ void kg_kyberr17681_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b)
  *   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyberr17681_ntt_inverse_avx2(int16_t *a);
@@ -184,6 +187,7 @@ void kg_kyberr17681_ntt_inverse_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-3840, 3840] (proven over all 2^16 inputs), congruent to the input mod 7681
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyberr17681_reduce_barrett_avx2(int16_t *a);
@@ -193,6 +197,7 @@ void kg_kyberr17681_reduce_barrett_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-2044, 9724] (proven over all 2^16 inputs), congruent to the input mod 7681
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyberr17681_reduce_special_avx2(int16_t *a);
@@ -202,6 +207,7 @@ void kg_kyberr17681_reduce_special_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 7680] (proven over all 2^16 inputs), congruent to the input mod 7681: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_kyberr17681_freeze_avx2(int16_t *a);
@@ -211,6 +217,7 @@ void kg_kyberr17681_freeze_avx2(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681)
  *   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBERR17681_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBERR17681_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBERR17681_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -223,6 +230,7 @@ void kg_kyberr17681_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint
  *   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681); b[i] in [0, 7680]
  *   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBERR17681_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBERR17681_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBERR17681_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -237,6 +245,7 @@ void kg_kyberr17681_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint
  *   ensures:  every a[i] in [-16174, 23867] (proven), block j at kg_kyberr17681_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 7681 (scale 1)
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyberr17681_ntt_forward_sse(int16_t *a);
@@ -247,6 +256,7 @@ void kg_kyberr17681_ntt_forward_sse(int16_t *a);
  *   ensures:  every r[i] in [-9731, 12532] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 7681)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_KYBERR17681_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x int16_t (KG_KYBERR17681_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 256 x int16_t (KG_KYBERR17681_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -259,6 +269,7 @@ void kg_kyberr17681_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
  *   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyberr17681_ntt_inverse_sse(int16_t *a);
@@ -268,6 +279,7 @@ void kg_kyberr17681_ntt_inverse_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-3840, 3840] (proven over all 2^16 inputs), congruent to the input mod 7681
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyberr17681_reduce_barrett_sse(int16_t *a);
@@ -277,6 +289,7 @@ void kg_kyberr17681_reduce_barrett_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-2044, 9724] (proven over all 2^16 inputs), congruent to the input mod 7681
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyberr17681_reduce_special_sse(int16_t *a);
@@ -286,6 +299,7 @@ void kg_kyberr17681_reduce_special_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 7680] (proven over all 2^16 inputs), congruent to the input mod 7681: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_KYBERR17681_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_kyberr17681_freeze_sse(int16_t *a);
@@ -295,6 +309,7 @@ void kg_kyberr17681_freeze_sse(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681)
  *   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBERR17681_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBERR17681_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBERR17681_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -307,6 +322,7 @@ void kg_kyberr17681_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint1
  *   requires: any uint16 a[i]; w[i] in [0, 7680] with wp[i] = floor(w[i]*2^16/7681); b[i] in [0, 7680]
  *   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_KYBERR17681_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_KYBERR17681_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_KYBERR17681_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -319,7 +335,8 @@ void kg_kyberr17681_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint1
 /* Dispatch: kyber-r1-7681_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_kyberr17681_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_kyberr17681_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it

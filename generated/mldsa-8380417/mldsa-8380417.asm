@@ -921,6 +921,7 @@ section .text
 ;   ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_mldsa8380417_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -2929,6 +2930,7 @@ kg_mldsa8380417_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_avx2.end - kg_mldsa8380417_basemul_avx2)
@@ -3398,6 +3400,7 @@ kg_mldsa8380417_basemul_avx2:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc4_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc4_avx2.end - kg_mldsa8380417_basemul_acc4_avx2)
@@ -5406,6 +5409,7 @@ kg_mldsa8380417_basemul_acc4_avx2:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc5_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc5_avx2.end - kg_mldsa8380417_basemul_acc5_avx2)
@@ -7862,6 +7866,7 @@ kg_mldsa8380417_basemul_acc5_avx2:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-14}, rax, rdx, rsi, rdi, flags
 ;   loops: 15 x 211 and 5 x 30 instructions (repeated groups rolled: 3333 instructions run, 323 written)
 ; ---------------------------------------------------------------------------
@@ -8208,6 +8213,7 @@ kg_mldsa8380417_basemul_acc7_avx2:
 ;   ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -10419,6 +10425,7 @@ kg_mldsa8380417_ntt_inverse_avx2:
 ;   requires: any int32 a[i]
 ;   ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_barrett_avx2.end - kg_mldsa8380417_reduce_barrett_avx2)
@@ -10695,6 +10702,7 @@ kg_mldsa8380417_reduce_barrett_avx2:
 ;   requires: any int32 a[i]
 ;   ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_special_avx2.end - kg_mldsa8380417_reduce_special_avx2)
@@ -10937,6 +10945,7 @@ kg_mldsa8380417_reduce_special_avx2:
 ;   requires: any int32 a[i]
 ;   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_freeze_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_freeze_avx2.end - kg_mldsa8380417_freeze_avx2)
@@ -11309,6 +11318,7 @@ kg_mldsa8380417_freeze_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_mulmod_shoup_avx2.end - kg_mldsa8380417_mulmod_shoup_avx2)
@@ -11776,6 +11786,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_muladd_shoup_avx2.end - kg_mldsa8380417_muladd_shoup_avx2)
@@ -12341,6 +12352,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_mldsa8380417_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
 ;   loops: 8 x 146 instructions (repeated groups rolled: 4948 instructions run, 3972 written)
 ;
@@ -16343,6 +16355,7 @@ kg_mldsa8380417_ntt_forward_sse:
 ;   ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_sse.end - kg_mldsa8380417_basemul_sse)
@@ -17452,6 +17465,7 @@ kg_mldsa8380417_basemul_sse:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rdx, rsi, rdi, flags
 ;   loops: 31 x 153 instructions (repeated groups rolled: 4806 instructions run, 314 written)
 ; ---------------------------------------------------------------------------
@@ -17787,6 +17801,7 @@ kg_mldsa8380417_basemul_acc4_sse:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rdx, rsi, rdi, flags
 ;   loops: 31 x 187 and 3 x 36 instructions (repeated groups rolled: 5894 instructions run, 320 written)
 ; ---------------------------------------------------------------------------
@@ -18130,6 +18145,7 @@ kg_mldsa8380417_basemul_acc5_sse:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rdx, rsi, rdi, flags
 ;   loops: 31 x 255 and 5 x 36 instructions (repeated groups rolled: 8070 instructions run, 388 written)
 ; ---------------------------------------------------------------------------
@@ -18540,6 +18556,7 @@ kg_mldsa8380417_basemul_acc7_sse:
 ;   ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
 ;   loops: 7 x 198 instructions (repeated groups rolled: 5561 instructions run, 4414 written)
 ;
@@ -22983,6 +23000,7 @@ kg_mldsa8380417_ntt_inverse_sse:
 ;   requires: any int32 a[i]
 ;   ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_barrett_sse.end - kg_mldsa8380417_reduce_barrett_sse)
@@ -23581,6 +23599,7 @@ kg_mldsa8380417_reduce_barrett_sse:
 ;   requires: any int32 a[i]
 ;   ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_reduce_special_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_special_sse.end - kg_mldsa8380417_reduce_special_sse)
@@ -24111,6 +24130,7 @@ kg_mldsa8380417_reduce_special_sse:
 ;   requires: any int32 a[i]
 ;   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_freeze_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_freeze_sse.end - kg_mldsa8380417_freeze_sse)
@@ -24965,6 +24985,7 @@ kg_mldsa8380417_freeze_sse:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_mulmod_shoup_sse.end - kg_mldsa8380417_mulmod_shoup_sse)
@@ -26009,6 +26030,7 @@ kg_mldsa8380417_mulmod_shoup_sse:
 ;   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_muladd_shoup_sse.end - kg_mldsa8380417_muladd_shoup_sse)

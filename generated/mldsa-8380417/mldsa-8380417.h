@@ -122,6 +122,7 @@ extern "C" {
  *   ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_mldsa8380417_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_mldsa8380417_ntt_forward_avx2(int32_t *a);
@@ -132,6 +133,7 @@ void kg_mldsa8380417_ntt_forward_avx2(int32_t *a);
  *   ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 256 x int32_t (KG_MLDSA8380417_BASEMUL_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   b: 256 x int32_t (KG_MLDSA8380417_BASEMUL_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -145,6 +147,7 @@ void kg_mldsa8380417_basemul_avx2(int32_t *r, const int32_t *a, const int32_t *b
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   b: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -158,6 +161,7 @@ void kg_mldsa8380417_basemul_acc4_avx2(int32_t *r, const int32_t *a, const int32
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   b: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -171,6 +175,7 @@ void kg_mldsa8380417_basemul_acc5_avx2(int32_t *r, const int32_t *a, const int32
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   b: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -183,6 +188,7 @@ void kg_mldsa8380417_basemul_acc7_avx2(int32_t *r, const int32_t *a, const int32
  *   ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
  *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_mldsa8380417_ntt_inverse_avx2(int32_t *a);
@@ -192,6 +198,7 @@ void kg_mldsa8380417_ntt_inverse_avx2(int32_t *a);
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_BARRETT_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_mldsa8380417_reduce_barrett_avx2(int32_t *a);
@@ -201,6 +208,7 @@ void kg_mldsa8380417_reduce_barrett_avx2(int32_t *a);
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_SPECIAL_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_mldsa8380417_reduce_special_avx2(int32_t *a);
@@ -210,6 +218,7 @@ void kg_mldsa8380417_reduce_special_avx2(int32_t *a);
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_FREEZE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_mldsa8380417_freeze_avx2(int32_t *a);
@@ -219,6 +228,7 @@ void kg_mldsa8380417_freeze_avx2(int32_t *a);
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -231,6 +241,7 @@ void kg_mldsa8380417_mulmod_shoup_avx2(uint32_t *r, const uint32_t *a, const uin
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -245,6 +256,7 @@ void kg_mldsa8380417_muladd_shoup_avx2(uint32_t *r, const uint32_t *a, const uin
  *   ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_mldsa8380417_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_mldsa8380417_ntt_forward_sse(int32_t *a);
@@ -255,6 +267,7 @@ void kg_mldsa8380417_ntt_forward_sse(int32_t *a);
  *   ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 256 x int32_t (KG_MLDSA8380417_BASEMUL_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   b: 256 x int32_t (KG_MLDSA8380417_BASEMUL_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -268,6 +281,7 @@ void kg_mldsa8380417_basemul_sse(int32_t *r, const int32_t *a, const int32_t *b)
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   b: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -281,6 +295,7 @@ void kg_mldsa8380417_basemul_acc4_sse(int32_t *r, const int32_t *a, const int32_
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   b: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -294,6 +309,7 @@ void kg_mldsa8380417_basemul_acc5_sse(int32_t *r, const int32_t *a, const int32_
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   b: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -306,6 +322,7 @@ void kg_mldsa8380417_basemul_acc7_sse(int32_t *r, const int32_t *a, const int32_
  *   ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
  *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_mldsa8380417_ntt_inverse_sse(int32_t *a);
@@ -315,6 +332,7 @@ void kg_mldsa8380417_ntt_inverse_sse(int32_t *a);
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_BARRETT_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_mldsa8380417_reduce_barrett_sse(int32_t *a);
@@ -324,6 +342,7 @@ void kg_mldsa8380417_reduce_barrett_sse(int32_t *a);
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_SPECIAL_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_mldsa8380417_reduce_special_sse(int32_t *a);
@@ -333,6 +352,7 @@ void kg_mldsa8380417_reduce_special_sse(int32_t *a);
  *   requires: any int32 a[i]
  *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int32_t (KG_MLDSA8380417_FREEZE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_mldsa8380417_freeze_sse(int32_t *a);
@@ -342,6 +362,7 @@ void kg_mldsa8380417_freeze_sse(int32_t *a);
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -354,6 +375,7 @@ void kg_mldsa8380417_mulmod_shoup_sse(uint32_t *r, const uint32_t *a, const uint
  *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
  *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -366,7 +388,8 @@ void kg_mldsa8380417_muladd_shoup_sse(uint32_t *r, const uint32_t *a, const uint
 /* Dispatch: mldsa-8380417_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_mldsa8380417_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_mldsa8380417_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it

@@ -6,8 +6,9 @@
  * its kernels without the ISA suffix and calls the first of
  * avx2, sse whose kernels this CPU runs, chosen on the first call: CPUID
  * for the extensions the kernels' instructions need, XGETBV for the register
- * state the OS must save. Any C99 compiler (GCC, Clang, MSVC); link with
- * mldsa-8380417.o.
+ * state the OS must save. It branches only on that choice (the CPU's
+ * features, or the ISA asked for), never on the data. Any C99 compiler
+ * (GCC, Clang, MSVC); link with mldsa-8380417.o.
  */
 #include <stdio.h>
 #include <stdlib.h>

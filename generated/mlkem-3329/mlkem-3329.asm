@@ -697,6 +697,7 @@ section .text
 ;   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -1338,6 +1339,7 @@ kg_mlkem3329_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_avx2.end - kg_mlkem3329_basemul_avx2)
@@ -1651,6 +1653,7 @@ kg_mlkem3329_basemul_avx2:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc2_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc2_avx2.end - kg_mlkem3329_basemul_acc2_avx2)
@@ -2156,6 +2159,7 @@ kg_mlkem3329_basemul_acc2_avx2:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc3_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc3_avx2.end - kg_mlkem3329_basemul_acc3_avx2)
@@ -2853,6 +2857,7 @@ kg_mlkem3329_basemul_acc3_avx2:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc4_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc4_avx2.end - kg_mlkem3329_basemul_acc4_avx2)
@@ -3741,6 +3746,7 @@ kg_mlkem3329_basemul_acc4_avx2:
 ;   ensures:  every a[i] in [-1937, 1937] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -4440,6 +4446,7 @@ kg_mlkem3329_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_barrett_avx2.end - kg_mlkem3329_reduce_barrett_avx2)
@@ -4572,6 +4579,7 @@ kg_mlkem3329_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_special_avx2.end - kg_mlkem3329_reduce_special_avx2)
@@ -4734,6 +4742,7 @@ kg_mlkem3329_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_freeze_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_freeze_avx2.end - kg_mlkem3329_freeze_avx2)
@@ -4881,6 +4890,7 @@ kg_mlkem3329_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_mulmod_shoup_avx2.end - kg_mlkem3329_mulmod_shoup_avx2)
@@ -5044,6 +5054,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_muladd_shoup_avx2.end - kg_mlkem3329_muladd_shoup_avx2)
@@ -5257,6 +5268,7 @@ kg_mlkem3329_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -6892,6 +6904,7 @@ kg_mlkem3329_ntt_forward_sse:
 ;   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_sse.end - kg_mlkem3329_basemul_sse)
@@ -7653,6 +7666,7 @@ kg_mlkem3329_basemul_sse:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc2_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc2_sse.end - kg_mlkem3329_basemul_acc2_sse)
@@ -8894,6 +8908,7 @@ kg_mlkem3329_basemul_acc2_sse:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc3_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc3_sse.end - kg_mlkem3329_basemul_acc3_sse)
@@ -10615,6 +10630,7 @@ kg_mlkem3329_basemul_acc3_sse:
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_basemul_acc4_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc4_sse.end - kg_mlkem3329_basemul_acc4_sse)
@@ -12815,6 +12831,7 @@ kg_mlkem3329_basemul_acc4_sse:
 ;   ensures:  every a[i] in [-1937, 1937] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -14621,6 +14638,7 @@ kg_mlkem3329_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_barrett_sse.end - kg_mlkem3329_reduce_barrett_sse)
@@ -14899,6 +14917,7 @@ kg_mlkem3329_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_reduce_special_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_special_sse.end - kg_mlkem3329_reduce_special_sse)
@@ -15269,6 +15288,7 @@ kg_mlkem3329_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_freeze_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_freeze_sse.end - kg_mlkem3329_freeze_sse)
@@ -15609,6 +15629,7 @@ kg_mlkem3329_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_mulmod_shoup_sse.end - kg_mlkem3329_mulmod_shoup_sse)
@@ -15981,6 +16002,7 @@ kg_mlkem3329_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_muladd_shoup_sse.end - kg_mlkem3329_muladd_shoup_sse)

@@ -114,6 +114,7 @@ extern "C" {
  *   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_mlkem3329_ntt_forward_avx2(int16_t *a);
@@ -124,6 +125,7 @@ void kg_mlkem3329_ntt_forward_avx2(int16_t *a);
  *   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x int16_t (KG_MLKEM3329_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 256 x int16_t (KG_MLKEM3329_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -137,6 +139,7 @@ void kg_mlkem3329_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b);
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 512 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 512 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -150,6 +153,7 @@ void kg_mlkem3329_basemul_acc2_avx2(int16_t *r, const int16_t *a, const int16_t 
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 768 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 768 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -163,6 +167,7 @@ void kg_mlkem3329_basemul_acc3_avx2(int16_t *r, const int16_t *a, const int16_t 
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 1024 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 1024 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -175,6 +180,7 @@ void kg_mlkem3329_basemul_acc4_avx2(int16_t *r, const int16_t *a, const int16_t 
  *   ensures:  every a[i] in [-1937, 1937] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_mlkem3329_ntt_inverse_avx2(int16_t *a);
@@ -184,6 +190,7 @@ void kg_mlkem3329_ntt_inverse_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_mlkem3329_reduce_barrett_avx2(int16_t *a);
@@ -193,6 +200,7 @@ void kg_mlkem3329_reduce_barrett_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_mlkem3329_reduce_special_avx2(int16_t *a);
@@ -202,6 +210,7 @@ void kg_mlkem3329_reduce_special_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_mlkem3329_freeze_avx2(int16_t *a);
@@ -211,6 +220,7 @@ void kg_mlkem3329_freeze_avx2(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -223,6 +233,7 @@ void kg_mlkem3329_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -237,6 +248,7 @@ void kg_mlkem3329_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16
  *   ensures:  every a[i] in [0, 3328] (proven), block j at kg_mlkem3329_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_mlkem3329_ntt_forward_sse(int16_t *a);
@@ -247,6 +259,7 @@ void kg_mlkem3329_ntt_forward_sse(int16_t *a);
  *   ensures:  every r[i] in [-1840, 2002] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x int16_t (KG_MLKEM3329_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 256 x int16_t (KG_MLKEM3329_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -260,6 +273,7 @@ void kg_mlkem3329_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 512 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 512 x int16_t (KG_MLKEM3329_BASEMUL_ACC2_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -273,6 +287,7 @@ void kg_mlkem3329_basemul_acc2_sse(int16_t *r, const int16_t *a, const int16_t *
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 768 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 768 x int16_t (KG_MLKEM3329_BASEMUL_ACC3_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -286,6 +301,7 @@ void kg_mlkem3329_basemul_acc3_sse(int16_t *r, const int16_t *a, const int16_t *
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 1024 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 1024 x int16_t (KG_MLKEM3329_BASEMUL_ACC4_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -298,6 +314,7 @@ void kg_mlkem3329_basemul_acc4_sse(int16_t *r, const int16_t *a, const int16_t *
  *   ensures:  every a[i] in [-1937, 1937] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_mlkem3329_ntt_inverse_sse(int16_t *a);
@@ -307,6 +324,7 @@ void kg_mlkem3329_ntt_inverse_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_mlkem3329_reduce_barrett_sse(int16_t *a);
@@ -316,6 +334,7 @@ void kg_mlkem3329_reduce_barrett_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_mlkem3329_reduce_special_sse(int16_t *a);
@@ -325,6 +344,7 @@ void kg_mlkem3329_reduce_special_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x int16_t (KG_MLKEM3329_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_mlkem3329_freeze_sse(int16_t *a);
@@ -334,6 +354,7 @@ void kg_mlkem3329_freeze_sse(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_MLKEM3329_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -346,6 +367,7 @@ void kg_mlkem3329_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_
  *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
  *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 256 x uint16_t (KG_MLKEM3329_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -358,7 +380,8 @@ void kg_mlkem3329_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_
 /* Dispatch: mlkem-3329_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_mlkem3329_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_mlkem3329_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it

@@ -1622,6 +1622,7 @@ section .text
 ;   ensures:  every a[i] in [0, 24577] (proven), block j at kg_newhope12289_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
 ;   loops: 8 x 117 and 7 x 318 instructions (repeated groups rolled: 3447 instructions run, 771 written)
 ;
@@ -2428,6 +2429,7 @@ kg_newhope12289_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_basemul_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_basemul_avx2.end - kg_newhope12289_basemul_avx2)
@@ -3089,6 +3091,7 @@ kg_newhope12289_basemul_avx2:
 ;   ensures:  every a[i] in [0, 49154] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^1024+1, 12289)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
 ;   loops: 8 x 338 and 4 x 135 and 3 x 115 instructions (repeated groups rolled: 3671 instructions run, 720 written)
 ;
@@ -3845,6 +3848,7 @@ kg_newhope12289_ntt_inverse_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_reduce_shoup_avx2.end - kg_newhope12289_reduce_shoup_avx2)
@@ -4249,6 +4253,7 @@ kg_newhope12289_reduce_shoup_avx2:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_freeze_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_freeze_avx2.end - kg_newhope12289_freeze_avx2)
@@ -4781,6 +4786,7 @@ kg_newhope12289_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_mulmod_shoup_avx2.end - kg_newhope12289_mulmod_shoup_avx2)
@@ -5376,6 +5382,7 @@ kg_newhope12289_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_muladd_shoup_avx2.end - kg_newhope12289_muladd_shoup_avx2)
@@ -6165,6 +6172,7 @@ kg_newhope12289_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 24577] (proven), block j at kg_newhope12289_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 12289 (scale 1)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
 ;   loops: 2 x 1245 instructions (repeated groups rolled: 9576 instructions run, 8808 written)
 ;
@@ -15011,6 +15019,7 @@ kg_newhope12289_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 24577] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 12289)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_basemul_sse:function KERNGEN_VISIBILITY (kg_newhope12289_basemul_sse.end - kg_newhope12289_basemul_sse)
@@ -16697,6 +16706,7 @@ kg_newhope12289_basemul_sse:
 ;   ensures:  every a[i] in [0, 49154] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^1024+1, 12289)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
@@ -27480,6 +27490,7 @@ kg_newhope12289_ntt_inverse_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 24577] (proven over all 2^16 inputs), congruent to the input mod 12289
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope12289_reduce_shoup_sse.end - kg_newhope12289_reduce_shoup_sse)
@@ -28398,6 +28409,7 @@ kg_newhope12289_reduce_shoup_sse:
 ;   requires: any uint16 a[i]
 ;   ensures:  every a[i] in [0, 12288] (proven over all 2^16 inputs), congruent to the input mod 12289: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_freeze_sse:function KERNGEN_VISIBILITY (kg_newhope12289_freeze_sse.end - kg_newhope12289_freeze_sse)
@@ -29700,6 +29712,7 @@ kg_newhope12289_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289)
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope12289_mulmod_shoup_sse.end - kg_newhope12289_mulmod_shoup_sse)
@@ -31128,6 +31141,7 @@ kg_newhope12289_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 12288] with wp[i] = floor(w[i]*2^16/12289); b[i] in [0, 12288]
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope12289_muladd_shoup_sse.end - kg_newhope12289_muladd_shoup_sse)

@@ -1558,6 +1558,7 @@ section .text
 ;   ensures:  every a[i] in [0, 2146959361] (proven), block j at kg_nfl1073479681_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
 ;   loops: 8 x 167 and 7 x 370 instructions (repeated groups rolled: 4262 instructions run, 926 written)
 ;
@@ -2519,6 +2520,7 @@ kg_nfl1073479681_ntt_forward_avx2:
 ;   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_basemul_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_basemul_avx2.end - kg_nfl1073479681_basemul_avx2)
@@ -3628,6 +3630,7 @@ kg_nfl1073479681_basemul_avx2:
 ;   ensures:  every a[i] in [0, 4293918722] (proven), natural order,
 ;             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
 ;   loops: 8 x 390 and 4 x 183 and 3 x 163 instructions (repeated groups rolled: 4470 instructions run, 914 written)
 ;
@@ -4577,6 +4580,7 @@ kg_nfl1073479681_ntt_inverse_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_reduce_shoup_avx2.end - kg_nfl1073479681_reduce_shoup_avx2)
@@ -5237,6 +5241,7 @@ kg_nfl1073479681_reduce_shoup_avx2:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_freeze_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_freeze_avx2.end - kg_nfl1073479681_freeze_avx2)
@@ -6025,6 +6030,7 @@ kg_nfl1073479681_freeze_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681)
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_mulmod_shoup_avx2.end - kg_nfl1073479681_mulmod_shoup_avx2)
@@ -6940,6 +6946,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
 ;   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681); b[i] in [0, 1073479680]
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_muladd_shoup_avx2.end - kg_nfl1073479681_muladd_shoup_avx2)
@@ -8049,6 +8056,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [0, 2146959361] (proven), block j at kg_nfl1073479681_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
 ;   loops: 2 x 1797 instructions (repeated groups rolled: 11370 instructions run, 10098 written)
 ;
@@ -18185,6 +18193,7 @@ kg_nfl1073479681_ntt_forward_sse:
 ;   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_basemul_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_basemul_sse.end - kg_nfl1073479681_basemul_sse)
@@ -20895,6 +20904,7 @@ kg_nfl1073479681_basemul_sse:
 ;   ensures:  every a[i] in [0, 4293918722] (proven), natural order,
 ;             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
 ;   loops: 2 x 983 instructions (repeated groups rolled: 11769 instructions run, 11148 written)
 ;
@@ -32079,6 +32089,7 @@ kg_nfl1073479681_ntt_inverse_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_reduce_shoup_sse.end - kg_nfl1073479681_reduce_shoup_sse)
@@ -33509,6 +33520,7 @@ kg_nfl1073479681_reduce_shoup_sse:
 ;   requires: any uint32 a[i]
 ;   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_freeze_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_freeze_sse.end - kg_nfl1073479681_freeze_sse)
@@ -35323,6 +35335,7 @@ kg_nfl1073479681_freeze_sse:
 ;   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681)
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_mulmod_shoup_sse.end - kg_nfl1073479681_mulmod_shoup_sse)
@@ -37391,6 +37404,7 @@ kg_nfl1073479681_mulmod_shoup_sse:
 ;   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681); b[i] in [0, 1073479680]
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_muladd_shoup_sse.end - kg_nfl1073479681_muladd_shoup_sse)

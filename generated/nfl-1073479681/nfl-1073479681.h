@@ -216,6 +216,7 @@ extern "C" {
  *   ensures:  every a[i] in [0, 2146959361] (proven), block j at kg_nfl1073479681_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint32_t (KG_NFL1073479681_NTT_FORWARD_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_nfl1073479681_ntt_forward_avx2(uint32_t *a);
@@ -226,6 +227,7 @@ void kg_nfl1073479681_ntt_forward_avx2(uint32_t *a);
  *   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint32_t (KG_NFL1073479681_BASEMUL_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 512 x uint32_t (KG_NFL1073479681_BASEMUL_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   b: 512 x uint32_t (KG_NFL1073479681_BASEMUL_B_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -238,6 +240,7 @@ void kg_nfl1073479681_basemul_avx2(uint32_t *r, const uint32_t *a, const uint32_
  *   ensures:  every a[i] in [0, 4293918722] (proven), natural order,
  *             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint32_t (KG_NFL1073479681_NTT_INVERSE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_nfl1073479681_ntt_inverse_avx2(uint32_t *a);
@@ -247,6 +250,7 @@ void kg_nfl1073479681_ntt_inverse_avx2(uint32_t *a);
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint32_t (KG_NFL1073479681_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_nfl1073479681_reduce_shoup_avx2(uint32_t *a);
@@ -256,6 +260,7 @@ void kg_nfl1073479681_reduce_shoup_avx2(uint32_t *a);
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint32_t (KG_NFL1073479681_FREEZE_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
  */
 void kg_nfl1073479681_freeze_avx2(uint32_t *a);
@@ -265,6 +270,7 @@ void kg_nfl1073479681_freeze_avx2(uint32_t *a);
  *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681)
  *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   w: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -277,6 +283,7 @@ void kg_nfl1073479681_mulmod_shoup_avx2(uint32_t *r, const uint32_t *a, const ui
  *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681); b[i] in [0, 1073479680]
  *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_R_LEN), out, 4-byte aligned (32-byte alignment is fastest)
  *   a: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_A_LEN), in, 4-byte aligned (32-byte alignment is fastest)
  *   w: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_W_LEN), in, 4-byte aligned (32-byte alignment is fastest)
@@ -291,6 +298,7 @@ void kg_nfl1073479681_muladd_shoup_avx2(uint32_t *r, const uint32_t *a, const ui
  *   ensures:  every a[i] in [0, 2146959361] (proven), block j at kg_nfl1073479681_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint32_t (KG_NFL1073479681_NTT_FORWARD_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_nfl1073479681_ntt_forward_sse(uint32_t *a);
@@ -301,6 +309,7 @@ void kg_nfl1073479681_ntt_forward_sse(uint32_t *a);
  *   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint32_t (KG_NFL1073479681_BASEMUL_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 512 x uint32_t (KG_NFL1073479681_BASEMUL_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   b: 512 x uint32_t (KG_NFL1073479681_BASEMUL_B_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -313,6 +322,7 @@ void kg_nfl1073479681_basemul_sse(uint32_t *r, const uint32_t *a, const uint32_t
  *   ensures:  every a[i] in [0, 4293918722] (proven), natural order,
  *             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint32_t (KG_NFL1073479681_NTT_INVERSE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_nfl1073479681_ntt_inverse_sse(uint32_t *a);
@@ -322,6 +332,7 @@ void kg_nfl1073479681_ntt_inverse_sse(uint32_t *a);
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint32_t (KG_NFL1073479681_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_nfl1073479681_reduce_shoup_sse(uint32_t *a);
@@ -331,6 +342,7 @@ void kg_nfl1073479681_reduce_shoup_sse(uint32_t *a);
  *   requires: any uint32 a[i]
  *   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint32_t (KG_NFL1073479681_FREEZE_A_LEN), inout, 4-byte aligned (16-byte alignment is fastest)
  */
 void kg_nfl1073479681_freeze_sse(uint32_t *a);
@@ -340,6 +352,7 @@ void kg_nfl1073479681_freeze_sse(uint32_t *a);
  *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681)
  *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   w: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -352,6 +365,7 @@ void kg_nfl1073479681_mulmod_shoup_sse(uint32_t *r, const uint32_t *a, const uin
  *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681); b[i] in [0, 1073479680]
  *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_R_LEN), out, 4-byte aligned (16-byte alignment is fastest)
  *   a: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_A_LEN), in, 4-byte aligned (16-byte alignment is fastest)
  *   w: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_W_LEN), in, 4-byte aligned (16-byte alignment is fastest)
@@ -364,7 +378,8 @@ void kg_nfl1073479681_muladd_shoup_sse(uint32_t *r, const uint32_t *a, const uin
 /* Dispatch: nfl-1073479681_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_nfl1073479681_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_nfl1073479681_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it

@@ -4198,6 +4198,7 @@ section .text
 ;   ensures:  every a[i] in [0, 9223372036653449217] (proven), block j at kg_nfl4611686018326724609_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 4611686018326724609 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
 ;   loops: 32 x 397 and 5 x 1091 and 2 x 415 and 4 x 277 and 8 x 139 and 31 x 691 instructions (repeated groups rolled: 43267 instructions run, 4005 written)
 ;
@@ -8247,6 +8248,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
 ;   ensures:  every r[i] in [1, 9223372036552785922] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 4611686018326724609)
 ;             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-12}, rax, rdx, rsi, rdi, flags
 ;   loops: 255 x 45 instructions (repeated groups rolled: 10757 instructions run, 97 written)
 ; ---------------------------------------------------------------------------
@@ -8365,6 +8367,7 @@ kg_nfl4611686018326724609_basemul_avx2:
 ;   ensures:  every a[i] in [0, 18446744073306898434] (proven), natural order,
 ;             a = 2^64 * INTT(a) mod 4611686018326724609: forward, basemul, inverse give a*b mod (x^1024+1, 4611686018326724609)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
 ;   loops: 32 x 771 and 8 x 1083 and 16 x 413 and 15 x 393 instructions (repeated groups rolled: 45955 instructions run, 3069 written)
 ;
@@ -11472,6 +11475,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
 ;   requires: any uint64 a[i]
 ;   ensures:  every a[i] in [0, 9223372036653449217] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-12}, rax, rdi, flags
 ;   loops: 256 x 29 instructions (repeated groups rolled: 7174 instructions run, 38 written)
 ; ---------------------------------------------------------------------------
@@ -11530,6 +11534,7 @@ kg_nfl4611686018326724609_reduce_shoup_avx2:
 ;   requires: any uint64 a[i]
 ;   ensures:  every a[i] in [0, 4611686018326724608] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-12}, rax, rdi, flags
 ;   loops: 256 x 31 instructions (repeated groups rolled: 7686 instructions run, 40 written)
 ; ---------------------------------------------------------------------------
@@ -11590,6 +11595,7 @@ kg_nfl4611686018326724609_freeze_avx2:
 ;   requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609)
 ;   ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 255 x 39 instructions (repeated groups rolled: 8964 instructions run, 84 written)
 ; ---------------------------------------------------------------------------
@@ -11694,6 +11700,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
 ;   requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609); b[i] in [0, 4611686018326724608]
 ;   ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-11}, rax, rcx, rdx, rsi, rdi, r8, flags
 ;   loops: 255 x 43 instructions (repeated groups rolled: 9733 instructions run, 93 written)
 ; ---------------------------------------------------------------------------

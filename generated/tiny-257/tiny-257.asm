@@ -185,6 +185,7 @@ section .text
 ;   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, rax, flags
 ;
 ; reduction schedule:
@@ -307,6 +308,7 @@ kg_tiny257_ntt_forward_avx2:
 ;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_basemul_avx2:function KERNGEN_VISIBILITY (kg_tiny257_basemul_avx2.end - kg_tiny257_basemul_avx2)
@@ -355,6 +357,7 @@ kg_tiny257_basemul_avx2:
 ;   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, rax, flags
 ;
 ; reduction schedule:
@@ -490,6 +493,7 @@ kg_tiny257_ntt_inverse_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_avx2.end - kg_tiny257_reduce_barrett_avx2)
@@ -535,6 +539,7 @@ kg_tiny257_reduce_barrett_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-1}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_tiny257_reduce_special_avx2.end - kg_tiny257_reduce_special_avx2)
@@ -573,6 +578,7 @@ kg_tiny257_reduce_special_avx2:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_freeze_avx2:function KERNGEN_VISIBILITY (kg_tiny257_freeze_avx2.end - kg_tiny257_freeze_avx2)
@@ -624,6 +630,7 @@ kg_tiny257_freeze_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_mulmod_shoup_avx2.end - kg_tiny257_mulmod_shoup_avx2)
@@ -679,6 +686,7 @@ kg_tiny257_mulmod_shoup_avx2:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_avx2.end - kg_tiny257_muladd_shoup_avx2)
@@ -746,6 +754,7 @@ kg_tiny257_muladd_shoup_avx2:
 ;   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ;
 ; reduction schedule:
@@ -1015,6 +1024,7 @@ kg_tiny257_ntt_forward_sse:
 ;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
 ;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_basemul_sse:function KERNGEN_VISIBILITY (kg_tiny257_basemul_sse.end - kg_tiny257_basemul_sse)
@@ -1106,6 +1116,7 @@ kg_tiny257_basemul_sse:
 ;   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, rax, flags
 ;
 ; reduction schedule:
@@ -1418,6 +1429,7 @@ kg_tiny257_ntt_inverse_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_sse.end - kg_tiny257_reduce_barrett_sse)
@@ -1498,6 +1510,7 @@ kg_tiny257_reduce_barrett_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
 ;   cpu: SSE2 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-3}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_reduce_special_sse:function KERNGEN_VISIBILITY (kg_tiny257_reduce_special_sse.end - kg_tiny257_reduce_special_sse)
@@ -1563,6 +1576,7 @@ kg_tiny257_reduce_special_sse:
 ;   requires: any int16 a[i]
 ;   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_freeze_sse:function KERNGEN_VISIBILITY (kg_tiny257_freeze_sse.end - kg_tiny257_freeze_sse)
@@ -1662,6 +1676,7 @@ kg_tiny257_freeze_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-6}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_tiny257_mulmod_shoup_sse.end - kg_tiny257_mulmod_shoup_sse)
@@ -1768,6 +1783,7 @@ kg_tiny257_mulmod_shoup_sse:
 ;   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
 ;   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-6}, flags
 ; ---------------------------------------------------------------------------
 global kg_tiny257_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_sse.end - kg_tiny257_muladd_shoup_sse)

@@ -105,6 +105,7 @@ extern "C" {
  *   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_NTT_FORWARD_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_tiny257_ntt_forward_avx2(int16_t *a);
@@ -115,6 +116,7 @@ void kg_tiny257_ntt_forward_avx2(int16_t *a);
  *   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 64 x int16_t (KG_TINY257_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 64 x int16_t (KG_TINY257_BASEMUL_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   b: 64 x int16_t (KG_TINY257_BASEMUL_B_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -127,6 +129,7 @@ void kg_tiny257_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b);
  *   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_tiny257_ntt_inverse_avx2(int16_t *a);
@@ -136,6 +139,7 @@ void kg_tiny257_ntt_inverse_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_tiny257_reduce_barrett_avx2(int16_t *a);
@@ -145,6 +149,7 @@ void kg_tiny257_reduce_barrett_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_tiny257_reduce_special_avx2(int16_t *a);
@@ -154,6 +159,7 @@ void kg_tiny257_reduce_special_avx2(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_FREEZE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
  */
 void kg_tiny257_freeze_avx2(int16_t *a);
@@ -163,6 +169,7 @@ void kg_tiny257_freeze_avx2(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
  *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -175,6 +182,7 @@ void kg_tiny257_mulmod_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t
  *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
  *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
  *   a: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_A_LEN), in, 2-byte aligned (32-byte alignment is fastest)
  *   w: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_W_LEN), in, 2-byte aligned (32-byte alignment is fastest)
@@ -189,6 +197,7 @@ void kg_tiny257_muladd_shoup_avx2(uint16_t *r, const uint16_t *a, const uint16_t
  *   ensures:  every a[i] in [-1033, 1033] (proven), block j at kg_tiny257_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 257 (scale 1)
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_NTT_FORWARD_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_tiny257_ntt_forward_sse(int16_t *a);
@@ -199,6 +208,7 @@ void kg_tiny257_ntt_forward_sse(int16_t *a);
  *   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
  *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 64 x int16_t (KG_TINY257_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 64 x int16_t (KG_TINY257_BASEMUL_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   b: 64 x int16_t (KG_TINY257_BASEMUL_B_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -211,6 +221,7 @@ void kg_tiny257_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
  *   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_tiny257_ntt_inverse_sse(int16_t *a);
@@ -220,6 +231,7 @@ void kg_tiny257_ntt_inverse_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-129, 128] (proven over all 2^16 inputs), congruent to the input mod 257
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_tiny257_reduce_barrett_sse(int16_t *a);
@@ -229,6 +241,7 @@ void kg_tiny257_reduce_barrett_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [-127, 383] (proven over all 2^16 inputs), congruent to the input mod 257
  *   cpu: SSE2 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_tiny257_reduce_special_sse(int16_t *a);
@@ -238,6 +251,7 @@ void kg_tiny257_reduce_special_sse(int16_t *a);
  *   requires: any int16 a[i]
  *   ensures:  every a[i] in [0, 256] (proven over all 2^16 inputs), congruent to the input mod 257: the canonical representative
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_FREEZE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)
  */
 void kg_tiny257_freeze_sse(int16_t *a);
@@ -247,6 +261,7 @@ void kg_tiny257_freeze_sse(int16_t *a);
  *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257)
  *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] mod q; r may alias a
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 64 x uint16_t (KG_TINY257_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -259,6 +274,7 @@ void kg_tiny257_mulmod_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t 
  *   requires: any uint16 a[i]; w[i] in [0, 256] with wp[i] = floor(w[i]*2^16/257); b[i] in [0, 256]
  *   ensures:  every r[i] in [0, 256] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
  *   a: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_A_LEN), in, 2-byte aligned (16-byte alignment is fastest)
  *   w: 64 x uint16_t (KG_TINY257_MULADD_SHOUP_W_LEN), in, 2-byte aligned (16-byte alignment is fastest)
@@ -271,7 +287,8 @@ void kg_tiny257_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_t 
 /* Dispatch: tiny-257_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
  * the first of avx2, sse that this CPU runs, chosen once, on the first
- * call (CPUID and XGETBV); on a CPU that runs none of them it aborts.
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_tiny257_isa():         the chosen ISA's name, or NULL when the CPU runs none
  *   kg_tiny257_use_isa(name): use that ISA from now on (to test a fallback or compare);
  *     0, or -1 when the name is unknown or this CPU cannot run it
