@@ -243,9 +243,7 @@ def rust_apps(tmp_path_factory):
         members.append(f'"apps/{b.name}"')
     (root / "Cargo.toml").write_text(f"[workspace]\nresolver = \"2\"\nmembers = [{', '.join(members)}]\n")
     env = {**os.environ, "CARGO_TARGET_DIR": str(root / "target"), "CARGO_TERM_COLOR": "never"}
-    # no stdin: cargo's rustc probe reads its source from the stdin it inherits
-    r = subprocess.run(["cargo", "build", "--offline", "--quiet"], cwd=root, capture_output=True, text=True, env=env,
-                       stdin=subprocess.DEVNULL)
+    r = subprocess.run(["cargo", "build", "--offline", "--quiet"], cwd=root, capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
     return root / "target" / "debug"
 

@@ -33,9 +33,7 @@ HOST = cpu_flags()
 
 
 def run(cmd: list, cwd: Path, **kw) -> str:
-    # no stdin: cargo's rustc probe reads its source from the stdin it inherits
-    r = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                       **kw)
+    r = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, **kw)
     assert r.returncode == 0, f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
     return r.stdout
 
