@@ -113,9 +113,9 @@ def test_wrong_arrays_are_refused_naming_the_function_and_argument(kyber, make, 
 
 def test_the_contract_check_can_be_turned_off_and_aliasing_is_refused(kyber):
     kyber.ntt_forward(np.full(256, 4000, np.int16), check=False)  # the caller's risk: no error
-    a = polys(256)
+    a = polys(257)  # r may be the very array a is (the manifest's may_alias), never a shifted view of it
     with pytest.raises(ValueError, match="argument 'r': overlaps argument 'a'; it may be"):
-        kyber.basemul(a, a, a.copy())
+        kyber.basemul(a[1:], a[:256], polys(256))
     with pytest.raises(ValueError, match="argument 'r': is written"):
         kyber.basemul(np.empty(256, np.int16), polys((3, 256)), polys((3, 256)))
 

@@ -158,13 +158,17 @@ class Instr:
     def read(self) -> tuple[Operand, ...]:
         return tuple(self.operands[i] for i in spec(self.op).read)
 
+    @property
+    def register_bits(self) -> int | None:
+        """The width of its widest vector register (None: it names none)."""
+        return max((op.bits for op in self.operands
+                    if isinstance(op, VReg) or isinstance(op, PhysReg) and op.kind == VECTOR), default=None)
+
     def form(self, encoding: Encoding) -> Form:
         """The table's form this instruction is encoded in under `encoding`: at
         the width of its widest vector register (a general-register
         instruction has one form)."""
-        widths = [op.bits for op in self.operands
-                  if isinstance(op, VReg) or isinstance(op, PhysReg) and op.kind == VECTOR]
-        return spec(self.op).form(encoding, max(widths, default=None))
+        return spec(self.op).form(encoding, self.register_bits)
 
 
 @dataclass(frozen=True)

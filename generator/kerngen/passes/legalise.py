@@ -63,8 +63,10 @@ def _split_into_registers(body: list[Instr], target: Target, builder: Builder) -
 
 
 def _rewritten(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
-    """Registers as wide as the vectors written: only the rows without a form in the encoding rewritten."""
-    return [out for ins in body for out in _rewrite(ins, builder, target.vector_bits, target.isa.encoding)]
+    """Registers as wide as the vectors written: only the rows without a form in the encoding, at the width
+    each instruction is written at, rewritten."""
+    return [out for ins in body
+            for out in _rewrite(ins, builder, ins.register_bits or target.vector_bits, target.isa.encoding)]
 
 
 def _lanes_onto_gprs(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:

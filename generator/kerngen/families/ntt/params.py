@@ -21,7 +21,7 @@ WIDTHS = (16, 32, 64)
 MIN_Q = {16: 3, 32: 1 << 20, 64: 1 << 32}  # the smallest q per lane width (wider: where the proofs stay quick)
 MONTGOMERY_WIDTHS = (16, 32)  # lanes with the high-half or widening signed products Montgomery's product needs
 AUTO_ISA = "auto"
-ISAS = (AVX512.name, AVX2.name, SSE.name, SCALAR.name, AUTO_ISA)
+ISAS = (AVX2.name, AVX512.name, SSE.name, SCALAR.name, AUTO_ISA)  # the first is the default
 SCALAR_MIN_N = 4  # n = 2 has vectors of one lane, which the scalar legalisation reads past (not built)
 SCALAR_WIDTHS = (64,)  # general registers hold one lane each: only 64-bit lanes fill them
 # what isa = "auto" builds, per lane width, best first (the dispatch unit calls the first the CPU runs), as

@@ -24,6 +24,7 @@ from ...machine.ops import by_width, has, spec
 from ...passes.lemmas import EXHAUSTIVE_BITS, LemmaError, ScalarIdiom, prove
 
 CONST_PREFIX = {16: "pw", 32: "pd", 64: "pq"}
+SHARED_CONST_BITS = 256  # the least a broadcast constant fills (`broadcast_const`)
 SMT_CANDIDATES = 3  # special forms proven where proofs are SMT's (each may take the solver seconds)
 
 
@@ -33,9 +34,11 @@ def const_label(value: int, bits: int) -> str:
 
 
 def broadcast_const(b: Builder, value: int, bits: int) -> Mem:
-    """A table holding `value` in every `bits`-bit lane of the vectors the builder writes, as a memory
-    operand (kernels of several ISAs share it: `render` keeps the longest)."""
-    size = b.vector_bits // 8
+    """A table holding `value` in every `bits`-bit lane of the vectors the builder writes, and of at least
+    256 bits (what the AVX2 kernels read; SSE and scalar kernels, and builders of narrower vectors, share the
+    table and read its start), as a memory operand (kernels of several ISAs share it: `render` keeps the
+    longest)."""
+    size = max(b.vector_bits, SHARED_CONST_BITS) // 8
     t = b.table(const_label(value, bits), bits // 8, [value] * (8 * size // bits))
     return Mem(t, 0, size)
 
