@@ -21,7 +21,7 @@ from .params import Gf2mParams
 from .plan import field_plan, itoh_tsujii_chain, lazy_plan, map_pays
 from .reduce import freeze_pairs, reduce_pairs, reduce_stream, streams_by_pairs
 from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
-from . import zmm
+from .zmm import BITS as ZMM_BITS, WHOLE as ZMM_WHOLE, Zmm, fits as zmm_fits, k_mul as zmm_mul, k_sqr as zmm_sqr
 
 
 TWO_LANE_ROWS = ("vinserti128", "vperm2i128", "vextracti128")
@@ -42,7 +42,7 @@ class Field:
         self.wide = target.isa.vector_bits >= 256
         self.two_lanes = self.wide and all(spec(op).encoded_in(target.isa.encoding) for op in TWO_LANE_ROWS)
         # 512-bit registers: the operations that pay on one element in one register (`zmm.WHOLE`)
-        self.whole = zmm.WHOLE if target.isa.vector_bits >= zmm.BITS and zmm.fits(self.plan) else frozenset()
+        self.whole = ZMM_WHOLE if target.isa.vector_bits >= ZMM_BITS and zmm_fits(self.plan) else frozenset()
 
     def new(self) -> Pairs:
         return Pairs(Builder(vector_bits=128))
@@ -81,24 +81,24 @@ class Field:
 
     def k_mul(self, v):
         if "mul" in self.whole:
-            return zmm.k_mul(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
+            return zmm_mul(Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b), self.n)
 
     def k_sqr(self, v):
         if "sqr" in self.whole:
-            return zmm.k_sqr(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
+            return zmm_sqr(Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n)), self.n)
 
     def k_mul_lazy(self, v):
         if "mul_lazy" in self.whole:
-            return zmm.k_mul(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
+            return zmm_mul(Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b, lazy=True), self.n)
 
     def k_sqr_lazy(self, v):
         if "sqr_lazy" in self.whole:
-            return zmm.k_sqr(zmm.Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
+            return zmm_sqr(Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n), lazy=True), self.n)
 
     def k_freeze(self, v):
