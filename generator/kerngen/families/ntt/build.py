@@ -70,7 +70,7 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
                        "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
     notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {p.q}",
              *(() if mul.signed else (f"Shoup multiplication on unsigned lanes: w' = floor(w*{r_bits}/q), values "
-                                      f"kept lazily below 4q (Harvey); base multiplication is Montgomery's",)),
+                                      f"kept lazily below {mul.reach}q (Harvey); base multiplication is Montgomery's",)),
              f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {bm_mul.qinv}; inverse scale constant = "
              f"{math.inverse_scale(mul.r)}")
     lanes = "unsigned " if not mul.signed else ""

@@ -52,7 +52,7 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     for mul in muls:
         kind = mul.name
         if kind == "shoup":
-            ar = Arithmetic(math, layout, mul, HarveyReducer(p.q, p.width, t.isa))
+            ar = Arithmetic(math, layout, mul, HarveyReducer(p.q, p.width, t.isa, mul.reach))
         else:
             try:
                 ar = Arithmetic(math, layout, mul, choose_reducer(p, math, mul, layout, reducers(p.q, p.width)))
@@ -93,7 +93,16 @@ def montgomery_basemul(p: NttParams, ar: Arithmetic) -> Arithmetic:
         return ar
     if p.width not in MONTGOMERY_WIDTHS:  # no signed products: Montgomery's on unsigned lanes, from pieces
         return Arithmetic(ar.math, ar.layout, UnsignedMontgomery(p.q, p.width, ar.mul.isa), ar.reducer)
-    return Arithmetic(ar.math, ar.layout, Montgomery(p.q, p.width), reducers(p.q, p.width)["barrett"])
+    bm = Arithmetic(ar.math, ar.layout, Montgomery(p.q, p.width), reducers(p.q, p.width)["barrett"])
+    # sums of products (blocks of degree d > 1, basemul_acc) are reduced term by term: two reduced terms must fit
+    if (ar.math.d > 1 or p.basemul_acc) and 2 * bm.reducer.out_abs > bm.lane_max:
+        key, what = ("layers", f"blocks of degree {ar.math.d} sum") if ar.math.d > 1 else \
+            ("basemul_acc", f"{toml_value(list(p.basemul_acc))} sums")
+        raise ParamError(p.source, key, f"{what} products on {p.width}-bit signed lanes, where two reduced "
+                                        f"ones reach 2*{bm.reducer.out_abs} > 2^{p.width - 1} - 1 for q = {p.q}: "
+                                        "base multiplication here takes blocks of degree 1 (layers at their "
+                                        "default) and no basemul_acc")
+    return bm
 
 
 @dataclass(frozen=True)

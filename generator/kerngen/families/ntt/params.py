@@ -20,6 +20,9 @@ ORDERS = ("fastest", "standard", "natural")  # of the NTT domain (layout.plan)
 WIDTHS = (16, 32, 64)
 MIN_Q = {16: 3, 32: 1 << 20, 64: 1 << 32}  # the smallest q per lane width (wider: where the proofs stay quick)
 MONTGOMERY_WIDTHS = (16, 32)  # lanes with the high-half or widening signed products Montgomery's product needs
+# lanes whose Shoup products are reduced below q where Harvey's 4q leaves them (`shoup_limit`): q up to 2^31
+# on 32-bit lanes, which Montgomery's signed sums leave; on 16-bit lanes Montgomery's keep q up to 2^15
+SHOUP_BELOW_Q_WIDTHS = (32,)
 AUTO_ISA = "auto"
 ISAS = (AVX2.name, AVX512.name, SSE.name, SCALAR.name, AUTO_ISA)  # the first is the default
 SCALAR_MIN_N = 4  # n = 2 has vectors of one lane, which the scalar legalisation reads past (not built)
@@ -115,7 +118,8 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if q < 3 or not sympy.isprime(q):
         raise ParamError(src, "q", f"must be an odd prime, got {q}")
     if width in MONTGOMERY_WIDTHS and q >= 1 << (width - 1):
-        raise ParamError(src, "q", f"must be below 2^{width - 1} = {1 << (width - 1)} for {width}-bit signed lanes, "
+        raise ParamError(src, "q", f"must be below 2^{width - 1} = {1 << (width - 1)} for {width}-bit lanes (q "
+                                   f"in Montgomery's signed lanes, Shoup's remainders below 2q in unsigned ones), "
                                    f"got {q}")
     if width not in MONTGOMERY_WIDTHS and not shoup_fits(width, q):
         raise ParamError(src, "q", f"must be below 2^{width - 2} = {1 << (width - 2)} for {width}-bit lanes "
@@ -126,9 +130,10 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     if mul == "montgomery" and width not in MONTGOMERY_WIDTHS:
         raise ParamError(src, "mul", f"\"montgomery\" needs {' or '.join(map(str, MONTGOMERY_WIDTHS))}-bit lanes (no "
                                      f"vector instruction multiplies signed {width}-bit lanes); use shoup or auto")
-    if mul == "shoup" and not shoup_fits(width, q):
-        raise ParamError(src, "mul", f"\"shoup\" needs q < 2^{width - 2} = {1 << (width - 2)} on {width}-bit lanes "
-                                     f"(Harvey's lazy values reach 4q), got q = {q}; use montgomery or auto")
+    if mul == "shoup" and q >= shoup_limit(width):
+        raise ParamError(src, "mul", f"\"shoup\" needs q < 2^{shoup_limit(width).bit_length() - 1} = "
+                                     f"{shoup_limit(width)} on {width}-bit lanes (Harvey's lazy values reach 4q), got "
+                                     f"q = {q}; use montgomery or auto")
     if q < MIN_Q[width]:
         raise ParamError(src, "q", f"must be at least 2^{MIN_Q[width].bit_length() - 1} for {width}-bit lanes, got "
                                    f"{q}: below that the SMT proofs of the {width}-bit reductions' ranges take the "
@@ -176,7 +181,8 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         if isinstance(given, int):
             _output_bound(src, kernel, given, mul)
     inverse_top = inverse_input_top(width, q)
-    if dict(outputs)["basemul"] in OUTPUTS[1:] and q - 1 > inverse_top:
+    only_montgomery = mul == "montgomery" or red != "auto" or q >= shoup_limit(width)
+    if only_montgomery and not montgomery_meets_inverse(width, q, dict(outputs)["basemul"]):
         raise ParamError(src, "output", f"basemul = {toml_value(dict(outputs)['basemul'])} needs "
                                         f"q - 1 <= {inverse_top}: the inverse NTT takes inputs in "
                                         f"[-{inverse_top}, {inverse_top}], and q = {q} "
@@ -193,6 +199,19 @@ def shoup_fits(width: int, q: int) -> bool:
     return q < 1 << (width - 2)
 
 
+def shoup_limit(width: int) -> int:
+    """q must be below this for Shoup's multiplication on `width`-bit lanes:
+    2^(W-2) for Harvey's lazy values (4q), 2^(W-1) where its products may be
+    reduced below q instead, the values then below 2q (`shoup.ShoupBelowQ`)."""
+    return 1 << (width - 1 if width in SHOUP_BELOW_Q_WIDTHS else width - 2)
+
+
+def montgomery_meets_inverse(width: int, q: int, basemul_output: str | int) -> bool:
+    """Whether Montgomery's base multiplication can give the output asked
+    inside what its signed inverse NTT takes (centred and canonical: (-q, q))."""
+    return basemul_output not in OUTPUTS[1:] or q - 1 <= inverse_input_top(width, q)
+
+
 def strategies(p: NttParams) -> tuple[str, ...]:
     """The multiplication strategies to build with: the one named, or for
     "auto" every one that fits q (the cost model chooses among them); a
@@ -202,8 +221,9 @@ def strategies(p: NttParams) -> tuple[str, ...]:
         return (p.mul,)
     if p.reducer != REDUCERS[0]:
         return ("montgomery",)
-    return tuple(k for k in MULS[1:] if (k != "shoup" or shoup_fits(p.width, p.q)) and
-                 (k != "montgomery" or p.width in MONTGOMERY_WIDTHS))
+    return tuple(k for k in MULS[1:] if (k != "shoup" or p.q < shoup_limit(p.width)) and
+                 (k != "montgomery" or p.width in MONTGOMERY_WIDTHS and
+                  montgomery_meets_inverse(p.width, p.q, dict(p.output)["basemul"])))
 
 
 def inverse_input_top(width: int, q: int) -> int:

@@ -142,8 +142,11 @@ def lift_idiom(q: int, bits: int) -> ScalarIdiom:
     """2q added where the lane is negative: (-2q, 2q) into [0, 2q), what a
     Shoup bundle's unsigned inverse NTT takes from base multiplication's
     signed Montgomery products (three instructions, where a freeze is nine on
-    32-bit lanes). Congruent for every input: a negative lane takes 2q without wrapping."""
-    return ScalarIdiom("lift", q, _plus_where_negative("x", 2 * q, bits), bits)
+    32-bit lanes). Congruent for every input: a negative lane takes 2q without
+    wrapping. Where 2q leaves the signed lane (q above 2^(W-2)), q is added:
+    (-q, q) into [0, q), the products' range for such q."""
+    c = 2 * q if 2 * q < 1 << (bits - 1) else q
+    return ScalarIdiom("lift", q, _plus_where_negative("x", c, bits), bits)
 
 
 def _plus_where_negative(r: str, c: int, bits: int) -> tuple[tuple[str, str, str | int, str | int], ...]:

@@ -24,6 +24,13 @@ at or above t's bound, the inverse (x + y, w*(x + c - y)) for c at or above
 y's; the bound analysis adds a reduction only where a register could leave
 the lane: a conditional subtraction of 2q (minu(x, x - 2q): exact where
 x < 4q), or beyond 4q a Shoup product by 1 (`HarveyReducer`).
+
+Where 4q leaves the lane but 2q does not (q up to 2^31 on 32-bit lanes:
+BabyBear, KoalaBear), `ShoupBelowQ` keeps Harvey's butterflies at half the
+reach: each product reduced below q by one conditional subtraction of q, so
+c = q, and the values below 2q, a butterfly's inputs brought below q by one
+conditional subtraction of q where the bound analysis finds x + q leaving the
+lane.
 """
 
 from __future__ import annotations
@@ -35,11 +42,13 @@ from functools import cached_property
 from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ...machine.ops import by_width, lane_range, spec
 from ...passes import ifma, wide
-from ...passes.lemmas import ShoupLemma, ScalarIdiom, prove, prove_shoup
+from ...core.compile_cache import memo
+from ...passes.lemmas import ConditionalSubtractionLemma, LemmaError, ShoupLemma, ScalarIdiom, prove, prove_shoup
 from ...passes.idioms.shoup import SHOUP
 from ...passes.idioms.shoup52 import SHOUP52
 from ...machine.isa import AVX2, Isa
 from .montgomery import ODD_LANES, broadcast_operands, odd_down
+from .params import shoup_fits
 from .reducers import broadcast_const, emit_idiom
 
 
@@ -62,6 +71,7 @@ class Shoup:
 
     name = "shoup"
     signed = False  # lanes hold unsigned values
+    reach = 4  # Harvey's lazy values stay below reach*q
 
     @property
     def r(self) -> int:
@@ -79,7 +89,10 @@ class Shoup:
         multiply-adds where it has them on 64-bit lanes and Harvey's lazy
         values stay below 2^52 (4q < 2^52); the cost model chooses. Those
         keep every lane value below 2^52, so kernels taking any 64-bit
-        value (the standalone ones) use the product on the lane width."""
+        value (the standalone ones) use the product on the lane width.
+        Where 4q leaves the lane, the products reduced below q (`ShoupBelowQ`)."""
+        if not shoup_fits(bits, q):
+            return (ShoupBelowQ(q, bits, isa),)
         fits = bits == wide.BITS and 4 * q <= ifma.MASK and all(isa.has(op, bits) for op in ifma.OPERATIONS)
         return (cls(q, bits, isa), *((cls(q, bits, isa, ifma.BITS),) if fits else ()))
 
@@ -213,8 +226,59 @@ class Shoup:
             total = self.multiply(b, total, scale, q)
         return total, diff
 
-    def prove(self) -> ShoupLemma:
+    def prove(self) -> ShoupLemma | ShoupBelowQLemma:
         return prove_shoup(self.q, self.shoup_bits)
+
+
+@dataclass(frozen=True)
+class ShoupBelowQ(Shoup):
+    """Shoup's product followed by a conditional subtraction of q: every
+    product below q, for q whose Harvey's 4q leaves the lane (2q must not:
+    Shoup's remainders reach it). The butterflies are Harvey's with c = q
+    (`offset`, from the bound), their values below 2q."""
+
+    reach = 2
+
+    @property
+    def below_q(self) -> ConditionalSubtraction:
+        return ConditionalSubtraction(self.q, self.q, self.bits, self.isa)
+
+    def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg, comment: str = "") -> VReg:
+        """x*w mod q in [0, q): Shoup's product, then minu(r, r - q)."""
+        return self.below_q.emit(b, super().multiply(b, x, factor, q, comment), "product below q")
+
+    def prove(self) -> ShoupBelowQLemma:
+        return prove_shoup_below_q(self.q, self.bits, self.isa)
+
+
+@dataclass(frozen=True)
+class ShoupBelowQLemma:
+    """Shoup's product then a conditional subtraction of c: both lemmas
+    proven, the range the first leaves for x passed through the second."""
+
+    product: ShoupLemma
+    subtraction: ConditionalSubtractionLemma
+
+    def range_for(self, lo: int, hi: int) -> tuple[int, int]:
+        return self.subtraction.range_for(*self.product.range_for(lo, hi))
+
+
+@memo(maxsize=256)
+def prove_shoup_below_q(q: int, bits: int, isa: Isa = AVX2, c: int | None = None) -> ShoupBelowQLemma:
+    """That Shoup's product followed by the conditional subtraction of c
+    (default q) leaves every x of the lane in [0, q): what `ShoupBelowQ`'s
+    butterflies rely on. `c` lets tests watch another constant fail."""
+    idiom = conditional_subtraction(q, q if c is None else c, bits, isa)
+    lemma = prove(idiom)
+    if not isinstance(lemma, ConditionalSubtractionLemma):
+        raise LemmaError(f"Shoup product mod {q} below q: {idiom.steps} is no conditional subtraction of a multiple "
+                         "of q")
+    found = ShoupBelowQLemma(prove_shoup(q, bits), lemma)
+    got = found.range_for(0, (1 << bits) - 1)
+    if got != (0, q - 1):
+        raise LemmaError(f"Shoup product mod {q} then a conditional subtraction of {lemma.c}: the range over "
+                         f"{bits}-bit lanes is {list(got)}, not [0, {q - 1}]")
+    return found
 
 
 def conditional_subtraction(q: int, c: int, bits: int, isa: Isa = AVX2) -> ScalarIdiom:
@@ -297,6 +361,7 @@ class HarveyReducer:
     q: int
     bits: int
     isa: Isa = AVX2  # which instructions do it (`conditional_subtraction`)
+    reach: int = Shoup.reach  # the strategy's lazy values stay below reach*q (`ShoupBelowQ`: 2)
 
     kind = "harvey"
     multiplications = 0
@@ -304,18 +369,25 @@ class HarveyReducer:
     @property
     def instructions(self) -> int:
         """The common case, for the cost model."""
-        return len(conditional_subtraction(self.q, 2 * self.q, self.bits, self.isa).steps)
+        return len(conditional_subtraction(self.q, self.reach // 2 * self.q, self.bits, self.isa).steps)
 
-    def choose(self, register_bound: int) -> ConditionalSubtraction | ShoupReduction:
-        if register_bound < 4 * self.q:
-            return ConditionalSubtraction(self.q, 2 * self.q, self.bits, self.isa)
-        return ShoupReduction(self.q, self.bits, self.isa)
+    def choose(self, register_bound: int) -> ConditionalSubtraction | ShoupReduction | ReductionChain:
+        """Below reach*q, one conditional subtraction of half that; above,
+        at Harvey's reach, Shoup's product by 1, at half of it the
+        conditional subtractions of a freeze (4q leaves the lane)."""
+        if register_bound < self.reach * self.q:
+            return ConditionalSubtraction(self.q, self.reach // 2 * self.q, self.bits, self.isa)
+        if self.reach == Shoup.reach:
+            return ShoupReduction(self.q, self.bits, self.isa)
+        return UnsignedFreeze(self.q, self.bits, self.isa).choose(register_bound)
 
     def reduced_bound(self, bound: int) -> int:
         return self.choose(bound).reduced_bound(bound)
 
     def describe(self) -> str:
-        return "Harvey: conditional subtraction of 2q below 4q, Shoup's product by 1 above"
+        if self.reach == Shoup.reach:
+            return "Harvey: conditional subtraction of 2q below 4q, Shoup's product by 1 above"
+        return "Harvey's at half reach: conditional subtraction of q below 2q, of 2q first above"
 
 
 @dataclass(frozen=True)
