@@ -5,6 +5,8 @@ the references, and what is refused."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kerngen.commands.test import test_bundle as run_kerngen_bundle
@@ -12,6 +14,8 @@ from kerngen.emission.files import write
 from kerngen.emission.render import render
 from kerngen.errors import ParamError
 from kerngen.families import from_mapping
+from kerngen.families.ntt.cost import strategy_cost
+from kerngen.families.ntt.design import design
 from kerngen.families.ntt.shoup import ShoupBelowQ, prove_shoup_below_q
 from kerngen.passes.lemmas import LemmaError
 
@@ -56,6 +60,14 @@ def test_bundles_pass_against_the_references_on_avx2_and_sse(name, tmp_path):
     kinds = {f.kind for f in bundle.functions}
     assert {"ntt_forward", "ntt_inverse", "basemul", "freeze", "mulmod_shoup", "muladd_shoup"} <= kinds
     assert outcome.passed >= 2 * len(bundle.functions)  # every kernel of both ISAs ran
+
+
+def test_auto_weighs_the_strategies_by_the_cost_model_where_montgomery_fits_too():
+    """q = 2^30 + 2^25 + 1 (2^30.05): Montgomery's signed sums still fit at n = 16, Harvey's 4q does not."""
+    p = from_mapping({"name": "mid", "family": "ntt", "n": 16, "q": 1107296257, "width": 32}, "test_bigq32")
+    chosen = design(p)
+    montgomery = design(dataclasses.replace(p, mul="montgomery"))
+    assert isinstance(chosen.mul, ShoupBelowQ) and strategy_cost(chosen, p) < strategy_cost(montgomery, p)
 
 
 def test_sums_of_base_products_that_leave_the_signed_lane_are_refused_by_validation():
