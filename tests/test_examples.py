@@ -1,7 +1,7 @@
 """The README examples of every shipped bundle, as a user copies them: the C
 example compiled by GCC and Clang with -Wall -Wextra -Werror against the
 committed header and the assembled kernels, run, and its output checked
-against products computed here (a negacyclic product mod q, a Shoup product,
+against products computed here (a product in the bundle's ring mod q, a Shoup product,
 a GF(2^m) product); the C++ and Rust examples of one bundle per element
 type; and a caller passing polyvec-like arrays compiled without a warning.
 
@@ -65,10 +65,15 @@ def block(readme: str, lang: str, first_line: str) -> str:
 
 # --- what the examples must print, computed here --------------------------------
 
-def negacyclic_at(a: list[int], b: list[int], q: int, ks) -> list[int]:
-    """Coefficients ks of a*b mod (x^n + 1, q), each in [0, q)."""
+def ring_at(a: list[int], b: list[int], q: int, ks, c: int) -> list[int]:
+    """Coefficients ks of a*b mod (x^n - c, q), each in [0, q)."""
     n = len(a)
-    return [sum(a[i] * b[k - i] if i <= k else -a[i] * b[n + k - i] for i in range(n)) % q for k in ks]
+    return [sum(a[i] * b[k - i] if i <= k else c * a[i] * b[n + k - i] for i in range(n)) % q for k in ks]
+
+
+def ring_constant(params: dict) -> int:
+    """c of the manifest's ring x^n - c: -1 (negacyclic), 1 (cyclic), times g^n on a coset g."""
+    return (1 if params.get("ring") == "cyclic" else -1) * pow(params.get("coset", 1), params["n"], params["q"])
 
 
 def clmul_mod(a: int, b: int, poly: list[int]) -> int:
@@ -101,7 +106,7 @@ def expected_lines(manifest: dict) -> list[list[int]]:
     sign = -1 if forward["dtype"].startswith("int") and forward["input"]["bound"][0] <= -(q - 1) else 1
     a, b = [i % q for i in range(n)], [sign * ((7 * i + 1) % q) for i in range(n)]
     ks = (0, 1, n - 1)
-    c = negacyclic_at(a, b, q, ks)
+    c = ring_at(a, b, q, ks, ring_constant(params))
     lines = [c]
     shoup = first.get("mulmod_shoup")
     if shoup is not None and shoup["dtype"] != forward["dtype"]:  # the example shows every lane type

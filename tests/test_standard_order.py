@@ -100,7 +100,9 @@ def test_the_standard_order_tables_permute_the_forward_output_into_the_standards
 
 def standard_twins(b: Bundle) -> list[str]:
     return [name for name, p in PARAMS.items() if name != b.name and p.get("family", "ntt") == "ntt"
-            and p.get("order") == "standard" and (p["n"], p["q"]) == (b.params["n"], b.params["q"])]
+            and p.get("order") == "standard" and (p["n"], p["q"]) == (b.params["n"], b.params["q"])
+            and (p.get("ring", "negacyclic"), p.get("coset", 1)) == (b.params.get("ring", "negacyclic"),
+                                                                     b.params.get("coset", 1))]
 
 
 @pytest.mark.parametrize("b", NON_STANDARD, ids=lambda b: b.name)

@@ -1,5 +1,6 @@
-"""The NTT family: negacyclic NTTs over Z_q[x]/(x^n+1), base multiplication
-and reductions, on vector lanes."""
+"""The NTT family: negacyclic NTTs over Z_q[x]/(x^n+1) and cyclic ones over
+Z_q[x]/(x^n-1), on a coset or not, base multiplication and reductions, on
+vector lanes."""
 
 from __future__ import annotations
 

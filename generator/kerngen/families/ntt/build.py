@@ -25,17 +25,12 @@ from .contracts import (SHOUP_KERNELS, BlockLayout, basemul_contract, basemul_su
 from .cost import basemul_cost
 from .design import Finishers, IsaDesign, design, isa_design, montgomery_basemul
 from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
+from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
 from .shoup import Shoup, ShoupReduction, UnsignedFreeze
-from .standard_order import standard_order_tables
-
-ORDER_TEXT = {
-    "fastest": "fastest order (positions below)",
-    "standard": "standard order: block j at D*j..D*j+D-1, zetas[j] = psi^(2 brv(j) + 1) (FIPS 203 and 204)",
-    "natural": "natural order: the block of psi^(2i + 1) at D*i..D*i+D-1",
-}
+from .standard_order import order_text, standard_order_tables
 
 
 def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
@@ -66,15 +61,17 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
                        "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
                        "reducer": p.reducer, "reducer_used": red.kind, "mul": p.mul, "mul_used": mul.name,
-                       "order": p.order,
+                       "order": p.order, **({"ring": p.ring} if p.ring != RINGS[0] else {}),
+                       **({"coset": p.coset} if p.coset != 1 else {}),
                        "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
-    notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {p.q}",
+    notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",
              *(() if mul.signed else (f"Shoup multiplication on unsigned lanes: w' = floor(w*{r_bits}/q), values "
                                       f"kept lazily below {mul.reach}q (Harvey); base multiplication is Montgomery's",)),
              f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {bm_mul.qinv}; inverse scale constant = "
              f"{math.inverse_scale(mul.r)}")
     lanes = "unsigned " if not mul.signed else ""
-    title = f"negacyclic NTT kernels over Z_{p.q}[x]/(x^{p.n}+1), {p.width}-bit {lanes}lanes, {', '.join(p.isas)}"
+    title = (f"{ring_words(p.ring, p.coset)} NTT kernels over Z_{p.q}[x]/({modulus_text(p.n, p.ring, p.coset)}), "
+             f"{p.width}-bit {lanes}lanes, {', '.join(p.isas)}")
     return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes,
                   header_constants(p, lay, fns), design=ar)
 
@@ -105,7 +102,8 @@ def _forward(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, scale_last
              cache: CompileCache) -> tuple[Function, Compiled]:
     math, signed = d.ar.math, d.ar.mul.signed
     return _ntt(p, t, d, "forward", forward_contract(p, t, math.d, lay, forward_input(p.q, signed), signed),
-                f"forward negacyclic NTT of a[{p.n}] in place ({p.layers} layers, blocks of degree {math.d})",
+                f"forward {ring_words(p.ring, p.coset)} NTT of a[{p.n}] in place ({p.layers} layers, blocks of "
+                f"degree {math.d})",
                 scale_last, cache, fits=d.basemul_takes_as_it_is)
 
 
@@ -141,7 +139,8 @@ def _kernels(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, forward: t
     inverse_in = inverse_input(p.width, p.q, signed)
     basemuls = _basemuls(p, t, d, lay, forward_out, inverse_in, cache)
     inverse, _ = _ntt(p, t, d, "inverse", inverse_contract(p, t, inverse_in, mul.r, signed),
-                      f"inverse negacyclic NTT of a[{p.n}] in place, natural order out", scale_last, cache)
+                      f"inverse {ring_words(p.ring, p.coset)} NTT of a[{p.n}] in place, natural order out",
+                      scale_last, cache)
     return [forward[0], *basemuls, inverse, *_reductions(p, t, d, cache),
             *_shoup_kernels(p, t, d.ar.layout, d.unsigned_freeze, cache)]
 
@@ -265,7 +264,7 @@ def header_constants(p: NttParams, lay: BlockLayout, fns: list[Function]) -> tup
         CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients"),
         CDefine(f"{macro}_Q", p.q, "the modulus"),
         CDefine(f"{macro}_NTT_D", lay.d, "NTT domain: blocks a mod (x^D - zetas[j]) of D coefficients, in the "
-                                         + ORDER_TEXT[p.order]),
+                                         + order_text(p.order, p.ring, p.coset)),
         CDefine(f"{macro}_NTT_BLOCKS", blocks, "NTT domain: the number of blocks (N / D)"),
         CDefine(f"{macro}_BASEMUL_SCALE", scales["basemul"], "base multiplication gives scale * a*b mod q"),
         CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"),

@@ -27,10 +27,11 @@ from .baseline import FLAGS, build as build_baseline, constants_sympy
 from .build import build
 from .inputs import (edge_inputs, element_bits, function, harness_args, inputs_rng, isas, outside, requires,
                      shoup_quotient)
+from .maths import RINGS
 from .params import ORDERS, OUTPUTS
 from .sweeps import sweep
-from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, mulmod,
-                        negacyclic_product, reduce_blocks, unit_block_products, unit_images)
+from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, mulmod, reduce_blocks,
+                        ring_constant, ring_product, unit_block_products, unit_images)
 
 
 def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
@@ -194,12 +195,14 @@ def _shoup_checks(fn: dict, n: int, q: int, rng: random.Random, randoms: int) ->
 
 
 def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2) -> list[tuple[str, str | None]]:
-    """forward(a), forward(b), basemul, inverse == a*b mod (x^n+1, q) through
+    """forward(a), forward(b), basemul, inverse == a*b mod (x^n - c, q) (the
+    manifest's ring, `reference.ring_constant`) through
     the harness, for each ISA's kernels on the same pairs: all at the maximum
     with all at the minimum, near the maximum with near the minimum, then
     `count` random pairs. Each step runs for every pair and ISA at once."""
     rng = random.Random(seed ^ 0x5EED)
     n, q = manifest["params"]["n"], manifest["params"]["q"]
+    c = ring_constant(manifest["params"], q)
     lo, hi = function(manifest, "ntt_forward")["input"]["bound"]
     edges = dict(edge_inputs(lo, hi, n, rng, 2 * count))
     pairs = [(edges["max"], edges["min"]), (edges["near-max"], edges["near-min"])]
@@ -232,7 +235,7 @@ def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2) -> list[
             results.append((name, failed[name]))
             continue
         got = [v % q for v in back[name][0]]
-        want = negacyclic_product(a, b, q)
+        want = ring_product(a, b, q, c)
         bad = next((i for i in range(n) if got[i] != want[i]), None)
         results.append((name, None if bad is None else f"coefficient {bad}: got {got[bad]}, want {want[bad]}"))
     return results
@@ -334,25 +337,37 @@ def _integers(a: np.ndarray) -> np.ndarray:
 
 
 def layout_check(manifest: dict) -> str | None:
-    """The forward NTT's layout is a CRT basis, placed as its order promises."""
+    """The forward NTT's layout is a CRT basis of the manifest's ring, placed as its order promises."""
     fwd = function(manifest, "ntt_forward")
-    layout = fwd["output"]["layout"]
-    return (layout_is_crt_basis(manifest["params"]["n"], manifest["params"]["q"], layout)
-            or order_is_kept(layout, manifest["params"]["q"]))
+    layout, params = fwd["output"]["layout"], manifest["params"]
+    return (layout_is_crt_basis(params["n"], params["q"], layout, ring_constant(params, params["q"]))
+            or order_is_kept(layout, params))
 
 
-def order_is_kept(layout: dict, q: int) -> str | None:
-    """Standard: block j (zeta psi^(2 brv(j) + 1), psi the first block's zeta)
-    at positions d*j..; natural: the block of psi^(2i + 1) at d*i..."""
+def order_is_kept(layout: dict, params: dict) -> str | None:
+    """Standard: block j at positions d*j.., zeta zetas[0] w^brv(j); natural:
+    the block of zetas[0] w^i at d*i... With g the coset (1 without one): in
+    the negacyclic ring zetas[0] = g^d psi and w = psi^2 (zetas[j] =
+    g^d psi^(2 brv(j) + 1), FIPS 203's and 204's order); in the cyclic ring
+    zetas[0] = g^d and w = omega, read off block 2^(b-1) (brv = 1) of the b
+    index bits of the blocks (zetas[j] = g^d omega^brv(j))."""
     order, d, blocks = layout.get("order", "fastest"), layout["d"], layout["blocks"]
     if order == "fastest":
         return None
-    bits = len(blocks).bit_length() - 1
-    psi = blocks[0]["zeta"]
+    q, bits = params["q"], len(blocks).bit_length() - 1
+    gd = pow(params.get("coset", 1), d, q)
+    first = blocks[0]["zeta"] * pow(gd, -1, q) % q  # psi, or 1 in the cyclic ring
+    if params.get("ring", RINGS[0]) == RINGS[0]:
+        w = first * first % q
+    elif first != 1:
+        return f"block 0: zeta {blocks[0]['zeta']}, but the cyclic ring's first block has g^d = {gd}"
+    else:
+        w = blocks[1 << (bits - 1)]["zeta"] * pow(gd, -1, q) % q if bits else 1
     for j, blk in enumerate(blocks):
         r = int(format(j, f"0{bits}b")[::-1], 2) if bits else 0
-        if blk["zeta"] != pow(psi, 2 * r + 1, q):
-            return f"block {j}: zeta {blk['zeta']}, but psi^(2 brv({j}) + 1) = {pow(psi, 2 * r + 1, q)}"
+        want = blocks[0]["zeta"] * pow(w, r, q) % q
+        if blk["zeta"] % q != want:
+            return f"block {j}: zeta {blk['zeta']}, but the {order} order has {want} there (w = {w}, brv({j}) = {r})"
         at = d * (j if order == "standard" else r)
         if blk["positions"] != list(range(at, at + d)):
             return f"{order} order: block {j} at {blk['positions']}, expected positions {at}..{at + d - 1}"
@@ -371,6 +386,8 @@ def bench_items(bundle: Bundle, library: Path, workdir: Path) -> list[BenchItem]
     p = bundle.params
     consts, bases = None, {}
     try:
+        if (p.ring, p.coset) != (RINGS[0], 1):
+            raise ValueError(f"it computes the {RINGS[0]} NTT without a coset")
         consts = constants_sympy(p.n, p.q, p.layers, p.width)
     except ValueError as e:  # the baseline's own limits (q < 2^14 on 16-bit lanes, 2^30 on 32-bit ones)
         print(f"{p.name}: timed without the plain-C baseline: {e}", file=sys.stderr)

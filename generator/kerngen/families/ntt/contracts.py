@@ -12,7 +12,7 @@ from ...errors import VerifyError
 from ...ir.instr import ArgSpec
 from ...machine.target import Target
 from ...passes.pipeline import Compiled
-from .maths import NttMath
+from .maths import NttMath, modulus_text
 from .params import NttParams, output_representation, output_words
 
 A_REQUIRES, A_ENSURES = BoundOf("a", "requires"), BoundOf("a", "ensures")
@@ -102,7 +102,8 @@ def inverse_contract(p: NttParams, t: Target, input_bound: Bound, r: int, signed
                      Values(None, scale=r % q, layout="natural", representation=output_representation(output, q))),),
         (("requires: every a[i] in ", A_REQUIRES, " (base multiplication's output is), in the forward NTT's layout"),
          ("ensures:  every a[i] in ", A_ENSURES, f"{output_words(output, 'a')}, natural order,"),
-         (f"          a = 2^{p.width} * INTT(a) mod {q}: forward, basemul, inverse give a*b mod (x^{p.n}+1, {q})",)))
+         (f"          a = 2^{p.width} * INTT(a) mod {q}: forward, basemul, inverse give a*b mod "
+          f"({modulus_text(p.n, p.ring, p.coset)}, {q})",)))
 
 
 def reduce_contract(p: NttParams, t: Target, lane: Bound, canonical: bool, signed: bool) -> Contract:

@@ -11,7 +11,7 @@ from ...errors import ParamError, toml_value
 from ...core.params import COMMON_KEYS, Common, Option, Overrides, check_keys, choose_isas, option_value, require
 from ...machine.isa import AVX2, AVX512, SCALAR, SSE
 from ...machine.target import Target
-from .maths import max_layers
+from .maths import EXTRA_ROOT_BITS, RINGS, max_layers
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
@@ -33,6 +33,7 @@ SCALAR_WIDTHS = (64,)  # general registers hold one lane each: only 64-bit lanes
 AUTO_ISAS = {16: (AVX2.name, SSE.name), 32: (AVX2.name, SSE.name), 64: (AVX2.name, SCALAR.name)}
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
 KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "mul", "order", "basemul_acc", "output"}
+KEYS |= {"ring", "coset"}  # the ring x^n + 1 or x^n - 1, and a coset to evaluate on (`_ring_and_coset`)
 NARROW_LANES = 16  # lanes this wide take inverse inputs in half the signed range (inverse_input_top)
 ACC_COUNTS = range(2, 9)  # basemul_acc: sums of 2 to 8 products
 OUTPUTS = ("lazy", "centred", "canonical")  # what a kernel promises of its output: proven bound, (-q, q), [0, q)
@@ -46,7 +47,8 @@ REDUCER = Option("reducer", "reducer", REDUCERS, "auto",
 ORDER = Option("order", "order", ORDERS, ORDERS[0],
                "order of the NTT domain: fastest (default; whatever the kernels leave, in the manifest's layout), "
                "standard (the in-place order FIPS 203 and FIPS 204 specify: block j, mod x^d - psi^(2 brv(j)+1), at "
-               "positions d*j..d*j+d-1) or natural (blocks in the order of psi^(2j+1))")
+               "positions d*j..d*j+d-1; in the cyclic ring x^d - omega^brv(j), a radix-2 DIT NTT's order) or natural "
+               "(blocks in the order of psi^(2j+1), cyclic omega^j)")
 OPTIONS = (POLICY, REDUCER, ORDER)  # the command line's --policy, --reducer, --order
 # the kinds of the family's functions (each a manifest entry's `kind`)
 KINDS = frozenset({"ntt_forward", "ntt_inverse", "basemul", "basemul_acc", "reduce", "freeze", "mulmod_shoup",
@@ -55,7 +57,8 @@ KINDS = frozenset({"ntt_forward", "ntt_inverse", "basemul", "basemul_acc", "redu
 
 @dataclass(frozen=True)
 class NttParams:
-    """Negacyclic NTT over Z_q[x]/(x^n+1) on `width`-bit lanes."""
+    """NTT over Z_q[x]/(x^n+1) (negacyclic) or Z_q[x]/(x^n-1) (cyclic), on a coset of
+    its points or not, on `width`-bit lanes."""
 
     name: str
     n: int
@@ -73,6 +76,8 @@ class NttParams:
     source: str  # the file (or text) these came from, for messages
     targets: tuple[Target, ...]  # one per ISA, for the first ABI
     abis: tuple[str, ...]  # calling conventions (object files) the bundle is emitted for
+    ring: str = RINGS[0]  # "negacyclic" or "cyclic" (maths.RINGS)
+    coset: int = 1  # g: the NTT evaluates on g times the ring's points (1: no coset)
 
     family = "ntt"
 
@@ -138,10 +143,12 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "q", f"must be at least 2^{MIN_Q[width].bit_length() - 1} for {width}-bit lanes, got "
                                    f"{q}: below that the SMT proofs of the {width}-bit reductions' ranges take the "
                                    f"solver too long; q < 2^15 fits 16-bit lanes (twice as many per register)")
-    top = max_layers(n, q)
+    ring, coset = _ring_and_coset(src, table, n, q)
+    extra = EXTRA_ROOT_BITS[ring]
+    top = max_layers(n, q, ring)
     min_layers = max(1, (n.bit_length() - 1) - MAX_BLOCK_BITS)
     if top < min_layers:
-        need = 1 << (min_layers + 1)
+        need = 1 << (min_layers + extra)
         raise ParamError(
             src, "q",
             f"q-1 = {q - 1} must be divisible by {need}: an NTT of degree n={n} needs at least {min_layers} layers "
@@ -152,7 +159,8 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         if not min_layers <= layers <= top:
             raise ParamError(src, "layers", f"must be between {min_layers} and {top} for n = {n}, q = {q}: at least "
                                             f"{min_layers} so that base blocks have degree at most {n >> min_layers}, "
-                                            f"at most {top} because 2^(layers+1) must divide q-1 = {q - 1} and "
+                                            f"at most {top} because {'2^(layers+1)' if extra else '2^layers'} must "
+                                            f"divide q-1 = {q - 1} (the {ring} ring) and "
                                             f"2^layers must divide n; got {layers}")
     else:
         layers = top
@@ -190,7 +198,29 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                         "only as far as the inverse needs)")
     return NttParams(c.name, n, q, width, isas, layers, pol, red, mul, order, tuple(acc), outputs,
                      c.prefix, src,
-                     c.targets(isas, width), c.abis)
+                     c.targets(isas, width), c.abis, ring, coset)
+
+
+def _ring_and_coset(src: str, table: dict, n: int, q: int) -> tuple[str, int]:
+    """`ring` and `coset` (1 when absent). A coset g must be a unit (1 < g < q,
+    q prime) whose g^n is not 1: else x^n - c g^n is the ring's own x^n - c and
+    g times its points are those points again, in another order."""
+    ring = table.get("ring", RINGS[0])
+    if ring not in RINGS:
+        raise ParamError(src, "ring", f"must be one of {', '.join(map(toml_value, RINGS))} (x^n + 1 or x^n - 1), "
+                                      f"got {toml_value(ring)}")
+    if "coset" not in table:
+        return ring, 1
+    g = table["coset"]
+    if isinstance(g, bool) or not isinstance(g, int) or not 1 < g < q:
+        raise ParamError(src, "coset", f"must be an integer g with 1 < g < q = {q} (the NTT evaluates on g times "
+                                       f"the ring's points), got {toml_value(g)}")
+    if pow(g, n, q) == 1:
+        gen = sympy.primitive_root(q)
+        hint = f", e.g. {gen} (a generator of the nonzero residues)" if pow(gen, n, q) != 1 else ""
+        raise ParamError(src, "coset", f"g = {g} has g^{n} = 1 mod {q}: g times the ring's points are those points "
+                                       f"again (no coset); choose g with g^{n} != 1 mod {q}{hint}")
+    return ring, g
 
 
 def shoup_fits(width: int, q: int) -> bool:

@@ -13,8 +13,10 @@ polynomial arithmetic (sympy.polys.galoistools) on random inputs.
 
 Whole-array entry points (one numpy computation for every block at once):
 `reduce_blocks`, `block_products`, `blocks_of`. The single-block functions
-`reduce_block`, `block_product`, `negacyclic_product` are the same code
-applied to one block.
+`reduce_block`, `block_product`, `ring_product` are the same code applied
+to one block. The ring is Z_q[x]/(x^n - c), c = `ring_constant` of the
+manifest's params: -1 (negacyclic, x^n + 1), 1 (cyclic, x^n - 1), times g^n
+for an NTT on the coset g.
 
 Exactness. Every input is first reduced to a residue in [0, q), and every
 step reduces again: its largest intermediate is a product of two residues
@@ -171,20 +173,34 @@ def block_product(a: list[int], b: list[int], zeta: int, q: int) -> list[int]:
     return block_products([a], [b], [zeta], q)[0]
 
 
+def ring_constant(params: dict, q: int) -> int:
+    """c of the ring Z_q[x]/(x^n - c) a manifest's `params` name, in [0, q):
+    -1 for "negacyclic" (x^n + 1, the default when `ring` is absent), 1 for
+    "cyclic" (x^n - 1); times g^n for a `coset` g (evaluation on g times the
+    ring's points is the CRT of x^n - c g^n)."""
+    sign = {"negacyclic": -1, "cyclic": 1}[params.get("ring", "negacyclic")]
+    return sign * pow(params.get("coset", 1), params["n"], q) % q
+
+
+def ring_product(a: list[int], b: list[int], q: int, c: int) -> list[int]:
+    """a * b mod (x^n - c) over GF(q), n = len(a), lowest degree first: the
+    product in the ring the NTT works in, the one-block case of
+    `block_products` with zeta = c: the O(n^2) schoolbook product, then x^n
+    folded back as c."""
+    return block_products([a], [b], [c], q)[0]
+
+
 def negacyclic_product(a: list[int], b: list[int], q: int) -> list[int]:
-    """a * b mod (x^n + 1) over GF(q), n = len(a), lowest degree first: the
-    product in the ring the NTT works in. x^n + 1 = x^n - (-1), so this is
-    the one-block case of `block_products` with zeta = -1: the O(n^2)
-    schoolbook product, then x^n folded back as -1."""
-    return block_products([a], [b], [-1], q)[0]
+    """a * b mod (x^n + 1) over GF(q): `ring_product` with c = -1."""
+    return ring_product(a, b, q, -1)
 
 
-def layout_is_crt_basis(n: int, q: int, layout: dict) -> str | None:
-    """None when the blocks' x^d - zeta_j multiply to x^n + 1 over GF(q) (so
-    the blocks are the CRT factors of the ring) and the positions cover the
-    array exactly once; else what is wrong. The product is expanded one
-    binomial at a time: times (x^d - zeta) is a shift by d minus zeta times
-    the coefficients, each step one product of residues."""
+def layout_is_crt_basis(n: int, q: int, layout: dict, c: int = -1) -> str | None:
+    """None when the blocks' x^d - zeta_j multiply to x^n - c over GF(q)
+    (default x^n + 1; so the blocks are the CRT factors of the ring) and the
+    positions cover the array exactly once; else what is wrong. The product
+    is expanded one binomial at a time: times (x^d - zeta) is a shift by d
+    minus zeta times the coefficients, each step one product of residues."""
     d = layout["d"]
     dtype = _dtype(q)
     zetas = _residues([blk["zeta"] for blk in layout["blocks"]], q, dtype)
@@ -195,8 +211,10 @@ def layout_is_crt_basis(n: int, q: int, layout: dict) -> str | None:
         low = prod[:top + 1].copy()
         prod[:top + 1] = _mul(low, (q - z) % q, q)  # -z * low
         prod[d:top + d + 1] = (prod[d:top + d + 1] + low) % q
-    if prod.tolist() != [1] + [0] * (n - 1) + [1]:
-        return "the product of x^d - zeta_j over all blocks is not x^n + 1"
+    c %= q
+    if prod.tolist() != [(q - c) % q] + [0] * (n - 1) + [1]:
+        ring = "x^n + 1" if c == q - 1 else f"x^n - {c}"
+        return f"the product of x^d - zeta_j over all blocks is not {ring}"
     positions = sorted(p for blk in layout["blocks"] for p in blk["positions"])
     if positions != list(range(n)):
         return "block positions do not cover the array exactly once"
@@ -234,10 +252,11 @@ def unit_images(layout: dict, n: int, q: int) -> np.ndarray:
 def lagrange_images(layout: dict, n: int, q: int) -> np.ndarray:
     """Row p: the polynomial whose NTT domain is the unit vector at array
     position p. For p = positions[j][k] it is x^k L_j(x^d), where, with
-    y = x^d and m = n/d blocks, x^n + 1 = prod_j (y - zeta_j) and the
-    Lagrange polynomial L_j(y) = m^-1 sum_t zeta_j^-t y^t is 1 at zeta_j and
-    0 at the other roots: so x^k L_j(x^d) leaves x^k in block j and nothing
-    in the others. Its coefficient at x^(k + d t) is m^-1 zeta_j^-t."""
+    y = x^d and m = n/d blocks, x^n - c = prod_j (y - zeta_j) (any of the
+    rings: every zeta_j^m = c) and the Lagrange polynomial L_j(y) =
+    m^-1 sum_t zeta_j^-t y^t is 1 at zeta_j and 0 at the other roots: so
+    x^k L_j(x^d) leaves x^k in block j and nothing in the others. Its
+    coefficient at x^(k + d t) is m^-1 zeta_j^-t."""
     d = layout["d"]
     m = n // d
     inv_m = pow(m, -1, q)

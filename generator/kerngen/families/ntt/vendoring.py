@@ -5,7 +5,7 @@ bundle in another order can be replaced with) and the examples' lanes and
 inputs.
 
 The examples compute values a test recomputes independently (tests/
-test_examples.py): c[0], c[1], c[n-1] of c = a*b mod (x^n + 1, q) for
+test_examples.py): c[0], c[1], c[n-1] of c = a*b mod (x^n - c, q) (the ring's) for
 a[i] = i mod q and b[i] = (7i + 1) mod q (negated on signed lanes, which
 take negative inputs), then, where they show a Shoup product, c[i]*w[i] mod
 q for w[i] = (5i + 3) mod q at the same indices.
@@ -20,6 +20,7 @@ from typing import Any
 from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.compile_cache import memo
 from ...emission.examples import Lane
+from .maths import ORDER_EXPONENTS, RING_CONSTANT, RINGS, ROOT_NAMES, modulus_text
 
 _CHAIN = ("ntt_forward", "basemul", "ntt_inverse")  # the kernels of a product in the NTT domain
 
@@ -52,8 +53,9 @@ def context(bundle: Bundle) -> dict[str, Any]:
     n, q = bundle.params_manifest["n"], bundle.params_manifest["q"]
     return {"ntt": {
         **names,
+        **ring_context(bundle.params_manifest, layout),
         "permutation": permutation if None not in permutation.values() else None,
-        "twins": standard_twins(bundle.name, n, q),
+        "twins": standard_twins(bundle.name, bundle.params_manifest),
         "example": example(fwd, first.get("mulmod_shoup"), q),
         "n_value": n,
         "q_value": q,
@@ -82,6 +84,29 @@ def context(bundle: Bundle) -> dict[str, Any]:
         "scales_cancel": mul["output"]["scale"] * inv["output"]["scale"] % q == 1,
         "cpu": sorted({c for k in (*_CHAIN, "freeze") if k in first for c in first[k].cpu}),
     }}
+
+
+def ring_context(params: dict, layout: dict) -> dict[str, Any]:
+    """The README's words for the ring, the coset and the zetas of the
+    standard and natural orders, with the root of unity read off the layout:
+    psi = zetas[0] / g^d in the negacyclic ring (zetas[j] = g^d psi^(2 brv(j) + 1)),
+    omega = zetas[blocks/2] / g^d in the cyclic one (zetas[j] = g^d omega^brv(j))."""
+    ring, coset, n, q, d = params.get("ring", RINGS[0]), params.get("coset", 1), params["n"], params["q"], layout["d"]
+    (standard, natural), name = ORDER_EXPONENTS[ring], ROOT_NAMES[ring]
+    negacyclic = RING_CONSTANT[ring] == -1
+    blocks = layout["blocks"]
+    root = blocks[0 if negacyclic else len(blocks) // 2]["zeta"] * pow(coset, -d, q) % q
+    g = "" if coset == 1 else f"{coset}^{d}·"
+    return {
+        "ring": ring,
+        "modulus": modulus_text(n, ring, coset),
+        "ring_modulus": modulus_text(n, ring),
+        "coset": coset if coset != 1 else None,
+        "fips": negacyclic and coset == 1,  # FIPS 203's and 204's order where q and n are theirs
+        "standard_zeta": f"{g}{name}^{standard}".replace(" brv", "·brv"),
+        "natural_zeta": f"{g}{name}^{natural}",
+        "root": f"{name} = {root}",
+    }
 
 
 def contract_text(bound: list[int], q: int) -> str:
@@ -119,8 +144,8 @@ def example(forward: dict, shoup: Function | None, q: int) -> dict:
 
 
 @memo(maxsize=1)
-def _standard_sets() -> tuple[tuple[str, int, int], ...]:
-    """(name, n, q) of every shipped NTT set (the package's params/) in the standard order,
+def _standard_sets() -> tuple[tuple[str, tuple], ...]:
+    """(name, `_domain` of its keys) of every shipped NTT set (the package's params/) in the standard order,
     from the files' keys (validating them would choose each set's multiplication by the
     cost model: seconds)."""
     out = []
@@ -128,10 +153,15 @@ def _standard_sets() -> tuple[tuple[str, int, int], ...]:
         if entry.name.endswith(".toml"):
             table = tomllib.loads(entry.read_text(encoding="utf-8-sig"))
             if table.get("family") == "ntt" and table.get("order") == "standard":
-                out.append((table.get("name", entry.name.removesuffix(".toml")), table["n"], table["q"]))
+                out.append((table.get("name", entry.name.removesuffix(".toml")), _domain(table)))
     return tuple(out)
 
 
-def standard_twins(name: str, n: int, q: int) -> list[str]:
-    """The shipped sets with the same n and q in the standard order, besides `name`."""
-    return [other for other, n2, q2 in _standard_sets() if (n2, q2) == (n, q) and other != name]
+def _domain(params: dict) -> tuple:
+    """What makes two sets' NTT domains one up to the order: n, q, the ring and the coset."""
+    return params["n"], params["q"], params.get("ring", RINGS[0]), params.get("coset", 1)
+
+
+def standard_twins(name: str, params: dict) -> list[str]:
+    """The shipped sets of the same NTT domain as `params` (a manifest's) in the standard order, besides `name`."""
+    return [other for other, domain in _standard_sets() if domain == _domain(params) and other != name]
