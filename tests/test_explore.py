@@ -18,23 +18,28 @@ INT16_MAX = 32767
 from conftest import REPO, kerngen
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+EXPLORED_N = 64
 
 @pytest.fixture(scope="module")
 def kyber_r1(tmp_path_factory, once_per_run):
-    """One JSON run on kyber-r1-7681 (few batches: the ticks only need to exist here), 12 bundles built and
-    timed: made once in a run, whichever workers take this module's tests."""
+    """One JSON run on kyber-r1-7681's q and reducer at n = 64 (few batches: the ticks only need to exist
+    here; the shipped n = 256 builds four times the code for the same rows), 12 bundles built and timed:
+    made once in a run, whichever workers take this module's tests."""
     def run():
-        png = tmp_path_factory.mktemp("explore") / "sub" / "kyber.png"
-        r = kerngen("explore", "params/kyber-r1-7681.toml", "--json", "--batches", "3", "--png", str(png))
+        where = tmp_path_factory.mktemp("explore")
+        params = where / "kyber-r1-64.toml"
+        params.write_text((REPO / "params/kyber-r1-7681.toml").read_text().replace("n = 256", f"n = {EXPLORED_N}"))
+        png = where / "sub" / "kyber.png"
+        r = kerngen("explore", str(params), "--json", "--batches", "3", "--png", str(png))
         assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout), str(png), r.stderr
-    rows, png, stderr = once_per_run("explore-kyber-r1", run)
-    return rows, Path(png), stderr
+        return json.loads(r.stdout), str(png), r.stderr, str(params)
+    rows, png, stderr, params = once_per_run("explore-kyber-r1", run)
+    return rows, Path(png), stderr, Path(params)
 
 
 def test_rows_cover_every_policy_and_both_reductions(kyber_r1):
     """Montgomery with Barrett and the special form, and Shoup (7681 < 2^14) with Harvey's reductions."""
-    rows, _, _ = kyber_r1
+    rows, _, _, _ = kyber_r1
     assert {(r["mul"], r["policy"], r["reduction"]) for r in rows} == \
         {("montgomery", p, k) for p in POLICIES for k in ("barrett", "special")} | \
         {("shoup", p, "harvey") for p in POLICIES}
@@ -44,11 +49,11 @@ def test_rows_cover_every_policy_and_both_reductions(kyber_r1):
             assert key in r, key
         assert r["reductions"] == r["reductions_forward"] + r["reductions_inverse"]
         assert r["ticks"] > 0 and r["instructions"] > 0
-        assert len(r["max_bound"]["forward"]) == len(r["max_bound"]["inverse"]) == 8  # 7681: 8 layers at n = 256
+        assert len(r["max_bound"]["forward"]) == len(r["max_bound"]["inverse"]) == 6  # 7681: 6 layers at n = 64
 
 
 def test_index_never_beats_layer_and_bounds_stay_in_int16(kyber_r1):
-    rows, _, _ = kyber_r1
+    rows, _, _, _ = kyber_r1
     by = {(r["mul"], r["policy"], r["reduction"]): r for r in rows}
     for mul, kind in (("montgomery", "barrett"), ("montgomery", "special"), ("shoup", "harvey")):
         for d in ("forward", "inverse"):
@@ -61,7 +66,7 @@ def test_index_never_beats_layer_and_bounds_stay_in_int16(kyber_r1):
 
 
 def test_png_is_written(kyber_r1):
-    _, png, stderr = kyber_r1
+    _, png, stderr, _ = kyber_r1
     assert png.read_bytes()[:8] == PNG_MAGIC
     assert str(png) in stderr
 
@@ -81,7 +86,7 @@ def test_png_goes_to_the_working_directory_by_default(monkeypatch, tmp_path):
 
 
 def test_table_names_every_row(kyber_r1):
-    rows, _, _ = kyber_r1
+    rows, _, _, _ = kyber_r1
     text = format_table(rows)
     for r in rows:
         assert f"{r['reductions_forward']}+{r['reductions_inverse']}" in text
@@ -128,10 +133,10 @@ def test_explore_runs_on_the_isa_named(tmp_path, kerngen_cli):
 
 def test_the_variant_auto_picks_is_marked_in_rows_and_table(kyber_r1):
     """Exactly one row is the variant `kerngen emit` builds with mul and reducer left at auto."""
-    rows, _, _ = kyber_r1
+    rows, _, _, params = kyber_r1
     picked = [r for r in rows if r["auto"]]
     assert len(picked) == 1
-    emitted = build(load(REPO / "params" / "kyber-r1-7681.toml", Overrides.of(reducer="auto")))
+    emitted = build(load(params, Overrides.of(reducer="auto")))
     assert (picked[0]["mul"], picked[0]["policy"], picked[0]["reduction"]) == (
         emitted.params_manifest["mul_used"], emitted.params.policy, emitted.params_manifest["reducer_used"])
     marked = [line for line in format_table(rows).splitlines() if line.endswith(" yes")]
