@@ -21,8 +21,8 @@ def check_line(arg: str, overrides: Overrides) -> tuple[bool, str]:
         p = load(path, overrides)
     except ParamError as e:  # its source is the file, which the line names first
         return False, f"{shown}: error: {e.key}: {e.rule}"
-    except KerngenError as e:
-        return False, f"{shown}: error: {e}"
+    except KerngenError as e:  # the argument itself (no such file): said once
+        return False, f"{shown}: error: {str(e).removeprefix(f'{arg}: ')}"
     return True, f"{shown}: ok: {p.name}: {family_of(p).summary(p)}"
 
 
