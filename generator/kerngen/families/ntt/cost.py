@@ -112,7 +112,8 @@ class Limit:
         worst = (f"the largest q whose layers fit int{p.width} with every input reduced and every twiddle at its "
                  "largest")
         if self.prime is None:
-            return f"{worst} is {self.top}, and no prime up to it with {roots} was found to work: choose a smaller q or fewer layers"
+            return (f"{worst} is {self.top}, and no prime up to it with {roots} was found to work: choose a "
+                    "smaller q or fewer layers")
         return f"q = {self.prime} works here, the largest prime with {roots} up to {self.top}, {worst}"
 
 
