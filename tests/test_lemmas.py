@@ -1,9 +1,12 @@
-"""The lemma checker: exhaustive proofs for 16-bit idioms, SMT proofs for products."""
+"""The lemma checker: exhaustive proofs for 16-bit idioms, proofs by shape and SMT proofs for wider ones."""
+
+import random
 
 import pytest
 
-from kerngen.families.ntt.reducers import barrett_idiom, reducers, special_form_candidates
+from kerngen.families.ntt.reducers import barrett_idiom, freeze_idiom, reducers, special_form_candidates
 from kerngen.passes.lemmas import LemmaError, ScalarIdiom, prove, prove_montgomery
+from kerngen.passes.shapes import quotient_lemma, split_lemma
 
 
 def test_barrett_lemma_is_exact_and_centred():
@@ -48,3 +51,29 @@ def test_montgomery_lemma_holds(q):
 def test_montgomery_lemma_with_a_wrong_inverse_fails():
     with pytest.raises(LemmaError, match="low halves differ"):
         prove_montgomery(3329, 16, qinv=-3325)
+
+
+@pytest.mark.parametrize("q", [7681, 12289, 3329, 257])
+def test_proofs_by_shape_agree_with_running_every_input(q):
+    """On 16-bit lanes, where every input can be run: a quotient's or a
+    split's shape (what wider lanes are proven by) holds exactly where
+    running every input finds the idiom congruent, with the same ranges."""
+    rng = random.Random(q)
+    shaped = 0
+    for idiom in [barrett_idiom(q, 16), freeze_idiom(q, 16), *special_form_candidates(q, 16)]:
+        try:
+            exhaustive = prove(idiom, "exhaustive")
+        except LemmaError:
+            exhaustive = None
+        quotient = quotient_lemma(idiom)
+        lemma = quotient if quotient is not None and quotient.leaving_input() is None else split_lemma(idiom)
+        if lemma is None:
+            assert quotient is None or exhaustive is None, idiom.steps  # a quotient that wraps is not congruent
+            continue
+        assert exhaustive is not None, idiom.steps
+        shaped += 1
+        for _ in range(20):
+            lo = rng.randint(-32768, 32767)
+            box = (lo, rng.randint(lo, 32767))
+            assert lemma.range_for(*box) == exhaustive.range_for(*box), (idiom.steps, box)
+    assert shaped >= 2  # Barrett's at least, and a special form where q has one

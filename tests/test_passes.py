@@ -26,7 +26,8 @@ from kerngen.ir.instr import ArgBase, ArgSpec, Builder, IdiomTag, Imm, Instr, Me
 from kerngen.ir.lanes import SPLIT, move_lanes
 from kerngen.machine.ops import OPS, by_width, spec
 from kerngen.ir.stream import executed
-from kerngen.passes.lemmas import LemmaError, QuotientLemma, ScalarIdiom, SmtLemma, prove
+from kerngen.passes.lemmas import LemmaError, ScalarIdiom, SmtLemma, prove
+from kerngen.passes.shapes import QuotientLemma
 from kerngen.passes import roll as roll_pass
 from kerngen.passes.check import check_encoding
 from kerngen.passes.encoding import fold_loads

@@ -60,6 +60,11 @@ def cmd_emit(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from .commands.check import check
+    return check(args.params, _overrides(args), print)
+
+
 def cmd_test(args) -> int:
     from .commands.test import test_bundle, test_params
     passed = failed = 0
@@ -187,6 +192,19 @@ def parser() -> argparse.ArgumentParser:
                         "does not list (without --force these are refused and nothing is touched; the same set's "
                         "bundle is always replaced whole)")
     e.set_defaults(func=cmd_emit)
+
+    k = sub.add_parser("check", help="validate parameter files without building kernels; one line each (ok, "
+                                     "with what was chosen, or the error)",
+                       description="Run only the validation that emit runs before it builds any kernel: the "
+                                   "file's schema, the bound analysis (a reduction schedule that keeps every lane "
+                                   "in range), the choice of multiplication and reduction, and the lemmas the "
+                                   "kernels rest on. Prints one line per file: 'FILE: ok: NAME: ...' with the "
+                                   "lanes, layers and, per ISA, the multiplication and reduction chosen, or "
+                                   "'FILE: error: KEY: RULE'. A set that checks emits. Exit code 1 if any file "
+                                   "is refused.")
+    common(k)
+    platforms(k)
+    k.set_defaults(func=cmd_check)
 
     t = sub.add_parser("test", help="emit, assemble and test against independent references; ends with 'N passed, N failed'",
                        description="Test each parameter set (emitted into a temporary directory) or each bundle "

@@ -63,6 +63,10 @@ class Family:
         """Validated, typed parameters (carrying their `Target`)."""
         raise NotImplementedError
 
+    def summary(self, params: Any) -> str:
+        """What a validated set was designed to, in one line (`kerngen check`)."""
+        raise NotImplementedError
+
     def build(self, params: Any, cache: CompileCache | None = None) -> Bundle:
         """Every kernel, compiled and verified (through `cache`, a fresh one if none is given), with its contract."""
         raise NotImplementedError

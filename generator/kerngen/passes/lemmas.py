@@ -6,9 +6,11 @@ width-neutral names and run through the table's own lane semantics. Its
 lemma gives the exact output range for any input range and states that
 the output is congruent to the input mod q. The proof method follows the
 width: for 16-bit lanes the idiom is run on all 2^16 inputs at once (one
-numpy lane per input); wider lanes have too many inputs to run, so an SMT
-solver proves congruence for all of them and finds the extremes of the
-output for each input range asked. The verifier and the bounds stage ask
+numpy lane per input); wider lanes have too many inputs to run: an idiom
+of a known shape (Barrett's quotient, a special form's split) is proven
+from its steps (`shapes`), any other by an SMT solver, which proves
+congruence for all inputs and finds the extremes of the output for each
+input range asked. The verifier and the bounds stage ask
 this module, so neither trusts a hand-derived range.
 
 A lemma is a fact about its idiom or its (q, bits) alone, and the SMT
@@ -24,6 +26,7 @@ import numpy as np
 
 from ..core.compile_cache import memo
 from ..machine.ops import Arith, by_width, lane_range, lane_value, spec, unsigned, wrap
+from .shapes import quotient_lemma, split_lemma
 
 EXHAUSTIVE_BITS = 16  # widest lanes whose every input is run
 SMT_TIMEOUT_MS = 30_000  # an idiom the solver cannot settle in this time is not proven (refused)
@@ -134,97 +137,6 @@ class _OfIdiom:
 
 
 @dataclass(frozen=True, eq=False)
-class QuotientLemma(_OfIdiom, Lemma):
-    """y = x - q*t(x) exactly, with t non-decreasing in x (both proven, see
-    `_quotient_lemma`), and with `fix` then q added where y is negative. On
-    each run of inputs sharing one t = T, y = x - q*T climbs by one per input,
-    so its values there are exactly [a_T - q*T, b_T - q*T] for the run's ends
-    a_T, b_T: the exact range over any inputs is found from the runs alone
-    (a few thousand for a 32-bit lane and q near 2^20), found by bisection."""
-
-    idiom: ScalarIdiom
-    quotient: ScalarIdiom  # the steps computing t from x
-    fix: bool
-    _ranges: dict = field(default_factory=dict, repr=False)
-
-    def range_for(self, lo: int, hi: int) -> tuple[int, int]:
-        found = self._ranges.get((lo, hi))
-        if found is None:
-            half = 1 << (self.idiom.bits - 1)
-            lo, hi = max(lo, -half), min(hi, half - 1)
-            t = lambda xs: self.quotient.run(np.asarray(xs, dtype=np.int64))
-            t_lo, t_hi = int(t([lo])[0]), int(t([hi])[0])
-            ts = np.arange(t_lo, t_hi + 1, dtype=np.int64)
-            # a_T: the first input with t(x) >= T (t is non-decreasing), by bisection for all T at once
-            left, right = np.full(ts.shape, lo, dtype=np.int64), np.full(ts.shape, hi + 1, dtype=np.int64)
-            while np.any(left < right):
-                mid = (left + right) >> 1
-                below = t(np.minimum(mid, hi)) < ts
-                below &= mid <= hi
-                left, right = np.where(below & (left < right), mid + 1, left), np.where(~below & (left < right), mid, right)
-            starts = left
-            ends = np.append(starts[1:] - 1, hi)
-            keep = starts <= ends  # values of T that some input takes
-            r_lo, r_hi = (starts - self.q * ts)[keep], (ends - self.q * ts)[keep]
-            if not self.fix:
-                found = (int(r_lo.min()), int(r_hi.max()))
-            else:  # runs below zero move up by q; a run across zero gives 0 .. and .. q - 1
-                neg, pos = r_hi < 0, r_lo >= 0
-                across = ~neg & ~pos
-                lows = np.concatenate([r_lo[pos], r_lo[neg] + self.q, np.zeros(int(across.sum()), dtype=np.int64)])
-                highs = np.concatenate([r_hi[pos], r_hi[neg] + self.q, np.maximum(r_hi[across], self.q - 1)])
-                found = (int(lows.min()), int(highs.max()))
-            self._ranges[(lo, hi)] = found
-        return found
-
-
-def _quotient_lemma(idiom: ScalarIdiom) -> QuotientLemma | None:
-    """The idiom as y = x - q*t(x) (Barrett), optionally followed by q added
-    where y is negative (freeze), when that is its shape: the subtraction is
-    exact (the solver shows x - t*q does not wrap) and t is non-decreasing
-    (each step computing it is an arithmetic shift, an addition of a constant
-    or a multiplication, low or high half, by a positive one, none of which
-    wraps over the whole lane by interval arithmetic). None otherwise."""
-    bits, q, steps = idiom.bits, idiom.q, idiom.steps
-    fix = len(steps) >= 3 and [s[0] for s in steps[-3:]] == ["sra", "and", "add"]
-    core = steps[:-3] if fix else steps
-    if len(core) < 3 or core[-1][:3] != ("sub", core[-1][1], "x") or core[-2][0] != "mullo" or \
-            core[-1][3] != core[-2][1] or q not in core[-2][2:]:
-        return None
-    r = core[-1][1]
-    if fix:
-        (_, s, a, k), (_, m, b, c), (_, _, d, e) = steps[-3:]
-        if a != r or k != bits - 1 or {b, c} != {s, q} or {d, e} != {r, m}:
-            return None
-    t_name = next(v for v in core[-2][2:] if v != q)
-    quotient = core[:-2]
-    if not quotient or quotient[-1][1] != t_name:
-        return None
-    half = 1 << (bits - 1)
-    span = {"x": (-half, half - 1)}
-    for op, dst, a, b in quotient:
-        if a not in span or not isinstance(b, int):
-            return None
-        lo, hi = span[a]
-        if op == "sra":
-            lo, hi = lo >> b, hi >> b
-        elif op == "add":
-            lo, hi = lo + b, hi + b
-        elif op == "mullo" and b > 0:
-            lo, hi = lo * b, hi * b
-        elif op == "mulhi" and b > 0:
-            lo, hi = (lo * b) >> bits, (hi * b) >> bits
-        else:
-            return None
-        if lo < -half or hi > half - 1:
-            return None
-        span[dst] = (lo, hi)
-    # y before the fix is x - t*q exactly too: the structural proof (made before this is asked) shows
-    # the result is that plus 0 or q, and adding q to a negative lane value cannot wrap
-    return QuotientLemma(idiom, ScalarIdiom(idiom.kind, q, quotient, bits), fix)
-
-
-@dataclass(frozen=True, eq=False)
 class ConditionalSubtractionLemma(_OfIdiom, Lemma):
     """y = x - c where c <= x < limit, else x, on unsigned lanes, for every x
     (proven), c a multiple of q: the exact range over [lo, hi] follows from
@@ -300,7 +212,10 @@ class SmtLemma(_OfIdiom, Lemma):
 def prove(idiom: ScalarIdiom, method: str | None = None) -> Lemma:
     """Prove the idiom congruent to its input for every input; refuse it
     otherwise. `method` defaults by width: "exhaustive" up to 16 bits,
-    "smt" above. The same steps under other names are the same lemma (the
+    "shape" above: an idiom of a quotient's or a split's shape (Barrett,
+    freeze, special forms) settled from its steps (`shapes`), in
+    milliseconds where the solver takes seconds, others by "smt", the
+    solver. The same steps under other names are the same lemma (the
     verifier names what it rebuilds from instructions its own way): each is
     proven once. An idiom asked about again (the schedules ask about a few,
     millions of times) is not renamed again either."""
@@ -315,7 +230,7 @@ def prove(idiom: ScalarIdiom, method: str | None = None) -> Lemma:
 
 @memo(maxsize=1024)
 def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
-    method = method or ("exhaustive" if idiom.bits <= EXHAUSTIVE_BITS else "smt")
+    method = method or ("exhaustive" if idiom.bits <= EXHAUSTIVE_BITS else "shape")
     if method == "exhaustive":
         least, most = idiom.lane
         x = np.arange(least, most + 1, dtype=np.int64)
@@ -325,13 +240,17 @@ def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
             i = int(bad[0])
             raise LemmaError(f"{idiom.kind} mod {idiom.q}: output {int(y[i])} for input {int(x[i])} is not congruent")
         return ExhaustiveLemma(idiom.kind, idiom.q, idiom.lane, y)
+    if method == "shape":
+        shaped = _by_shape(idiom)
+        if shaped is not None:
+            return shaped
     import z3
 
     bits = idiom.bits
     x = z3.BitVec("x", bits)
     y = idiom.symbolic(z3, x)
     if idiom.signed and _congruent_by_structure(idiom, z3, x):
-        return _quotient_lemma(idiom) or SmtLemma(idiom)
+        return quotient_lemma(idiom) or SmtLemma(idiom)
     closed = _conditional_subtraction(idiom, z3, x, y)
     if closed is not None:
         return closed
@@ -349,6 +268,21 @@ def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
         raise LemmaError(f"{idiom.kind} mod {idiom.q}: output {idiom.read(m.eval(y).as_long())} for input {xi} "
                          f"is not congruent")
     return SmtLemma(idiom)
+
+
+def _by_shape(idiom: ScalarIdiom) -> Lemma | None:
+    """The lemma of a quotient's or a split's shape (`shapes`), or None
+    where the idiom has neither (or a quotient with too many runs to follow)."""
+    if not idiom.signed:
+        return None
+    quotient = quotient_lemma(idiom)
+    if quotient is not None and quotient.few_runs:
+        wrapped = quotient.leaving_input()
+        if wrapped is not None:
+            raise LemmaError(f"{idiom.kind} mod {idiom.q}: output {idiom.run(wrapped)} for input {wrapped} is not "
+                             "congruent")
+        return quotient
+    return split_lemma(idiom)
 
 
 def _congruent_by_structure(idiom: ScalarIdiom, z3, x) -> bool:

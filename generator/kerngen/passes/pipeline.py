@@ -16,12 +16,12 @@ every family, ISA and ABI, which arrive in the `Target`.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from dataclasses import dataclass, field
 
 from ..core.compile_cache import CompileCache
 from ..core.contract import Bound, Contract
+from ..core.progress import PROGRESS_AFTER, progress
 from ..errors import AllocationError, CheckError
 from ..ir.instr import ArgSpec, Builder, Instr, Kernel
 from ..machine.abi import RBP
@@ -140,12 +140,6 @@ PASSES = (
     ("check encoding", _check_encoding),
     ("constant time", _constant_time),
 )
-
-
-# a kernel whose passes take longer than this is reported (the `kerngen` logger, which the CLI prints): the
-# large 64-bit NTTs take a minute to emit, the rest well under this
-PROGRESS_AFTER = 2.0
-progress = logging.getLogger("kerngen.progress")
 
 
 @dataclass(frozen=True)

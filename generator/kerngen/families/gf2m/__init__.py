@@ -7,6 +7,7 @@ import dataclasses
 
 from ...core.family import Family
 from . import build, checks, ladder, params, vendoring
+from .gf2x import poly_text
 
 
 class Gf2mFamily(Family):
@@ -16,6 +17,9 @@ class Gf2mFamily(Family):
 
     def parse(self, table, common, overrides):
         return params.parse(table, common, overrides)
+
+    def summary(self, p):
+        return f"GF(2^{p.m}) mod {poly_text(p.poly)}, {p.limbs} limbs; {', '.join(p.isas)}"
 
     def build(self, p, cache=None):
         return dataclasses.replace(build.build(p, cache=cache), family=self)

@@ -8,6 +8,7 @@ import dataclasses
 
 from ...errors import ParamError
 from ...core.family import Constants, Family
+from ...core.progress import Progress
 from ...passes.lemmas import LemmaError
 from . import build, checks, explore, params, tables, vendoring
 from .design import design, prove_lemmas
@@ -22,21 +23,34 @@ class NttFamily(Family):
 
     def parse(self, table, common, overrides):
         """The schema, then the bound analysis and the lemmas the kernels rest
-        on: a set that validates emits."""
+        on: a set that validates emits. Each search is bounded by the
+        parameters; past PROGRESS_AFTER seconds (SMT proofs of 32-bit lanes)
+        progress is reported."""
         p = params.parse(table, common, overrides)
-        for kernel, bound in p.output:  # a number needs mul = "montgomery", so signed lanes with Barrett
-            error = isinstance(bound, int) and params.output_bound_error(p, kernel, bound,
-                                                                         barrett_reducer(p.q, p.width).out_abs)
-            if error:
-                raise error
-        try:
-            for t in p.targets:
-                prove_lemmas(p, design(p, t))
-        except LemmaError as e:
-            raise ParamError(p.source, "q", f"{e}: the SMT solver does not settle the {p.width}-bit reductions of "
-                                            "this q within its time limit (q just above 2^20 are the slowest); "
-                                            "choose another q") from None
+        with Progress(f"{p.name}: validating") as progress:
+            try:
+                progress.note("the Barrett reduction that bounds outputs asked as numbers")
+                for kernel, bound in p.output:  # a number needs mul = "montgomery", so signed lanes with Barrett
+                    error = isinstance(bound, int) and params.output_bound_error(
+                        p, kernel, bound, barrett_reducer(p.q, p.width).out_abs)
+                    if error:
+                        raise error
+                for t in p.targets:
+                    progress.note(f"the reductions, schedules and lemmas on {t.isa.name}")
+                    prove_lemmas(p, design(p, t))
+            except LemmaError as e:
+                raise ParamError(p.source, "q", f"{e}: the SMT solver does not settle the {p.width}-bit reductions "
+                                                "of this q within its time limit (q just above 2^20 are the "
+                                                "slowest); choose another q") from None
         return p
+
+    def summary(self, p):
+        chosen = {}
+        for t in p.targets:
+            ar = design(p, t)
+            chosen.setdefault(f"{ar.mul.name} multiplication, {ar.reducer.kind} reduction", []).append(t.isa.name)
+        return (f"n = {p.n}, q = {p.q}, {p.width}-bit lanes, {p.layers} layers (blocks of degree {p.d}), "
+                f"{p.policy} policy; " + "; ".join(f"{', '.join(isas)}: {what}" for what, isas in chosen.items()))
 
     def build(self, p, cache=None):
         return dataclasses.replace(build.build(p, cache), family=self)

@@ -25,7 +25,7 @@ from ...passes.lemmas import EXHAUSTIVE_BITS, LemmaError, ScalarIdiom, prove
 
 CONST_PREFIX = {16: "pw", 32: "pd", 64: "pq"}
 SHARED_CONST_BITS = 256  # the least a broadcast constant fills (`broadcast_const`)
-SMT_CANDIDATES = 3  # special forms proven where proofs are SMT's (each may take the solver seconds)
+SMT_CANDIDATES = 3  # special forms proven on lanes too wide to run (one its shape does not settle: solver seconds)
 
 
 def const_label(value: int, bits: int) -> str:
@@ -284,6 +284,7 @@ def lifter(q: int, bits: int) -> Reducer:
     return _reducer("lift", lift_idiom(q, bits))
 
 
+@memo(maxsize=8)
 def _sample(bits: int) -> tuple[int, ...]:
     """The extremes, and the powers of two and their neighbours: where wrap-around shows first."""
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
