@@ -106,7 +106,7 @@ class Limit:
     prime: int | None
 
     def describe(self, p: NttParams) -> str:
-        roots = f"2^{p.layers + 1} | q - 1"
+        roots = f"2^{NttMath(p.n, p.q, p.layers, p.ring).root_bits} | q - 1"
         if self.top is None:
             return "no smaller q with the same layers fits either"
         worst = (f"the largest q whose layers fit int{p.width} with every input reduced and every twiddle at its "
@@ -166,11 +166,11 @@ def q_limit(p: NttParams, mul: Montgomery, layout, tried: list[Reducer]) -> Limi
     top = None
     for _ in range(CONFIRMATIONS):
         top = largest_fitting_q(mul, p.q, excess)
-        prime = top and prime_up_to(top, 1 << (p.layers + 1), MIN_Q[p.width])
+        prime = top and prime_up_to(top, 1 << NttMath(p.n, p.q, p.layers, p.ring).root_bits, MIN_Q[p.width])
         if not prime:
             return Limit(top, None)
         candidates = {"barrett": barrett_reducer(prime, p.width)} if kinds == ["barrett"] else reducers(prime, p.width)
-        math, mul_there = NttMath(p.n, prime, p.layers), dataclasses.replace(mul, q=prime)
+        math, mul_there = NttMath(p.n, prime, p.layers, p.ring), dataclasses.replace(mul, q=prime)
         errs = excess
         for kind in kinds:
             if kind not in candidates:
