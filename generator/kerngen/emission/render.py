@@ -18,7 +18,7 @@ import jinja2
 
 from .. import LICENSE, __version__
 from ..core.bundle import Bundle, CDefine, CTable, Function, manifest_params
-from ..ir.instr import Kernel
+from ..ir.instr import Kernel, shared_table
 from ..ir.stream import executed
 from ..machine.registers import GENERAL, GPR_NAMES, MASK, VECTOR
 from .dispatch import dispatch
@@ -119,19 +119,11 @@ def c_lines(item: CDefine | CTable) -> list[str]:
 
 
 def _tables(bundle: Bundle) -> list[dict]:
-    """The bundle's tables, each once. Kernels of a wider ISA may define a longer table under the same label
-    (a constant broadcast over wider vectors): where one table begins with the other, the longer serves both,
-    since each kernel reads only its own table's length (`passes.check`)."""
+    """The bundle's tables, each once (`shared_table`: the longer of two under one label)."""
     tables = {}
     for fn in bundle.functions:
         for t in fn.kernel.tables:
-            old = tables.get(t.label)
-            if old is not None:
-                short, long = sorted((old, t), key=lambda x: len(x.values))
-                if short.elem_bytes != long.elem_bytes or long.values[:len(short.values)] != short.values:
-                    raise ValueError(f"two kernels define table {t.label} differently")
-                t = long
-            tables[t.label] = t
+            tables[t.label] = shared_table(tables.get(t.label), t)
     out = []
     for t in sorted(tables.values(), key=lambda t: t.label):
         directive, rows = _table_rows(t.values, t.elem_bytes)

@@ -182,6 +182,18 @@ class Table:
     comment: str = ""
 
 
+def shared_table(old: Table | None, new: Table) -> Table:
+    """The table serving two kernels that define one label: kernels of a wider ISA may define a longer table
+    (a constant broadcast over wider vectors), and where one begins with the other the longer serves both,
+    since each kernel reads only its own table's length (`passes.check`)."""
+    if old is None:
+        return new
+    short, long = sorted((old, new), key=lambda x: len(x.values))
+    if short.elem_bytes != long.elem_bytes or long.values[:len(short.values)] != short.values:
+        raise ValueError(f"two kernels define table {new.label} differently")
+    return long
+
+
 @dataclass(frozen=True)
 class ArgSpec:
     name: str

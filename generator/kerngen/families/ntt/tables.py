@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ...core.manifest import Manifest
-from ...ir.instr import Builder, Table
+from ...ir.instr import Builder, Table, shared_table
 from ...emission.render import c_lines
 from .build import header_constants
 from .contracts import block_layout
@@ -67,7 +67,8 @@ def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
                           qinv_in_register=t.isa.encoding.unaligned_memory)
             built.append(b)
         for b in built:
-            out.update(b.tables)
+            for label, t in b.tables.items():
+                out[label] = shared_table(out.get(label), t)  # as the bundle's files keep it
     return out
 
 
