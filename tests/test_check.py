@@ -23,7 +23,7 @@ from kerngen.passes.lemmas import LemmaError, ScalarIdiom, prove
 
 from conftest import REPO
 
-VALIDATION_SECONDS = 4  # about 2 s on an idle machine, cold; room for a busy CI runner
+VALIDATION_SECONDS = 3  # of the process's CPU (about 1 s here, cold): the machine's other work does not count
 
 # the sets of STARK provers and lattice libraries at the lanes' edges: each answers, valid or refused, promptly
 NEW_USERS_SETS = [
@@ -67,13 +67,13 @@ def test_check_names_each_refusal_and_fails(tmp_path, kerngen_cli):
 
 @pytest.mark.parametrize("n, q, width, isa", NEW_USERS_SETS)
 def test_validation_answers_promptly(n, q, width, isa):
-    """Valid or refused with a ParamError (never another exception), within VALIDATION_SECONDS."""
-    started = time.monotonic()
+    """Valid or refused with a ParamError (never another exception), within VALIDATION_SECONDS of CPU."""
+    started = time.process_time()
     try:
         from_mapping(ntt_table(n, q, width, isa), f"q{q}.toml")
     except ParamError as e:
         assert e.source == f"q{q}.toml" and e.rule, e
-    took = time.monotonic() - started
+    took = time.process_time() - started
     assert took < VALIDATION_SECONDS, f"n = {n}, q = {q}: {took:.1f} s"
 
 
