@@ -71,3 +71,20 @@ def test_isas_of_several_widths_in_the_fastest_order_are_refused_before_any_kern
     r = kerngen_cli("emit", path, "--out", path.parent / "out")
     assert r.returncode == 2, r.stderr
     assert 'order: avx2\'s fastest order is not avx512\'s' in r.stderr and '"standard"' in r.stderr
+
+
+def test_blend_masks_are_loaded_once_while_the_opmask_holds_them():
+    """vpblendmd by an immediate loads its opmask through r11 (`BLEND_SCRATCH`); the printer leaves the
+    loads out while k1 holds that immediate from the last ones, and loads again after a loop's top."""
+    from kerngen.emission.printer import body_text
+    from kerngen.ir.instr import Imm, Instr, PhysReg
+    from kerngen.machine.target import make_target
+
+    z = [PhysReg("vec", k, 512) for k in range(3)]
+    blend = [Instr("vpblendmd_imm", (z[0], z[1], z[2], Imm(mask))) for mask in (0xAAAA, 0x5555)]
+    loop_top = Instr("repeat", (PhysReg("gpr", 0, 64), Imm(4), Imm(1)))
+    lines = body_text((blend[0], blend[0], blend[1], blend[1], loop_top, blend[1]), make_target("avx512", 32))
+    loads = [line.split()[-1] for line in lines if line.split()[0] == "mov" and "r11d" in line]
+    assert loads == ["0xaaaa", "0x5555", "0x5555"]
+    assert sum(line.split()[0] == "kmovd" for line in lines) == 3
+    assert sum(line.split()[0] == "vpblendmd" for line in lines) == 5

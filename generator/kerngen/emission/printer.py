@@ -69,6 +69,13 @@ def _control_text(ins: Instr, target: Target) -> str:
     return f"{'dec':<12} {name}\n{'jnz':<12} .repeat{ins.operands[1].value}"
 
 
+def _spelt_lines(ins: Instr, target: Target, dialect: Dialect) -> list[str]:
+    """The lines of an operation its row spells as several instructions."""
+    texts = [operand_text(o, target, isinstance(o, Mem), dialect) for o in ins.operands]
+    return [f"{first:<12} {rest}" for first, _, rest in
+            (line.format(*texts).partition(" ") for line in spec(ins.op).lines)]
+
+
 def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     s = spec(ins.op)
     if s.cls == "control":
@@ -76,9 +83,7 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     form = ins.form(target.isa.encoding)
     operands = ins.operands
     if s.lines is not None:  # one operation spelt as several instructions
-        texts = [operand_text(o, target, isinstance(o, Mem), dialect) for o in operands]
-        return "\n".join(f"{first:<12} {rest}" for first, _, rest in
-                         (line.format(*texts).partition(" ") for line in s.lines))
+        return "\n".join(_spelt_lines(ins, target, dialect))
     if s.ties(form):
         if operands[0] != operands[1]:
             raise AssertionError(f"{ins.op}: {form.encoding.name} form with destination {operands[0]} != first "
@@ -99,4 +104,19 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
 
 
 def body_text(body: tuple[Instr, ...], target: Target, dialect: Dialect = NASM) -> list[str]:
-    return [line for ins in body for line in instr_text(ins, target, dialect).split("\n")]
+    """The body's lines. A row's scratch loads (`scratch_lines`) are left out where the scratch registers
+    still hold what they would load: set by the last such loads and nothing since but straight-line code
+    (a loop's top may be reached from before the loop or from its end, so it forgets what they hold)."""
+    out, held = [], None
+    for ins in body:
+        s = spec(ins.op)
+        if s.cls == "control":
+            held = None
+        elif s.scratch_lines:
+            lines = _spelt_lines(ins, target, dialect)
+            loads = lines[:s.scratch_lines]
+            out += ([] if loads == held else loads) + lines[s.scratch_lines:]
+            held = loads
+            continue
+        out += instr_text(ins, target, dialect).split("\n")
+    return out

@@ -534,6 +534,9 @@ class Op:
     # the assembly lines of a general-register operation spelt as several instructions, as format strings
     # over the operand texts ({0} the destination); None: one instruction, its mnemonic and operands
     lines: tuple[str, ...] | None = None
+    # how many of `lines` only load reserved scratch registers from the operands (`BLEND_SCRATCH`): the
+    # printer leaves them out where the scratch registers already hold what they would load
+    scratch_lines: int = 0
     # an opmask row (its "k" slot): "merge" keeps the destination's lanes whose mask bit is 0 (the
     # destination is then also read), "zero" writes zero there; None: no mask
     masking: str | None = None
@@ -664,12 +667,12 @@ _CROSSING = {"vperm2i128", "vshufi64x2", "vpermq", "vextracti128", "vinserti128"
 
 
 def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=None, commutative=False, widen=None,
-         selector_first=False, on_gpr=None, lines=None, blocks=None):
+         selector_first=False, on_gpr=None, lines=None, scratch_lines=0, blocks=None):
     s = _sig(sig)
     halves = bool(forms) and name not in _CROSSING and \
         any(slot.kind in ("v", "vm") for slot in s) and all(slot.kind != "g" and slot.kind != "gm" for slot in s)
     _ROWS.append(Op(name, s, cls, forms, elem, generic, arith, move, commutative, widen, halves, selector_first,
-                    on_gpr, lines, blocks=blocks))
+                    on_gpr, lines, scratch_lines, blocks=blocks))
 
 
 def _masked_row(name: str, masking: str) -> None:
@@ -918,7 +921,7 @@ for _w, _s in ((16, "w"), (32, "d")):
     _row(f"vpblendm{_s}_imm", _VEX3I, "shuffle", _evex(f"vpblendm{_s}", *(("AVX512BW",) if _w == 16 else ())),
          elem=_w, generic="blend", move=Move(_w, _blend_by_bits),
          lines=(f"mov {BLEND_SCRATCH[0]}d, {{3}}", f"kmovd {BLEND_SCRATCH[1]}, {BLEND_SCRATCH[0]}d",
-                f"vpblendm{_s} {{0}}{{{{{BLEND_SCRATCH[1]}}}}}, {{1}}, {{2}}"))
+                f"vpblendm{_s} {{0}}{{{{{BLEND_SCRATCH[1]}}}}}, {{1}}, {{2}}"), scratch_lines=2)
 
 _row("vshufi64x2", _VEX3I, "shuffle", _evex("vshufi64x2", widths=(256, 512)), elem=128,
      generic="permute_halves", move=Move(128, _shuffle128x2))
