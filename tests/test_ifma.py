@@ -137,6 +137,13 @@ def test_an_accumulator_not_zeroed_is_refused(small):
         verify_kernel(dataclasses.replace(fwd.kernel, body=tuple(body)), {0: (0, Q50 - 1)}, Q50, signed=False)
 
 
+def test_the_ifma_kernels_pass_against_sympy_on_the_model():
+    """What a CPU without AVX-512 runs: the multiply-adds and the zeroing idiom by the table's semantics."""
+    outcome = run_kerngen_test(_params(16, Q50, isa=["avx512"]), seed=3, say=lambda s: None, on_model=True)
+    assert outcome.failed == 0, outcome.failures
+    assert outcome.passed >= 20
+
+
 def test_a_bundle_with_avx2_twins_passes_against_sympy():
     """Multiply-adds beside 64-bit products from pieces: one contract per function (each ensures bound the
     wider of the two), one dispatch unit; the standard order, as the ISAs' fastest orders differ."""
