@@ -15,7 +15,9 @@ from kerngen.families import from_mapping
 from kerngen.families.ntt.build import build
 from kerngen.families.ntt.design import design
 from kerngen.families.ntt.shoup import Shoup
+from kerngen.families.ntt.reducers import const_label
 from kerngen.harness.cpu import cpu_flags
+from kerngen.ir.instr import Mem, TableBase
 from kerngen.machine.isa import AVX2, AVX512
 from kerngen.machine.ops import by_width, spec, unsigned
 from kerngen.passes import ifma
@@ -113,6 +115,33 @@ def test_a_high_half_in_place_of_the_low_one_is_refused(small):
     body[at] = dataclasses.replace(body[at], op="vpmadd52huq")
     with pytest.raises(VerifyError, match="not the steps"):
         verify_kernel(dataclasses.replace(fwd.kernel, body=tuple(body)), {0: (0, Q50 - 1)}, Q50, signed=False)
+
+
+def test_the_accumulators_start_from_zeroed_registers_and_no_constant_is_loaded_unread(small):
+    body = _forward(small).kernel.body
+    assert sum(ins.op == "zero" for ins in body) == 2 * sum(ins.op == "vpmadd52huq" for ins in body)
+    loaded = [ins.operands[1].base.label for ins in body if ins.op == "load" and isinstance(ins.operands[1].base,
+                                                                                            TableBase)]
+    assert const_label(0, 64) not in loaded and const_label(Q50, 64) not in loaded  # the products take 2^52 - q
+
+
+def test_an_accumulator_not_zeroed_is_refused(small):
+    """The verifier follows the zeroing idiom as the value 0: another constant in its place is caught."""
+    fwd = _forward(small)
+    body = list(fwd.kernel.body)
+    at = next(i for i, ins in enumerate(body) if ins.op == "zero")
+    mask = next(op for ins in body for op in ins.operands
+                if isinstance(op, Mem) and op.base == TableBase(const_label(ifma.MASK, 64)))
+    body[at] = dataclasses.replace(body[at], op="load", operands=(body[at].operands[0], mask))
+    with pytest.raises(VerifyError, match="takes zero"):
+        verify_kernel(dataclasses.replace(fwd.kernel, body=tuple(body)), {0: (0, Q50 - 1)}, Q50, signed=False)
+
+
+def test_the_ifma_kernels_pass_against_sympy_on_the_model():
+    """What a CPU without AVX-512 runs: the multiply-adds and the zeroing idiom by the table's semantics."""
+    outcome = run_kerngen_test(_params(16, Q50, isa=["avx512"]), seed=3, say=lambda s: None, on_model=True)
+    assert outcome.failed == 0, outcome.failures
+    assert outcome.passed >= 20
 
 
 def test_a_bundle_with_avx2_twins_passes_against_sympy():

@@ -386,6 +386,10 @@ class Move:
     route: Callable[[int, tuple[int, ...], int | None, int], Route]
 
 
+def _zeros(n, srcs, imm, u):
+    return (None,) * n
+
+
 def _identity(n, srcs, imm, u):
     return tuple((0, k) if k < srcs[0] else None for k in range(n))
 
@@ -763,6 +767,10 @@ _row("vpandn", _VEX3, "alu", _forms("vpandn", "pandn", "SSE2", "AVX") + _evex("v
 _row("vpor", _VEX3, "alu", _forms("vpor", "por", "SSE2", "AVX") + _evex("vporq"), generic="or", arith=OR, commutative=True)
 _row("vpxor", _VEX3, "alu", _forms("vpxor", "pxor", "SSE2", "AVX") + _evex("vpxorq"), generic="xor", arith=XOR,
      commutative=True)
+# a register of zeros from nothing: the xor of a register with itself, which the CPU recognises and breaks the
+# dependence on the old value of (no execution port on Intel cores); a movement of no source (every lane zero)
+_row("zero", "w:v", "alu", _evex("vpxord"), move=Move(0, _zeros),
+     lines=("vpxord {0}, {0}, {0}",))
 _row("vpcmpgtq", _VEX3, "alu", _forms("vpcmpgtq", "pcmpgtq", "SSE4.2", "AVX"), elem=64, generic="cmpgt",
      arith=CMPGT)
 # 64-bit lanes have no multiplication and no unsigned minimum below AVX-512 (and no high product at all):

@@ -140,6 +140,8 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
 
     for i, ins in enumerate(body):
         s = spec(ins.op)
+        if _loads_constant(ins, s) and next_use(ins.operands[0], i + 1) == 1 << 60:
+            continue  # a table's constant nobody reads (a modulus where the products take other constants)
         pinned = {op for op in ins.operands if _virtual(op)}
         new_ops: list[Operand] = list(ins.operands)
         # sources: fold a non-resident value into a memory-capable slot, else reload it
@@ -182,7 +184,7 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
                 if mem.base == StackBase():
                     free_slots.append(mem.offset // SLOT_BYTES)
             new_ops[idx] = phys(v)
-            if s.cls == "load" and isinstance(ins.operands[1], Mem) and isinstance(ins.operands[1].base, TableBase):
+            if _loads_constant(ins, s):
                 home[v] = (ins.op, ins.operands[1])
         if not (ins.op == "mov" and new_ops[0] == new_ops[1]):  # a copy into its own register: nothing to do
             out.append(Instr(ins.op, tuple(new_ops), ins.comment, ins.idiom))
@@ -193,6 +195,12 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
                 release(v)
                 home.pop(v, None)
     return Allocation(tuple(out), n_slots, tuple(sorted(used_vec)), tuple(sorted(used_gpr)))
+
+
+def _loads_constant(ins: Instr, s) -> bool:
+    """Whether `ins` loads a table's constant into a value (which need not be loaded where nobody reads it)."""
+    return (s.cls == "load" and _virtual(ins.operands[0]) and isinstance(ins.operands[1], Mem)
+            and isinstance(ins.operands[1].base, TableBase))
 
 
 def _read_twice(ins: Instr, v: Operand) -> bool:

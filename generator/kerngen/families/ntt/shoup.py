@@ -173,11 +173,12 @@ class Shoup:
 
     def _multiply_ifma(self, b: Builder, group: int, x: VReg, factor: tuple[Mem | VReg, ...], comment: str) -> VReg:
         """The same product from 52-bit multiply-adds (`ifma.SHOUP52`), each
-        accumulating into a register loaded with zeros before the group."""
+        accumulating into a register zeroed before the group (a zeroing idiom:
+        no load, no execution port)."""
         const = lambda v: broadcast_const(b, v, self.bits)  # noqa: E731
         w, wp = factor
         env = {"x": x, "w": w, "wp": wp, "negq": const((1 << ifma.BITS) - self.q), "mask": const(ifma.MASK)}
-        zeros = [b.op("load", const(0)) for step in ifma.SHOUP52 if step[2] == "zero"]
+        zeros = [b.op("zero") for step in ifma.SHOUP52 if step[2] == "zero"]
         last = len(ifma.SHOUP52) - 1
         for i, (op, dst, acc, *sources) in enumerate(ifma.SHOUP52):
             tag = IdiomTag(group, SHOUP52, "start" if i == 0 else "end" if i == last else "body", 1)
