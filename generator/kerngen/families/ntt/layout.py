@@ -132,6 +132,11 @@ class NttLayout:
         """Where `step` puts the payloads of a register pair."""
         return self.shuffles.simulate(step, lo, hi)
 
+    @property
+    def arrangement(self) -> tuple[int, ...]:
+        """The output order as a permutation of index bits: position bit -> the index bit there."""
+        return _bit_arrangement(self.output_order)
+
     def vector_indices(self, order) -> list[list[int]]:
         return split_vectors(order, self.lanes)
 
@@ -201,7 +206,11 @@ def top_pass_layers(registers_per_vector: int) -> int:
     return 3 if registers_per_vector <= 2 else 1
 
 
-def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayout:
+def plan(n: int, layers: int, target: Target, order: str = ORDERS[0],
+         domain: tuple[int, ...] | None = None) -> NttLayout:
+    """The passes of `target`'s kernels, leaving `order`; the fastest order
+    is the arrangement of index bits `domain` where another ISA's kernels
+    set it, else whatever these passes leave."""
     log_n = n.bit_length() - 1
     lanes = vector_lanes(n, n >> layers, target)
     lane_index_bits = lanes.bit_length() - 1
@@ -268,7 +277,7 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
     arrangement = _bit_arrangement(fastest)
     goal = _goal_arrangement(order, log_n, d_bits)
     if goal is None:
-        goal = arrangement
+        goal = domain or arrangement
     held = lane_index_bits + group_bits  # index bits inside the final pass's registers
     if goal[held:] != arrangement[held:]:
         raise ValueError(f"the {order} order moves coefficients between the final pass's groups of "
