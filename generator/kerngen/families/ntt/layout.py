@@ -13,7 +13,8 @@ multiplication sees coefficient k of as many blocks as a register has lanes. The
 output order is whatever this leaves; the manifest records it exactly.
 
 The NTT domain's order is a parameter: "fastest" is whatever the passes
-leave; "standard" puts block j (a mod x^d - psi^(2 brv(j) + 1)) at
+leave (where a set's ISAs write vectors of several widths, whatever the
+narrowest vectors' passes leave: `design.fastest_arrangement`); "standard" puts block j (a mod x^d - psi^(2 brv(j) + 1)) at
 positions d*j .. d*j + d - 1, the in-place Cooley-Tukey order that FIPS 203
 (ML-KEM) and FIPS 204 (ML-DSA) specify; "natural" puts block j with
 psi^(2j + 1) there. Both are reached from the fastest order by a few more
