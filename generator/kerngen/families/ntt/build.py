@@ -15,7 +15,7 @@ from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.compile_cache import CompileCache
 from ...core.contract import Bound, Values
 from ...core.params import names_manifest
-from ...errors import ParamError, VerifyError
+from ...errors import VerifyError
 from ...ir.stream import executed
 from ...machine.ops import lane_range
 from ...machine.target import Target
@@ -47,9 +47,8 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     designs = []
     for t in p.targets:
         own = design(p, t)
-        if own.layout.output_order != ar.layout.output_order:  # one NTT domain for every ISA
-            raise ParamError(p.source, "order", f"{t.isa.name}'s fastest order is not {p.target.isa.name}'s "
-                             "(vectors of other widths): a bundle of both takes order = \"standard\" or \"natural\"")
+        if own.layout.output_order != ar.layout.output_order:  # one NTT domain for every ISA (design.py)
+            raise AssertionError(f"{t.isa.name}'s NTT domain is not {p.target.isa.name}'s")
         designs.append((t, isa_design(p, t, own)))
     forwards = [_forward(p, t, d, lay, scale_last, cache) for t, d in designs]
     # every ISA's base multiplication takes what any ISA's forward NTT leaves (one contract per function)

@@ -22,7 +22,7 @@ from .kernels import WhereAbove
 from .layout import plan
 from .maths import NttMath
 from .montgomery import Montgomery, UnsignedMontgomery
-from .params import MONTGOMERY_WIDTHS, NttParams, strategies
+from .params import MONTGOMERY_WIDTHS, ORDERS, NttParams, strategies
 from .reducers import Reducer, freezer, lifter, reducers
 from .schedule import Arithmetic, ScheduleError
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
@@ -41,7 +41,7 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     math = NttMath(p.n, p.q, p.layers, p.ring, p.coset)
     t = target or p.target
     try:
-        layout = plan(p.n, p.layers, t, p.order)
+        layout = plan(p.n, p.layers, t, p.order, fastest_arrangement(p, t))
     except ValueError as e:
         raise ParamError(p.source, "order", f"{toml_value(p.order)} is out of reach on {t.isa.name}: {e}; choose "
                                             "another order or leave that ISA out") from None
@@ -67,6 +67,20 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     if not options:
         raise failure
     return min(options, key=lambda o: o[:2])[2]
+
+
+def fastest_arrangement(p: NttParams, t: Target) -> tuple[int, ...] | None:
+    """The fastest order `t`'s kernels leave, as an arrangement of index bits
+    (None: whatever its passes leave). Where the set's ISAs write vectors of
+    several widths, one NTT domain for all is the narrowest vectors' fastest
+    order: a wider ISA's final pass holds every index bit a narrower one's
+    does and more, so it reaches that order with a few more lane moves at its
+    end (and as many at the inverse's start), while the narrower kernels, the
+    ones a CPU without the wider vectors runs, pay nothing."""
+    narrowest = min(p.targets, key=lambda u: u.vector_bits)
+    if p.order != ORDERS[0] or narrowest.vector_bits == t.vector_bits:
+        return None
+    return design(p, narrowest).layout.arrangement
 
 
 def prove_lemmas(p: NttParams, ar: Arithmetic) -> None:

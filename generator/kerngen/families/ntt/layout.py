@@ -13,7 +13,8 @@ multiplication sees coefficient k of as many blocks as a register has lanes. The
 output order is whatever this leaves; the manifest records it exactly.
 
 The NTT domain's order is a parameter: "fastest" is whatever the passes
-leave; "standard" puts block j (a mod x^d - psi^(2 brv(j) + 1)) at
+leave (where a set's ISAs write vectors of several widths, whatever the
+narrowest vectors' passes leave: `design.fastest_arrangement`); "standard" puts block j (a mod x^d - psi^(2 brv(j) + 1)) at
 positions d*j .. d*j + d - 1, the in-place Cooley-Tukey order that FIPS 203
 (ML-KEM) and FIPS 204 (ML-DSA) specify; "natural" puts block j with
 psi^(2j + 1) there. Both are reached from the fastest order by a few more
@@ -132,6 +133,11 @@ class NttLayout:
         """Where `step` puts the payloads of a register pair."""
         return self.shuffles.simulate(step, lo, hi)
 
+    @property
+    def arrangement(self) -> tuple[int, ...]:
+        """The output order as a permutation of index bits: position bit -> the index bit there."""
+        return _bit_arrangement(self.output_order)
+
     def vector_indices(self, order) -> list[list[int]]:
         return split_vectors(order, self.lanes)
 
@@ -201,7 +207,11 @@ def top_pass_layers(registers_per_vector: int) -> int:
     return 3 if registers_per_vector <= 2 else 1
 
 
-def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayout:
+def plan(n: int, layers: int, target: Target, order: str = ORDERS[0],
+         domain: tuple[int, ...] | None = None) -> NttLayout:
+    """The passes of `target`'s kernels, leaving `order`; the fastest order
+    is the arrangement of index bits `domain` where another ISA's kernels
+    set it, else whatever these passes leave."""
     log_n = n.bit_length() - 1
     lanes = vector_lanes(n, n >> layers, target)
     lane_index_bits = lanes.bit_length() - 1
@@ -268,7 +278,7 @@ def plan(n: int, layers: int, target: Target, order: str = ORDERS[0]) -> NttLayo
     arrangement = _bit_arrangement(fastest)
     goal = _goal_arrangement(order, log_n, d_bits)
     if goal is None:
-        goal = arrangement
+        goal = domain or arrangement
     held = lane_index_bits + group_bits  # index bits inside the final pass's registers
     if goal[held:] != arrangement[held:]:
         raise ValueError(f"the {order} order moves coefficients between the final pass's groups of "
