@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/dilithium-8380417.toml
  *
- * dilithium-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit unsigned lanes, avx2, sse
+ * dilithium-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit unsigned lanes, avx512, avx2, sse
  * Link with the object of your platform:
  *   dilithium-8380417.asm: nasm -f elf64, System V AMD64 ABI
  * The kernels are constant-time straight-line code: no branch and no address depends on data.
@@ -145,6 +145,88 @@ static const uint16_t kg_dilithium8380417_ntt_from_standard[256] = {
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+
+/* forward negacyclic NTT of a[256] in place (8 layers, blocks of degree 1)
+ *   requires: every a[i] in [0, 8380416]
+ *   ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_dilithium8380417_ntt_forward_avx512(uint32_t *a);
+
+
+/* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+ *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   b: 256 x uint32_t (KG_DILITHIUM8380417_BASEMUL_B_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_dilithium8380417_basemul_avx512(uint32_t *r, const uint32_t *a, const uint32_t *b);
+
+
+/* inverse negacyclic NTT of a[256] in place, natural order out
+ *   requires: every a[i] in [0, 16760833] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [0, 1081065600] (proven), natural order,
+ *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_dilithium8380417_ntt_inverse_avx512(uint32_t *a);
+
+
+/* reduce a[256] in place mod 8380417 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+ *   requires: any uint32 a[i]
+ *   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_dilithium8380417_reduce_shoup_avx512(uint32_t *a);
+
+
+/* a[256] in place to canonical form in [0, 8380417) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 8380417) unsigned)
+ *   requires: any uint32 a[i]
+ *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_FREEZE_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_dilithium8380417_freeze_avx512(uint32_t *a);
+
+
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
+ *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_DILITHIUM8380417_MULMOD_SHOUP_WP_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_dilithium8380417_mulmod_shoup_avx512(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
+ *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_WP_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   b: 256 x uint32_t (KG_DILITHIUM8380417_MULADD_SHOUP_B_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_dilithium8380417_muladd_shoup_avx512(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 /* forward negacyclic NTT of a[256] in place (8 layers, blocks of degree 1)
@@ -313,7 +395,7 @@ void kg_dilithium8380417_muladd_shoup_sse(uint32_t *r, const uint32_t *a, const 
 
 /* Dispatch: dilithium-8380417_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
- * the first of avx2, sse that this CPU runs, chosen once, on the first
+ * the first of avx512, avx2, sse that this CPU runs, chosen once, on the first
  * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
  * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_dilithium8380417_isa():         the chosen ISA's name, or NULL when the CPU runs none

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/dilithium-8380417.toml
 //
-// dilithium-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit unsigned lanes, avx2, sse
+// dilithium-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit unsigned lanes, avx512, avx2, sse
 // Rust declarations of dilithium-8380417.h: its constants and the prototypes of the kernels in
 // dilithium-8380417.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
@@ -113,6 +113,88 @@ pub static KG_DILITHIUM8380417_NTT_FROM_STANDARD: [u16; 256] = [
 ];
 
 unsafe extern "C" {
+    /// forward negacyclic NTT of a\[256\] in place (8 layers, blocks of degree 1)
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 8380416]
+    /// ensures:  every a[i] in [0, 142467088] (proven), block j at kg_dilithium8380417_ntt_positions[j] (manifest: layout),
+    ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x u32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_ntt_forward_avx512(a: *mut u32);
+
+    /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [0, 142467088] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [0, 16760833] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+    ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x u32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// b: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_basemul_avx512(r: *mut u32, a: *const u32, b: *const u32);
+
+    /// inverse negacyclic NTT of a\[256\] in place, natural order out
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 16760833] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [0, 1081065600] (proven), natural order,
+    ///           a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x u32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_ntt_inverse_avx512(a: *mut u32);
+
+    /// reduce a\[256\] in place mod 8380417 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]
+    /// ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x u32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_reduce_shoup_avx512(a: *mut u32);
+
+    /// a\[256\] in place to canonical form in \[0, 8380417) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 8380417) unsigned)
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]
+    /// ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x u32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_freeze_avx512(a: *mut u32);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
+    /// ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x u32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// w: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// wp: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_mulmod_shoup_avx512(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
+    /// ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x u32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// w: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// wp: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// b: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_dilithium8380417_muladd_shoup_avx512(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32, b: *const u32);
+
     /// forward negacyclic NTT of a\[256\] in place (8 layers, blocks of degree 1)
     ///
     /// ```text

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/he-1125899906826241.toml
  *
- * he-1125899906826241: negacyclic NTT kernels over Z_1125899906826241[x]/(x^4096+1), 64-bit unsigned lanes, avx2
+ * he-1125899906826241: negacyclic NTT kernels over Z_1125899906826241[x]/(x^4096+1), 64-bit unsigned lanes, avx512, avx2
  * Link with the object of your platform:
  *   he-1125899906826241.asm: nasm -f elf64, System V AMD64 ABI
  * The kernels are constant-time straight-line code: no branch and no address depends on data.
@@ -1111,6 +1111,88 @@ extern "C" {
  *   requires: every a[i] in [0, 1125899906826240]
  *   ensures:  every a[i] in [0, 28147497670656024] (proven), block j at kg_he1125899906826241_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1125899906826241 (scale 1)
+ *   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 4096 x uint64_t (KG_HE1125899906826241_NTT_FORWARD_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_he1125899906826241_ntt_forward_avx512(uint64_t *a);
+
+
+/* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [0, 28147497670656024] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [1, 1168849579784991] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 1125899906826241)
+ *             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 4096 x uint64_t (KG_HE1125899906826241_BASEMUL_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
+ *   a: 4096 x uint64_t (KG_HE1125899906826241_BASEMUL_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   b: 4096 x uint64_t (KG_HE1125899906826241_BASEMUL_B_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_he1125899906826241_basemul_avx512(uint64_t *r, const uint64_t *a, const uint64_t *b);
+
+
+/* inverse negacyclic NTT of a[4096] in place, natural order out
+ *   requires: every a[i] in [0, 2251799813652481] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [0, 2306405959133546496] (proven), natural order,
+ *             a = 2^64 * INTT(a) mod 1125899906826241: forward, basemul, inverse give a*b mod (x^4096+1, 1125899906826241)
+ *   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 4096 x uint64_t (KG_HE1125899906826241_NTT_INVERSE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_he1125899906826241_ntt_inverse_avx512(uint64_t *a);
+
+
+/* reduce a[4096] in place mod 1125899906826241 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+ *   requires: any uint64 a[i]
+ *   ensures:  every a[i] in [0, 2251799813652481] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 4096 x uint64_t (KG_HE1125899906826241_REDUCE_SHOUP_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_he1125899906826241_reduce_shoup_avx512(uint64_t *a);
+
+
+/* a[4096] in place to canonical form in [0, 1125899906826241) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 1125899906826241) unsigned)
+ *   requires: any uint64 a[i]
+ *   ensures:  every a[i] in [0, 1125899906826240] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241: the canonical representative
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 4096 x uint64_t (KG_HE1125899906826241_FREEZE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_he1125899906826241_freeze_avx512(uint64_t *a);
+
+
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241)
+ *   ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 4096 x uint64_t (KG_HE1125899906826241_MULMOD_SHOUP_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
+ *   a: 4096 x uint64_t (KG_HE1125899906826241_MULMOD_SHOUP_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   w: 4096 x uint64_t (KG_HE1125899906826241_MULMOD_SHOUP_W_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   wp: 4096 x uint64_t (KG_HE1125899906826241_MULMOD_SHOUP_WP_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_he1125899906826241_mulmod_shoup_avx512(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241); b[i] in [0, 1125899906826240]
+ *   ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
+ *   a: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   w: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_W_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   wp: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_WP_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   b: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_B_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_he1125899906826241_muladd_shoup_avx512(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp, const uint64_t *b);
+
+
+/* forward negacyclic NTT of a[4096] in place (12 layers, blocks of degree 1)
+ *   requires: every a[i] in [0, 1125899906826240]
+ *   ensures:  every a[i] in [0, 28147497670656024] (proven), block j at kg_he1125899906826241_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1125899906826241 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_NTT_FORWARD_A_LEN), inout, 8-byte aligned (32-byte alignment is fastest)
@@ -1187,6 +1269,26 @@ void kg_he1125899906826241_mulmod_shoup_avx2(uint64_t *r, const uint64_t *a, con
  *   b: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_B_LEN), in, 8-byte aligned (32-byte alignment is fastest)
  */
 void kg_he1125899906826241_muladd_shoup_avx2(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp, const uint64_t *b);
+
+
+/* Dispatch: he-1125899906826241_dispatch.c (optional; compile and link it to use these).
+ * Each function below has the contract of its suffixed kernels above and calls
+ * the first of avx512, avx2 that this CPU runs, chosen once, on the first
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
+ *   kg_he1125899906826241_isa():         the chosen ISA's name, or NULL when the CPU runs none
+ *   kg_he1125899906826241_use_isa(name): use that ISA from now on (to test a fallback or compare);
+ *     0, or -1 when the name is unknown or this CPU cannot run it
+ */
+const char *kg_he1125899906826241_isa(void);
+int kg_he1125899906826241_use_isa(const char *isa);
+void kg_he1125899906826241_ntt_forward(uint64_t *a);
+void kg_he1125899906826241_basemul(uint64_t *r, const uint64_t *a, const uint64_t *b);
+void kg_he1125899906826241_ntt_inverse(uint64_t *a);
+void kg_he1125899906826241_reduce_shoup(uint64_t *a);
+void kg_he1125899906826241_freeze(uint64_t *a);
+void kg_he1125899906826241_mulmod_shoup(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp);
+void kg_he1125899906826241_muladd_shoup(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp, const uint64_t *b);
 
 
 #ifdef __cplusplus

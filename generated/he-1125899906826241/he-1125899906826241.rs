@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/he-1125899906826241.toml
 //
-// he-1125899906826241: negacyclic NTT kernels over Z_1125899906826241[x]/(x^4096+1), 64-bit unsigned lanes, avx2
+// he-1125899906826241: negacyclic NTT kernels over Z_1125899906826241[x]/(x^4096+1), 64-bit unsigned lanes, avx512, avx2
 // Rust declarations of he-1125899906826241.h: its constants and the prototypes of the kernels in
 // he-1125899906826241.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
@@ -1073,6 +1073,88 @@ pub static KG_HE1125899906826241_NTT_FROM_STANDARD: [u16; 4096] = [
 ];
 
 unsafe extern "C" {
+    /// forward negacyclic NTT of a\[4096\] in place (12 layers, blocks of degree 1)
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 1125899906826240]
+    /// ensures:  every a[i] in [0, 28147497670656024] (proven), block j at kg_he1125899906826241_ntt_positions[j] (manifest: layout),
+    ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1125899906826241 (scale 1)
+    /// cpu: AVX512F, AVX512IFMA (is_x86_feature_detected!: "avx512f", "avx512ifma")
+    /// a: 4096 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_he1125899906826241_ntt_forward_avx512(a: *mut u64);
+
+    /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [0, 28147497670656024] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [1, 1168849579784991] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 1125899906826241)
+    ///           (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 4096 x u64, out, 8-byte aligned (64-byte alignment is fastest)
+    /// a: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// b: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_he1125899906826241_basemul_avx512(r: *mut u64, a: *const u64, b: *const u64);
+
+    /// inverse negacyclic NTT of a\[4096\] in place, natural order out
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 2251799813652481] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [0, 2306405959133546496] (proven), natural order,
+    ///           a = 2^64 * INTT(a) mod 1125899906826241: forward, basemul, inverse give a*b mod (x^4096+1, 1125899906826241)
+    /// cpu: AVX512F, AVX512IFMA (is_x86_feature_detected!: "avx512f", "avx512ifma")
+    /// a: 4096 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_he1125899906826241_ntt_inverse_avx512(a: *mut u64);
+
+    /// reduce a\[4096\] in place mod 1125899906826241 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+    ///
+    /// ```text
+    /// requires: any uint64 a[i]
+    /// ensures:  every a[i] in [0, 2251799813652481] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 4096 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_he1125899906826241_reduce_shoup_avx512(a: *mut u64);
+
+    /// a\[4096\] in place to canonical form in \[0, 1125899906826241) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 1125899906826241) unsigned)
+    ///
+    /// ```text
+    /// requires: any uint64 a[i]
+    /// ensures:  every a[i] in [0, 1125899906826240] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241: the canonical representative
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 4096 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_he1125899906826241_freeze_avx512(a: *mut u64);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241)
+    /// ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 4096 x u64, out, 8-byte aligned (64-byte alignment is fastest)
+    /// a: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// w: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// wp: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_he1125899906826241_mulmod_shoup_avx512(r: *mut u64, a: *const u64, w: *const u64, wp: *const u64);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241); b[i] in [0, 1125899906826240]
+    /// ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 4096 x u64, out, 8-byte aligned (64-byte alignment is fastest)
+    /// a: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// w: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// wp: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// b: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_he1125899906826241_muladd_shoup_avx512(r: *mut u64, a: *const u64, w: *const u64, wp: *const u64, b: *const u64);
+
     /// forward negacyclic NTT of a\[4096\] in place (12 layers, blocks of degree 1)
     ///
     /// ```text

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/mldsa-8380417.toml
  *
- * mldsa-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit lanes, avx2, sse
+ * mldsa-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit lanes, avx512, avx2, sse
  * Link with the object of your platform:
  *   mldsa-8380417.asm: nasm -f elf64, System V AMD64 ABI
  * The kernels are constant-time straight-line code: no branch and no address depends on data.
@@ -115,6 +115,140 @@ static const uint16_t kg_mldsa8380417_ntt_positions[256][1] = {
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+
+/* forward negacyclic NTT of a[256] in place (8 layers, blocks of degree 1)
+ *   requires: every a[i] in [-8380416, 8380416]
+ *   ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_mldsa8380417_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int32_t (KG_MLDSA8380417_NTT_FORWARD_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_ntt_forward_avx512(int32_t *a);
+
+
+/* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+ *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x int32_t (KG_MLDSA8380417_BASEMUL_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   b: 256 x int32_t (KG_MLDSA8380417_BASEMUL_B_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_basemul_avx512(int32_t *r, const int32_t *a, const int32_t *b);
+
+
+/* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
+ *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
+ *   ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *             a_i = a[256*i .. 256*i+255], b_i likewise
+ *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   b: 1024 x int32_t (KG_MLDSA8380417_BASEMUL_ACC4_B_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_basemul_acc4_avx512(int32_t *r, const int32_t *a, const int32_t *b);
+
+
+/* base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
+ *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
+ *   ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *             a_i = a[256*i .. 256*i+255], b_i likewise
+ *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   b: 1280 x int32_t (KG_MLDSA8380417_BASEMUL_ACC5_B_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_basemul_acc5_avx512(int32_t *r, const int32_t *a, const int32_t *b);
+
+
+/* base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
+ *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
+ *   ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *             a_i = a[256*i .. 256*i+255], b_i likewise
+ *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   b: 1792 x int32_t (KG_MLDSA8380417_BASEMUL_ACC7_B_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_basemul_acc7_avx512(int32_t *r, const int32_t *a, const int32_t *b);
+
+
+/* inverse negacyclic NTT of a[256] in place, natural order out
+ *   requires: every a[i] in [-8380416, 8380416] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
+ *             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int32_t (KG_MLDSA8380417_NTT_INVERSE_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_ntt_inverse_avx512(int32_t *a);
+
+
+/* reduce a[256] in place mod 8380417 (centred Barrett with the quotient from low products: t = round(x*v / 2^22))
+ *   requires: any int32 a[i]
+ *   ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_BARRETT_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_reduce_barrett_avx512(int32_t *a);
+
+
+/* reduce a[256] in place mod 8380417 (shifts, masks and adds: x = h*2^23 + l, x = l - h + (h << 13) mod q)
+ *   requires: any int32 a[i]
+ *   ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int32_t (KG_MLDSA8380417_REDUCE_SPECIAL_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_reduce_special_avx512(int32_t *a);
+
+
+/* a[256] in place to canonical form in [0, 8380417) (centred Barrett, then q added where negative)
+ *   requires: any int32 a[i]
+ *   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int32_t (KG_MLDSA8380417_FREEZE_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_freeze_avx512(int32_t *a);
+
+
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
+ *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_MLDSA8380417_MULMOD_SHOUP_WP_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_mulmod_shoup_avx512(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
+ *   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   w: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_W_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   wp: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_WP_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   b: 256 x uint32_t (KG_MLDSA8380417_MULADD_SHOUP_B_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_mldsa8380417_muladd_shoup_avx512(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
 
 
 /* forward negacyclic NTT of a[256] in place (8 layers, blocks of degree 1)
@@ -387,7 +521,7 @@ void kg_mldsa8380417_muladd_shoup_sse(uint32_t *r, const uint32_t *a, const uint
 
 /* Dispatch: mldsa-8380417_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
- * the first of avx2, sse that this CPU runs, chosen once, on the first
+ * the first of avx512, avx2, sse that this CPU runs, chosen once, on the first
  * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
  * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_mldsa8380417_isa():         the chosen ISA's name, or NULL when the CPU runs none

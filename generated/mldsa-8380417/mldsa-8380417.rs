@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/mldsa-8380417.toml
 //
-// mldsa-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit lanes, avx2, sse
+// mldsa-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit lanes, avx512, avx2, sse
 // Rust declarations of mldsa-8380417.h: its constants and the prototypes of the kernels in
 // mldsa-8380417.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
@@ -73,6 +73,140 @@ pub static KG_MLDSA8380417_NTT_POSITIONS: [[u16; 1]; 256] = [
 ];
 
 unsafe extern "C" {
+    /// forward negacyclic NTT of a\[256\] in place (8 layers, blocks of degree 1)
+    ///
+    /// ```text
+    /// requires: every a[i] in [-8380416, 8380416]
+    /// ensures:  every a[i] in [-42035255, 42035255] (proven), block j at kg_mldsa8380417_ntt_positions[j] (manifest: layout),
+    ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x i32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_ntt_forward_avx512(a: *mut i32);
+
+    /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [-4601612, 4601612] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 8380417)
+    ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x i32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x i32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// b: 256 x i32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_basemul_avx512(r: *mut i32, a: *const i32, b: *const i32);
+
+    /// base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
+    /// ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    ///           a_i = a[256*i .. 256*i+255], b_i likewise
+    ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x i32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 1024 x i32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// b: 1024 x i32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_basemul_acc4_avx512(r: *mut i32, a: *const i32, b: *const i32);
+
+    /// base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
+    /// ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    ///           a_i = a[256*i .. 256*i+255], b_i likewise
+    ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x i32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 1280 x i32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// b: 1280 x i32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_basemul_acc5_avx512(r: *mut i32, a: *const i32, b: *const i32);
+
+    /// base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
+    /// ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    ///           a_i = a[256*i .. 256*i+255], b_i likewise
+    ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x i32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 1792 x i32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// b: 1792 x i32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_basemul_acc7_avx512(r: *mut i32, a: *const i32, b: *const i32);
+
+    /// inverse negacyclic NTT of a\[256\] in place, natural order out
+    ///
+    /// ```text
+    /// requires: every a[i] in [-8380416, 8380416] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [-6176124, 6176124] (proven, inside the |a[i]| <= 8380408 asked), natural order,
+    ///           a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x i32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_ntt_inverse_avx512(a: *mut i32);
+
+    /// reduce a\[256\] in place mod 8380417 (centred Barrett with the quotient from low products: t = round(x*v / 2^22))
+    ///
+    /// ```text
+    /// requires: any int32 a[i]
+    /// ensures:  every a[i] in [-6275328, 6276351] (proven over all 2^32 inputs), congruent to the input mod 8380417
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x i32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_reduce_barrett_avx512(a: *mut i32);
+
+    /// reduce a\[256\] in place mod 8380417 (shifts, masks and adds: x = h*2^23 + l, x = l - h + (h << 13) mod q)
+    ///
+    /// ```text
+    /// requires: any int32 a[i]
+    /// ensures:  every a[i] in [-2096896, 10477312] (proven over all 2^32 inputs), congruent to the input mod 8380417
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x i32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_reduce_special_avx512(a: *mut i32);
+
+    /// a\[256\] in place to canonical form in \[0, 8380417) (centred Barrett, then q added where negative)
+    ///
+    /// ```text
+    /// requires: any int32 a[i]
+    /// ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x i32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_freeze_avx512(a: *mut i32);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417)
+    /// ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x u32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// w: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// wp: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_mulmod_shoup_avx512(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 8380416] with wp[i] = floor(w[i]*2^32/8380417); b[i] in [0, 8380416]
+    /// ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x u32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// w: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// wp: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// b: 256 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_mldsa8380417_muladd_shoup_avx512(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32, b: *const u32);
+
     /// forward negacyclic NTT of a\[256\] in place (8 layers, blocks of degree 1)
     ///
     /// ```text

@@ -4,7 +4,7 @@
  *
  * mldsa-8380417: dispatch unit (optional). Each function below has the name of
  * its kernels without the ISA suffix and calls the first of
- * avx2, sse whose kernels this CPU runs, chosen on the first call: CPUID
+ * avx512, avx2, sse whose kernels this CPU runs, chosen on the first call: CPUID
  * for the extensions the kernels' instructions need, XGETBV for the register
  * state the OS must save. It branches only on that choice (the CPU's
  * features, or the ISA asked for), never on the data. Any C99 compiler
@@ -15,8 +15,11 @@
 #include <string.h>
 
 #include "mldsa-8380417.h"
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
-/* the chosen ISA's number: -1 before the first call, 2 when the CPU runs none */
+/* the chosen ISA's number: -1 before the first call, 3 when the CPU runs none */
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
 #include <immintrin.h>
@@ -30,7 +33,7 @@ static int kg_mldsa8380417_choice = -1;
 #define KG_MLDSA8380417_STORE(v) __atomic_store_n(&kg_mldsa8380417_choice, (v), __ATOMIC_RELAXED)
 #endif
 
-static const char *const kg_mldsa8380417_isa_names[2] = { "avx2", "sse" };
+static const char *const kg_mldsa8380417_isa_names[3] = { "avx512", "avx2", "sse" };
 
 static void kg_mldsa8380417_cpuid(unsigned leaf, unsigned subleaf, unsigned r[4])
 {
@@ -54,6 +57,22 @@ static unsigned long long kg_mldsa8380417_xcr0(void)
 #endif
 }
 
+/* whether the OS saves the register state `mask` (XCR0 bits); macOS enables the AVX-512 state only on a
+ * thread's first use of it, so XCR0 does not show it before: there the OS is asked */
+static int kg_mldsa8380417_os_saves(unsigned long long mask, unsigned long long xcr0)
+{
+#if defined(__APPLE__)
+    if (mask & 0xe0u) {
+        int on = 0;
+        size_t len = sizeof on;
+        if (sysctlbyname("hw.optional.avx512f", &on, &len, NULL, 0) != 0 || !on)
+            return 0;
+        mask &= ~0xe0ull;
+    }
+#endif
+    return (xcr0 & mask) == mask;
+}
+
 /* whether this CPU (and OS) runs the kernels of ISA number `isa` */
 static int kg_mldsa8380417_runs(int isa)
 {
@@ -69,9 +88,11 @@ static int kg_mldsa8380417_runs(int isa)
         xcr0 = kg_mldsa8380417_xcr0();
     (void)xcr0;
     switch (isa) {
-    case 0: /* avx2: AVX, AVX2, OS saves ymm state */
+    case 0: /* avx512: AVX512F, OS saves zmm and opmask state */
+        return (leaf_7[1] >> 16 & 1) && kg_mldsa8380417_os_saves(0xe6, xcr0);
+    case 1: /* avx2: AVX, AVX2, OS saves ymm state */
         return (leaf_1[2] >> 28 & 1) && (leaf_7[1] >> 5 & 1) && (xcr0 & 0x6) == 0x6;
-    case 1: /* sse: SSE2, SSE3, SSE4.1 */
+    case 2: /* sse: SSE2, SSE3, SSE4.1 */
         return (leaf_1[3] >> 26 & 1) && (leaf_1[2] >> 0 & 1) && (leaf_1[2] >> 19 & 1);
     default:
         return 0;
@@ -82,7 +103,7 @@ static int kg_mldsa8380417_chosen(void)
 {
     int c = KG_MLDSA8380417_LOAD();
     if (c < 0) {
-        for (c = 0; c < 2 && !kg_mldsa8380417_runs(c); c++)
+        for (c = 0; c < 3 && !kg_mldsa8380417_runs(c); c++)
             ;
         KG_MLDSA8380417_STORE(c);
     }
@@ -92,13 +113,13 @@ static int kg_mldsa8380417_chosen(void)
 const char *kg_mldsa8380417_isa(void)
 {
     int c = kg_mldsa8380417_chosen();
-    return c < 2 ? kg_mldsa8380417_isa_names[c] : NULL;
+    return c < 3 ? kg_mldsa8380417_isa_names[c] : NULL;
 }
 
 int kg_mldsa8380417_use_isa(const char *isa)
 {
     int i;
-    for (i = 0; i < 2; i++)
+    for (i = 0; i < 3; i++)
         if (strcmp(isa, kg_mldsa8380417_isa_names[i]) == 0) {
             if (!kg_mldsa8380417_runs(i))
                 return -1;
@@ -111,8 +132,8 @@ int kg_mldsa8380417_use_isa(const char *isa)
 static int kg_mldsa8380417_need(void)
 {
     int c = kg_mldsa8380417_chosen();
-    if (c == 2) {
-        fputs("mldsa-8380417: this CPU runs none of avx2, sse\n", stderr);
+    if (c == 3) {
+        fputs("mldsa-8380417: this CPU runs none of avx512, avx2, sse\n", stderr);
         abort();
     }
     return c;
@@ -121,7 +142,8 @@ static int kg_mldsa8380417_need(void)
 void kg_mldsa8380417_ntt_forward(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_ntt_forward_avx2(a); return;
+    case 0: kg_mldsa8380417_ntt_forward_avx512(a); return;
+    case 1: kg_mldsa8380417_ntt_forward_avx2(a); return;
     default: kg_mldsa8380417_ntt_forward_sse(a); return;
     }
 }
@@ -129,7 +151,8 @@ void kg_mldsa8380417_ntt_forward(int32_t *a)
 void kg_mldsa8380417_basemul(int32_t *r, const int32_t *a, const int32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_basemul_avx2(r, a, b); return;
+    case 0: kg_mldsa8380417_basemul_avx512(r, a, b); return;
+    case 1: kg_mldsa8380417_basemul_avx2(r, a, b); return;
     default: kg_mldsa8380417_basemul_sse(r, a, b); return;
     }
 }
@@ -137,7 +160,8 @@ void kg_mldsa8380417_basemul(int32_t *r, const int32_t *a, const int32_t *b)
 void kg_mldsa8380417_basemul_acc4(int32_t *r, const int32_t *a, const int32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_basemul_acc4_avx2(r, a, b); return;
+    case 0: kg_mldsa8380417_basemul_acc4_avx512(r, a, b); return;
+    case 1: kg_mldsa8380417_basemul_acc4_avx2(r, a, b); return;
     default: kg_mldsa8380417_basemul_acc4_sse(r, a, b); return;
     }
 }
@@ -145,7 +169,8 @@ void kg_mldsa8380417_basemul_acc4(int32_t *r, const int32_t *a, const int32_t *b
 void kg_mldsa8380417_basemul_acc5(int32_t *r, const int32_t *a, const int32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_basemul_acc5_avx2(r, a, b); return;
+    case 0: kg_mldsa8380417_basemul_acc5_avx512(r, a, b); return;
+    case 1: kg_mldsa8380417_basemul_acc5_avx2(r, a, b); return;
     default: kg_mldsa8380417_basemul_acc5_sse(r, a, b); return;
     }
 }
@@ -153,7 +178,8 @@ void kg_mldsa8380417_basemul_acc5(int32_t *r, const int32_t *a, const int32_t *b
 void kg_mldsa8380417_basemul_acc7(int32_t *r, const int32_t *a, const int32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_basemul_acc7_avx2(r, a, b); return;
+    case 0: kg_mldsa8380417_basemul_acc7_avx512(r, a, b); return;
+    case 1: kg_mldsa8380417_basemul_acc7_avx2(r, a, b); return;
     default: kg_mldsa8380417_basemul_acc7_sse(r, a, b); return;
     }
 }
@@ -161,7 +187,8 @@ void kg_mldsa8380417_basemul_acc7(int32_t *r, const int32_t *a, const int32_t *b
 void kg_mldsa8380417_ntt_inverse(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_ntt_inverse_avx2(a); return;
+    case 0: kg_mldsa8380417_ntt_inverse_avx512(a); return;
+    case 1: kg_mldsa8380417_ntt_inverse_avx2(a); return;
     default: kg_mldsa8380417_ntt_inverse_sse(a); return;
     }
 }
@@ -169,7 +196,8 @@ void kg_mldsa8380417_ntt_inverse(int32_t *a)
 void kg_mldsa8380417_reduce_barrett(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_reduce_barrett_avx2(a); return;
+    case 0: kg_mldsa8380417_reduce_barrett_avx512(a); return;
+    case 1: kg_mldsa8380417_reduce_barrett_avx2(a); return;
     default: kg_mldsa8380417_reduce_barrett_sse(a); return;
     }
 }
@@ -177,7 +205,8 @@ void kg_mldsa8380417_reduce_barrett(int32_t *a)
 void kg_mldsa8380417_reduce_special(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_reduce_special_avx2(a); return;
+    case 0: kg_mldsa8380417_reduce_special_avx512(a); return;
+    case 1: kg_mldsa8380417_reduce_special_avx2(a); return;
     default: kg_mldsa8380417_reduce_special_sse(a); return;
     }
 }
@@ -185,7 +214,8 @@ void kg_mldsa8380417_reduce_special(int32_t *a)
 void kg_mldsa8380417_freeze(int32_t *a)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_freeze_avx2(a); return;
+    case 0: kg_mldsa8380417_freeze_avx512(a); return;
+    case 1: kg_mldsa8380417_freeze_avx2(a); return;
     default: kg_mldsa8380417_freeze_sse(a); return;
     }
 }
@@ -193,7 +223,8 @@ void kg_mldsa8380417_freeze(int32_t *a)
 void kg_mldsa8380417_mulmod_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_mulmod_shoup_avx2(r, a, w, wp); return;
+    case 0: kg_mldsa8380417_mulmod_shoup_avx512(r, a, w, wp); return;
+    case 1: kg_mldsa8380417_mulmod_shoup_avx2(r, a, w, wp); return;
     default: kg_mldsa8380417_mulmod_shoup_sse(r, a, w, wp); return;
     }
 }
@@ -201,7 +232,8 @@ void kg_mldsa8380417_mulmod_shoup(uint32_t *r, const uint32_t *a, const uint32_t
 void kg_mldsa8380417_muladd_shoup(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b)
 {
     switch (kg_mldsa8380417_need()) {
-    case 0: kg_mldsa8380417_muladd_shoup_avx2(r, a, w, wp, b); return;
+    case 0: kg_mldsa8380417_muladd_shoup_avx512(r, a, w, wp, b); return;
+    case 1: kg_mldsa8380417_muladd_shoup_avx2(r, a, w, wp, b); return;
     default: kg_mldsa8380417_muladd_shoup_sse(r, a, w, wp, b); return;
     }
 }

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/nfl-1073479681.toml
  *
- * nfl-1073479681: negacyclic NTT kernels over Z_1073479681[x]/(x^512+1), 32-bit unsigned lanes, avx2, sse
+ * nfl-1073479681: negacyclic NTT kernels over Z_1073479681[x]/(x^512+1), 32-bit unsigned lanes, avx512, avx2, sse
  * Link with the object of your platform:
  *   nfl-1073479681.asm: nasm -f elf64, System V AMD64 ABI
  * The kernels are constant-time straight-line code: no branch and no address depends on data.
@@ -215,6 +215,88 @@ extern "C" {
  *   requires: every a[i] in [0, 1073479680]
  *   ensures:  every a[i] in [0, 2146959361] (proven), block j at kg_nfl1073479681_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 512 x uint32_t (KG_NFL1073479681_NTT_FORWARD_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl1073479681_ntt_forward_avx512(uint32_t *a);
+
+
+/* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [0, 2146959361] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
+ *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 512 x uint32_t (KG_NFL1073479681_BASEMUL_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_BASEMUL_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   b: 512 x uint32_t (KG_NFL1073479681_BASEMUL_B_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl1073479681_basemul_avx512(uint32_t *r, const uint32_t *a, const uint32_t *b);
+
+
+/* inverse negacyclic NTT of a[512] in place, natural order out
+ *   requires: every a[i] in [0, 2146959361] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [0, 4293918722] (proven), natural order,
+ *             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 512 x uint32_t (KG_NFL1073479681_NTT_INVERSE_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl1073479681_ntt_inverse_avx512(uint32_t *a);
+
+
+/* reduce a[512] in place mod 1073479681 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+ *   requires: any uint32 a[i]
+ *   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 512 x uint32_t (KG_NFL1073479681_REDUCE_SHOUP_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl1073479681_reduce_shoup_avx512(uint32_t *a);
+
+
+/* a[512] in place to canonical form in [0, 1073479681) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 1073479681) unsigned)
+ *   requires: any uint32 a[i]
+ *   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 512 x uint32_t (KG_NFL1073479681_FREEZE_A_LEN), inout, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl1073479681_freeze_avx512(uint32_t *a);
+
+
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681)
+ *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   w: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_W_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   wp: 512 x uint32_t (KG_NFL1073479681_MULMOD_SHOUP_WP_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl1073479681_mulmod_shoup_avx512(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681); b[i] in [0, 1073479680]
+ *   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_R_LEN), out, 4-byte aligned (64-byte alignment is fastest)
+ *   a: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_A_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   w: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_W_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   wp: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_WP_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ *   b: 512 x uint32_t (KG_NFL1073479681_MULADD_SHOUP_B_LEN), in, 4-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl1073479681_muladd_shoup_avx512(uint32_t *r, const uint32_t *a, const uint32_t *w, const uint32_t *wp, const uint32_t *b);
+
+
+/* forward negacyclic NTT of a[512] in place (9 layers, blocks of degree 1)
+ *   requires: every a[i] in [0, 1073479680]
+ *   ensures:  every a[i] in [0, 2146959361] (proven), block j at kg_nfl1073479681_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 512 x uint32_t (KG_NFL1073479681_NTT_FORWARD_A_LEN), inout, 4-byte aligned (32-byte alignment is fastest)
@@ -377,7 +459,7 @@ void kg_nfl1073479681_muladd_shoup_sse(uint32_t *r, const uint32_t *a, const uin
 
 /* Dispatch: nfl-1073479681_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
- * the first of avx2, sse that this CPU runs, chosen once, on the first
+ * the first of avx512, avx2, sse that this CPU runs, chosen once, on the first
  * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
  * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_nfl1073479681_isa():         the chosen ISA's name, or NULL when the CPU runs none

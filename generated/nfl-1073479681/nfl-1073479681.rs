@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/nfl-1073479681.toml
 //
-// nfl-1073479681: negacyclic NTT kernels over Z_1073479681[x]/(x^512+1), 32-bit unsigned lanes, avx2, sse
+// nfl-1073479681: negacyclic NTT kernels over Z_1073479681[x]/(x^512+1), 32-bit unsigned lanes, avx512, avx2, sse
 // Rust declarations of nfl-1073479681.h: its constants and the prototypes of the kernels in
 // nfl-1073479681.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
@@ -177,6 +177,88 @@ pub static KG_NFL1073479681_NTT_FROM_STANDARD: [u16; 512] = [
 ];
 
 unsafe extern "C" {
+    /// forward negacyclic NTT of a\[512\] in place (9 layers, blocks of degree 1)
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 1073479680]
+    /// ensures:  every a[i] in [0, 2146959361] (proven), block j at kg_nfl1073479681_ntt_positions[j] (manifest: layout),
+    ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 512 x u32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl1073479681_ntt_forward_avx512(a: *mut u32);
+
+    /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [0, 2146959361] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [0, 2146959361] (proven); r_j = a_j*b_j*2^-32 mod (x^1 - zeta_j, 1073479681)
+    ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 512 x u32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 512 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// b: 512 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl1073479681_basemul_avx512(r: *mut u32, a: *const u32, b: *const u32);
+
+    /// inverse negacyclic NTT of a\[512\] in place, natural order out
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 2146959361] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [0, 4293918722] (proven), natural order,
+    ///           a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 512 x u32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl1073479681_ntt_inverse_avx512(a: *mut u32);
+
+    /// reduce a\[512\] in place mod 1073479681 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]
+    /// ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 512 x u32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl1073479681_reduce_shoup_avx512(a: *mut u32);
+
+    /// a\[512\] in place to canonical form in \[0, 1073479681) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 1073479681) unsigned)
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]
+    /// ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 512 x u32, inout, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl1073479681_freeze_avx512(a: *mut u32);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681)
+    /// ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 512 x u32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 512 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// w: 512 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// wp: 512 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl1073479681_mulmod_shoup_avx512(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint32 a[i]; w[i] in [0, 1073479680] with wp[i] = floor(w[i]*2^32/1073479681); b[i] in [0, 1073479680]
+    /// ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 512 x u32, out, 4-byte aligned (64-byte alignment is fastest)
+    /// a: 512 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// w: 512 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// wp: 512 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// b: 512 x u32, in, 4-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl1073479681_muladd_shoup_avx512(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32, b: *const u32);
+
     /// forward negacyclic NTT of a\[512\] in place (9 layers, blocks of degree 1)
     ///
     /// ```text

@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/nfl-4611686018326724609.toml
  *
- * nfl-4611686018326724609: negacyclic NTT kernels over Z_4611686018326724609[x]/(x^1024+1), 64-bit unsigned lanes, avx2
+ * nfl-4611686018326724609: negacyclic NTT kernels over Z_4611686018326724609[x]/(x^1024+1), 64-bit unsigned lanes, avx512, avx2
  * Link with the object of your platform:
  *   nfl-4611686018326724609.asm: nasm -f elf64, System V AMD64 ABI
  * The kernels are constant-time straight-line code: no branch and no address depends on data.
@@ -343,6 +343,88 @@ extern "C" {
  *   requires: every a[i] in [0, 4611686018326724608]
  *   ensures:  every a[i] in [0, 9223372036653449217] (proven), block j at kg_nfl4611686018326724609_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 4611686018326724609 (scale 1)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 1024 x uint64_t (KG_NFL4611686018326724609_NTT_FORWARD_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl4611686018326724609_ntt_forward_avx512(uint64_t *a);
+
+
+/* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [0, 9223372036653449217] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [1, 9223372036552785922] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 4611686018326724609)
+ *             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 1024 x uint64_t (KG_NFL4611686018326724609_BASEMUL_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
+ *   a: 1024 x uint64_t (KG_NFL4611686018326724609_BASEMUL_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   b: 1024 x uint64_t (KG_NFL4611686018326724609_BASEMUL_B_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl4611686018326724609_basemul_avx512(uint64_t *r, const uint64_t *a, const uint64_t *b);
+
+
+/* inverse negacyclic NTT of a[1024] in place, natural order out
+ *   requires: every a[i] in [0, 9223372036653449217] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [0, 18446744073306898434] (proven), natural order,
+ *             a = 2^64 * INTT(a) mod 4611686018326724609: forward, basemul, inverse give a*b mod (x^1024+1, 4611686018326724609)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 1024 x uint64_t (KG_NFL4611686018326724609_NTT_INVERSE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl4611686018326724609_ntt_inverse_avx512(uint64_t *a);
+
+
+/* reduce a[1024] in place mod 4611686018326724609 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+ *   requires: any uint64 a[i]
+ *   ensures:  every a[i] in [0, 9223372036653449217] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 1024 x uint64_t (KG_NFL4611686018326724609_REDUCE_SHOUP_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl4611686018326724609_reduce_shoup_avx512(uint64_t *a);
+
+
+/* a[1024] in place to canonical form in [0, 4611686018326724609) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 4611686018326724609) unsigned)
+ *   requires: any uint64 a[i]
+ *   ensures:  every a[i] in [0, 4611686018326724608] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609: the canonical representative
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 1024 x uint64_t (KG_NFL4611686018326724609_FREEZE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl4611686018326724609_freeze_avx512(uint64_t *a);
+
+
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609)
+ *   ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 1024 x uint64_t (KG_NFL4611686018326724609_MULMOD_SHOUP_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
+ *   a: 1024 x uint64_t (KG_NFL4611686018326724609_MULMOD_SHOUP_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   w: 1024 x uint64_t (KG_NFL4611686018326724609_MULMOD_SHOUP_W_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   wp: 1024 x uint64_t (KG_NFL4611686018326724609_MULMOD_SHOUP_WP_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl4611686018326724609_mulmod_shoup_avx512(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609); b[i] in [0, 4611686018326724608]
+ *   ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 1024 x uint64_t (KG_NFL4611686018326724609_MULADD_SHOUP_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
+ *   a: 1024 x uint64_t (KG_NFL4611686018326724609_MULADD_SHOUP_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   w: 1024 x uint64_t (KG_NFL4611686018326724609_MULADD_SHOUP_W_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   wp: 1024 x uint64_t (KG_NFL4611686018326724609_MULADD_SHOUP_WP_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   b: 1024 x uint64_t (KG_NFL4611686018326724609_MULADD_SHOUP_B_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_nfl4611686018326724609_muladd_shoup_avx512(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp, const uint64_t *b);
+
+
+/* forward negacyclic NTT of a[1024] in place (10 layers, blocks of degree 1)
+ *   requires: every a[i] in [0, 4611686018326724608]
+ *   ensures:  every a[i] in [0, 9223372036653449217] (proven), block j at kg_nfl4611686018326724609_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 4611686018326724609 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 1024 x uint64_t (KG_NFL4611686018326724609_NTT_FORWARD_A_LEN), inout, 8-byte aligned (32-byte alignment is fastest)
@@ -419,6 +501,26 @@ void kg_nfl4611686018326724609_mulmod_shoup_avx2(uint64_t *r, const uint64_t *a,
  *   b: 1024 x uint64_t (KG_NFL4611686018326724609_MULADD_SHOUP_B_LEN), in, 8-byte aligned (32-byte alignment is fastest)
  */
 void kg_nfl4611686018326724609_muladd_shoup_avx2(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp, const uint64_t *b);
+
+
+/* Dispatch: nfl-4611686018326724609_dispatch.c (optional; compile and link it to use these).
+ * Each function below has the contract of its suffixed kernels above and calls
+ * the first of avx512, avx2 that this CPU runs, chosen once, on the first
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
+ *   kg_nfl4611686018326724609_isa():         the chosen ISA's name, or NULL when the CPU runs none
+ *   kg_nfl4611686018326724609_use_isa(name): use that ISA from now on (to test a fallback or compare);
+ *     0, or -1 when the name is unknown or this CPU cannot run it
+ */
+const char *kg_nfl4611686018326724609_isa(void);
+int kg_nfl4611686018326724609_use_isa(const char *isa);
+void kg_nfl4611686018326724609_ntt_forward(uint64_t *a);
+void kg_nfl4611686018326724609_basemul(uint64_t *r, const uint64_t *a, const uint64_t *b);
+void kg_nfl4611686018326724609_ntt_inverse(uint64_t *a);
+void kg_nfl4611686018326724609_reduce_shoup(uint64_t *a);
+void kg_nfl4611686018326724609_freeze(uint64_t *a);
+void kg_nfl4611686018326724609_mulmod_shoup(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp);
+void kg_nfl4611686018326724609_muladd_shoup(uint64_t *r, const uint64_t *a, const uint64_t *w, const uint64_t *wp, const uint64_t *b);
 
 
 #ifdef __cplusplus

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/nfl-4611686018326724609.toml
 //
-// nfl-4611686018326724609: negacyclic NTT kernels over Z_4611686018326724609[x]/(x^1024+1), 64-bit unsigned lanes, avx2
+// nfl-4611686018326724609: negacyclic NTT kernels over Z_4611686018326724609[x]/(x^1024+1), 64-bit unsigned lanes, avx512, avx2
 // Rust declarations of nfl-4611686018326724609.h: its constants and the prototypes of the kernels in
 // nfl-4611686018326724609.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
@@ -305,6 +305,88 @@ pub static KG_NFL4611686018326724609_NTT_FROM_STANDARD: [u16; 1024] = [
 ];
 
 unsafe extern "C" {
+    /// forward negacyclic NTT of a\[1024\] in place (10 layers, blocks of degree 1)
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 4611686018326724608]
+    /// ensures:  every a[i] in [0, 9223372036653449217] (proven), block j at kg_nfl4611686018326724609_ntt_positions[j] (manifest: layout),
+    ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 4611686018326724609 (scale 1)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 1024 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl4611686018326724609_ntt_forward_avx512(a: *mut u64);
+
+    /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [0, 9223372036653449217] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [1, 9223372036552785922] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 4611686018326724609)
+    ///           (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 1024 x u64, out, 8-byte aligned (64-byte alignment is fastest)
+    /// a: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// b: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl4611686018326724609_basemul_avx512(r: *mut u64, a: *const u64, b: *const u64);
+
+    /// inverse negacyclic NTT of a\[1024\] in place, natural order out
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 9223372036653449217] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [0, 18446744073306898434] (proven), natural order,
+    ///           a = 2^64 * INTT(a) mod 4611686018326724609: forward, basemul, inverse give a*b mod (x^1024+1, 4611686018326724609)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 1024 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl4611686018326724609_ntt_inverse_avx512(a: *mut u64);
+
+    /// reduce a\[1024\] in place mod 4611686018326724609 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
+    ///
+    /// ```text
+    /// requires: any uint64 a[i]
+    /// ensures:  every a[i] in [0, 9223372036653449217] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 1024 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl4611686018326724609_reduce_shoup_avx512(a: *mut u64);
+
+    /// a\[1024\] in place to canonical form in \[0, 4611686018326724609) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 4611686018326724609) unsigned)
+    ///
+    /// ```text
+    /// requires: any uint64 a[i]
+    /// ensures:  every a[i] in [0, 4611686018326724608] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609: the canonical representative
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 1024 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl4611686018326724609_freeze_avx512(a: *mut u64);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609)
+    /// ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 1024 x u64, out, 8-byte aligned (64-byte alignment is fastest)
+    /// a: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// w: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// wp: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl4611686018326724609_mulmod_shoup_avx512(r: *mut u64, a: *const u64, w: *const u64, wp: *const u64);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609); b[i] in [0, 4611686018326724608]
+    /// ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 1024 x u64, out, 8-byte aligned (64-byte alignment is fastest)
+    /// a: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// w: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// wp: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// b: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_nfl4611686018326724609_muladd_shoup_avx512(r: *mut u64, a: *const u64, w: *const u64, wp: *const u64, b: *const u64);
+
     /// forward negacyclic NTT of a\[1024\] in place (10 layers, blocks of degree 1)
     ///
     /// ```text
