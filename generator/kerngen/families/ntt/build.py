@@ -29,6 +29,7 @@ from .params import NttParams, output_range
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
 from .shoup import Shoup, ShoupReduction, UnsignedFreeze
+from .special64 import SpecialForm64
 from .standard_order import standard_order_tables
 
 ORDER_TEXT = {
@@ -68,11 +69,16 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
                        "reducer": p.reducer, "reducer_used": red.kind, "mul": p.mul, "mul_used": mul.name,
                        "order": p.order,
                        "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
+    special = isinstance(mul, SpecialForm64)
     notes = (f"psi = {math.psi}: primitive 2^{p.layers + 1}-th root of unity mod {p.q}",
-             *(() if mul.signed else (f"Shoup multiplication on unsigned lanes: w' = floor(w*{r_bits}/q), values "
-                                      f"kept lazily below 4q (Harvey); base multiplication is Montgomery's",)),
-             f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {bm_mul.qinv}; inverse scale constant = "
-             f"{math.inverse_scale(mul.r)}")
+             *(() if mul.signed or special else
+               (f"Shoup multiplication on unsigned lanes: w' = floor(w*{r_bits}/q), values "
+                f"kept lazily below 4q (Harvey); base multiplication is Montgomery's",)),
+             *((f"q = 2^64 - 2^b + 1: every value kept in [0, q), sums, differences and products reduced by "
+                f"the lane's wrap (2^64 = 2^b - 1 mod q); no Shoup kernels (2q exceeds the lane)",
+                f"inverse scale constant = {math.inverse_scale(mul.r)}") if special else
+               (f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {bm_mul.qinv}; inverse scale constant = "
+                f"{math.inverse_scale(mul.r)}",)))
     lanes = "unsigned " if not mul.signed else ""
     title = f"negacyclic NTT kernels over Z_{p.q}[x]/(x^{p.n}+1), {p.width}-bit {lanes}lanes, {', '.join(p.isas)}"
     return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes,
@@ -142,8 +148,8 @@ def _kernels(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, forward: t
     basemuls = _basemuls(p, t, d, lay, forward_out, inverse_in, cache)
     inverse, _ = _ntt(p, t, d, "inverse", inverse_contract(p, t, inverse_in, mul.r, signed),
                       f"inverse negacyclic NTT of a[{p.n}] in place, natural order out", scale_last, cache)
-    return [forward[0], *basemuls, inverse, *_reductions(p, t, d, cache),
-            *_shoup_kernels(p, t, d.ar.layout, d.unsigned_freeze, cache)]
+    shoup = () if isinstance(mul, SpecialForm64) else _shoup_kernels(p, t, d.ar.layout, d.unsigned_freeze, cache)
+    return [forward[0], *basemuls, inverse, *_reductions(p, t, d, cache), *shoup]
 
 
 def _build_ntt(p: NttParams, t: Target, d: IsaDesign, direction: str, s: ReductionSchedule, contract,
@@ -218,7 +224,8 @@ def _reductions(p: NttParams, t: Target, d: IsaDesign, cache: CompileCache) -> l
     q, bits, n, signed = p.q, p.width, p.n, d.ar.mul.signed
     lane = Bound(*lane_range(bits, signed))
     standalone = ([*d.available.items(), ("freeze", freezer(q, bits))] if signed else
-                  [("shoup", ShoupReduction(q, bits, t.isa)), ("freeze", d.unsigned_freeze.choose(lane.hi))])
+                  [*(() if isinstance(d.ar.mul, SpecialForm64) else (("shoup", ShoupReduction(q, bits, t.isa)),)),
+                   ("freeze", d.unsigned_freeze.choose(lane.hi))])
     fns = []
     for kind, r in standalone:
         b = kernel_builder(d.ar.layout)

@@ -26,6 +26,7 @@ from .params import MONTGOMERY_WIDTHS, NttParams, strategies
 from .reducers import Reducer, freezer, lifter, reducers
 from .schedule import Arithmetic, ScheduleError
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
+from .special64 import NAME as SPECIAL, CanonicalReducer, SpecialForm64
 
 Finishers = dict[str, tuple]  # output range -> the final reductions to try (None: none), cheapest first
 
@@ -47,12 +48,15 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
                                             "another order or leave that ISA out") from None
     # Shoup's products: on the lane width, and from 52-bit multiply-adds where the ISA and q allow them
     muls = [mul for kind in strategies(p) for mul in
-            (Shoup.candidates(p.q, p.width, t.isa) if kind == "shoup" else (Montgomery(p.q, p.width),))]
+            (Shoup.candidates(p.q, p.width, t.isa) if kind == "shoup" else
+             (SpecialForm64(p.q, p.width, t.isa),) if kind == SPECIAL else (Montgomery(p.q, p.width),))]
     options, failure = [], None
     for mul in muls:
         kind = mul.name
         if kind == "shoup":
             ar = Arithmetic(math, layout, mul, HarveyReducer(p.q, p.width, t.isa))
+        elif kind == SPECIAL:
+            ar = Arithmetic(math, layout, mul, CanonicalReducer(p.q, p.width, t.isa))
         else:
             try:
                 ar = Arithmetic(math, layout, mul, choose_reducer(p, math, mul, layout, reducers(p.q, p.width)))
@@ -88,8 +92,9 @@ def montgomery_basemul(p: NttParams, ar: Arithmetic) -> Arithmetic:
     """What base multiplication is built with: products of two variables
     need Montgomery's (Shoup's needs w' precomputed for a constant), so a
     Shoup bundle multiplies there on signed lanes, its inputs below 2^(W-1);
-    on 64-bit lanes, with no signed products, on unsigned ones."""
-    if ar.mul.signed:
+    on 64-bit lanes, with no signed products, on unsigned ones; the
+    special-form products take two variables as they are."""
+    if ar.mul.signed or isinstance(ar.mul, SpecialForm64):
         return ar
     if p.width not in MONTGOMERY_WIDTHS:  # no signed products: Montgomery's on unsigned lanes, from pieces
         return Arithmetic(ar.math, ar.layout, UnsignedMontgomery(p.q, p.width, ar.mul.isa), ar.reducer)
@@ -161,4 +166,5 @@ def isa_design(p: NttParams, t: Target, ar: Arithmetic) -> IsaDesign:
                                  ((WhereAbove(f, q), f) if signed and f is not None and f.kind != "freeze" else (f,)))
                      for kind, tries in finishers.items()}
     return IsaDesign(ar, available, signed_finishers, finishers, ntt_finishers, unsigned_freeze,
-                     montgomery_basemul(p, ar), barrett or ShoupReduction(q, bits, t.isa), lane_range(bits)[1])
+                     montgomery_basemul(p, ar), barrett or (ar.reducer if isinstance(ar.mul, SpecialForm64) else
+                                                            ShoupReduction(q, bits, t.isa)), lane_range(bits)[1])

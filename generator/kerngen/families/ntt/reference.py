@@ -50,6 +50,9 @@ def mulmod(a: np.ndarray, b: np.ndarray | np.uint64, q: int) -> np.ndarray:
     floor within 1 of floor(a*b/q). Then a*b - floor*q lies in [-q, 2q), so
     it is computed exactly by wrapping uint64 arithmetic read as int64 (|.| <
     2^63), and one correction either way brings it into [0, q)."""
+    if q >= 1 << 62:  # beyond the estimate's exactness: Python integers
+        return (np.asarray(a).astype(object) * int(b) % q if np.ndim(b) == 0 else
+                np.asarray(a).astype(object) * np.asarray(b).astype(object) % q).astype(np.uint64)
     ld = np.longdouble
     quotient = (np.asarray(a).astype(ld) * np.asarray(b).astype(ld) / ld(q)).astype(np.uint64)  # floor: >= 0
     r = (a * b - quotient * np.uint64(q)).astype(np.int64)

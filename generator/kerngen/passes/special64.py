@@ -1,0 +1,252 @@
+"""Modular arithmetic on 64-bit lanes for primes of the form q = 2^64 - 2^b + 1.
+
+Such a q (Goldilocks, 2^64 - 2^32 + 1; 2^64 - 2^40 + 1) leaves no room in
+the lane for lazy values: every lane value stays canonical, in [0, q), and
+the wrap of a 64-bit sum is the reduction itself, since 2^64 = e mod q for
+e = 2^b - 1 (`special_form` finds b from q). Three templates, as data:
+
+- `MUL`: x*w mod q for any x, w. The 128-bit product H*2^64 + L (two
+  products) is folded while H can exceed 1: H*2^64 + L = H*e + L, whose own
+  high half is hi(H*e) plus the carry out of lo(H*e) + L (a fold whose
+  product fits 64 bits leaves only that carry); then the carry c (0 or 1)
+  twice more, c*2^64 + s = s + c*e, the second without a carry (s < e after
+  a first); then a conditional subtraction of q.
+- `ADD`: a + b, e added where the sum carried out, then a conditional subtraction of q.
+- `SUB`: a - b, e subtracted where it borrowed (2^64 - e = q).
+
+A carry is an unsigned comparison into a mask (a subtraction with borrow on
+general registers; on vector lanes a signed comparison of the values with
+their sign bits flipped), and the conditional subtraction is an unsigned
+minimum where the ISA has one, else q masked by that comparison. Builders
+emit a template (`emit`), products through `wide.Product` (one instruction
+each on general registers, templates of 32-bit pieces on vector lanes), the
+verifier finds it in a lane's term (`match`), and `prove` shows, by an SMT
+solver over the integers (each wrapping step a division with remainder, each
+product by a constant linear), that it computes its operation mod q exactly,
+canonical, for every input (any H and L, or a and b in [0, q)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..core.compile_cache import memo
+from ..ir.instr import Builder, Imm, Mem, VReg
+from ..machine.ops import by_width
+from . import wide
+
+BITS = 64
+LANE = 1 << BITS
+SIGN = 1 << (BITS - 1)
+MAX_B = 48  # 2^64 - 2^b + 1 with b at most this: at most three folds of H
+MUL, ADD, SUB = "special_mul", "special_add", "special_sub"  # the tag kinds
+KINDS = (MUL, ADD, SUB)
+
+Step = tuple[str, str, str | int, str | int]
+
+
+class SpecialFormError(Exception):
+    pass
+
+
+def special_form(q: int, bits: int = BITS) -> int | None:
+    """b where q = 2^bits - 2^b + 1 with 1 <= b <= MAX_B (the fold's e = 2^b - 1), else None."""
+    e = (1 << bits) - q
+    b = (e + 1).bit_length() - 1
+    return b if 1 <= b <= MAX_B and e == (1 << b) - 1 else None
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """How an ISA does the templates' unsigned comparison and minimum."""
+
+    unsigned_compare: bool  # one instruction (else the signs flipped, then a signed comparison)
+    unsigned_min: bool  # one instruction (else q masked by a comparison)
+
+
+@dataclass(frozen=True)
+class Template:
+    kind: str
+    q: int
+    inputs: tuple[str, str]
+    steps: tuple[Step, ...]  # (op, dst, a, b): ints are constants (shift counts: immediates)
+
+    @property
+    def result(self) -> str:
+        return self.steps[-1][1]
+
+
+def _less(lw: Lowering, dst: str, a: str | int, b: str | int) -> tuple[Step, ...]:
+    """dst = all ones where a < b unsigned."""
+    if lw.unsigned_compare:
+        return (("cmpgtu", dst, b, a),)
+    flip = [(v ^ SIGN, ()) if isinstance(v, int) else (f"{dst}_{v}", (("xor", f"{dst}_{v}", v, SIGN),))
+            for v in (b, a)]
+    return flip[0][1] + flip[1][1] + (("cmpgt", dst, flip[0][0], flip[1][0]),)
+
+
+def _canonical(lw: Lowering, q: int, dst: str, s: str) -> tuple[Step, ...]:
+    """dst = s - q where s >= q, else s, for any lane value s (s - q wraps exactly where s < q)."""
+    if lw.unsigned_min:
+        return (("sub", f"{dst}_d", s, q), ("minu", dst, s, f"{dst}_d"))
+    return (("sub", f"{dst}_d", s, q), *_less(lw, f"{dst}_m", s, q), ("and", f"{dst}_k", f"{dst}_m", q),
+            ("add", dst, f"{dst}_d", f"{dst}_k"))
+
+
+def _carry(lw: Lowering, dst: str, s: str, c: str, e: int, carried: bool) -> tuple[Step, ...]:
+    """dst = s + c*e (c: the mask `carried` of a carry, 0 or all ones), and its own carry's mask."""
+    return (("and", f"{dst}_k", c, e), ("add", dst, s, f"{dst}_k"), *(_less(lw, f"{dst}_c", dst, s) if carried else ()))
+
+
+@memo(maxsize=64)
+def templates(q: int, lw: Lowering) -> dict[str, Template]:
+    b = special_form(q)
+    if b is None:
+        raise SpecialFormError(f"q = {q} is not of the form 2^64 - 2^b + 1 with 1 <= b <= {MAX_B}")
+    e = (1 << b) - 1
+    steps: list[Step] = [("mulhu", "h0", "x", "w"), ("mullo", "l0", "x", "w")]
+    h, low, top, k = "h0", "l0", LANE - 1, 0
+    while True:  # H*2^64 + L = H*e + L: fold until H*e fits the lane
+        k += 1
+        steps += [("mullo", f"p{k}", h, e), ("add", f"l{k}", low, f"p{k}"), *_less(lw, f"c{k}", f"l{k}", f"p{k}")]
+        low = f"l{k}"
+        if top * e < LANE:
+            break
+        steps += [("mulhu", f"g{k}", h, e), ("sub", f"h{k}", f"g{k}", f"c{k}")]  # the carry added (the mask is -1)
+        h, top = f"h{k}", (top * e + LANE - 1) >> BITS
+    carry = f"c{k}"
+    steps += [*_carry(lw, "s1", low, carry, e, True), *_carry(lw, "s2", "s1", "s1_c", e, False)]
+    steps += _canonical(lw, q, "r", "s2")
+    mul = Template(MUL, q, ("x", "w"), tuple(steps))
+    add = Template(ADD, q, ("a", "b"), (("add", "s", "a", "b"), *_less(lw, "c", "s", "a"),
+                                        *_carry(lw, "t", "s", "c", e, False), *_canonical(lw, q, "r", "t")))
+    sub = Template(SUB, q, ("a", "b"), (("sub", "d", "a", "b"), *_less(lw, "m", "a", "b"), ("and", "k", "m", e),
+                                        ("sub", "r", "d", "k")))
+    return {t.kind: t for t in (mul, add, sub)}
+
+
+LOWERINGS = tuple(Lowering(c, m) for c in (True, False) for m in (True, False))
+
+
+# -- emission
+
+
+def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], native: bool, group: int,
+         comment: str = "") -> VReg:
+    """The template on a and c (registers, or memory for the second), tagged as one group of its kind;
+    products one instruction each where `native`, else from 32-bit pieces."""
+    p = wide.Product(b, group, template.kind, const, native)
+    env = dict(zip(template.inputs, (a, c)))
+    last = len(template.steps) - 1
+    notes = iter((comment,))
+
+    def value(v, first: bool = False):
+        if isinstance(v, str):
+            return env[v]
+        return b.op("load", const(v)) if first else const(v)  # a constant first source: into a register
+
+    for i, (op, dst, x, y) in enumerate(template.steps):
+        if op in ("mulhu", "mullo"):
+            prod = wide.HIGH if op == "mulhu" else wide.LOW
+            yv = value(y)
+            env[dst] = p.emit(prod, value(x), yv, p.high_half(y) if isinstance(y, int) else None, next(notes, ""))
+            continue
+        name, xs = by_width(op, BITS), value(x, first=True)
+        ys = Imm(y) if op in ("srl", "sll") else value(y)
+        env[dst] = p.end(name, xs, ys) if i == last else p.op(name, xs, ys, notes)
+    return env[template.result]
+
+
+# -- recognition in the verifier's lane terms (`wide.recognise`'s): ("leaf", value, lane) or (op, term, term)
+
+
+def expand(template: Template, x: tuple, y: tuple) -> tuple:
+    """The template's result as a term over the leaves x and y."""
+    env = dict(zip(template.inputs, (x, y)))
+    for op, dst, a, b in template.steps:
+        env[dst] = (op, *(env[v] if isinstance(v, str) else ("imm", v) if op in ("srl", "sll") else ("const", v)
+                          for v in (a, b)))
+    return env[template.result]
+
+
+def match(template: Template, term: tuple, constant: Callable[[tuple], tuple[int, ...] | None]
+          ) -> tuple[tuple, tuple] | None:
+    """The leaves (x, y) the template computes `term` of, if it does: tried among the operand pairs of
+    the subterms doing its first step."""
+    first = template.steps[0][0]
+    found, stack, seen = set(), [term], set()
+    while stack:
+        t = stack.pop()
+        if t[0] in ("leaf", "imm", "const") or id(t) in seen:
+            continue
+        seen.add(id(t))
+        if t[0] == first and t[1][0] == "leaf" and t[2][0] == "leaf":
+            found.update({(t[1], t[2]), (t[2], t[1])})
+        stack.extend(t[1:])
+    return next((xy for xy in found if wide.same_term(term, expand(template, *xy), constant)), None)
+
+
+# -- the proof
+
+
+@memo(maxsize=256)
+def prove(template: Template) -> None:
+    """MUL: for every H, L in [0, 2^64) the steps after the product leave (H*2^64 + L) mod q; ADD, SUB:
+    for every a, b in [0, q), (a +/- b) mod q. Raises SpecialFormError otherwise."""
+    import z3
+
+    solver = z3.Solver()
+    fresh = iter(range(1 << 30))
+
+    def var(lo: int, hi: int):
+        v = z3.Int(f"s{next(fresh)}")
+        solver.add(v >= lo, v <= hi)
+        return v
+
+    def wrapped(value):
+        out, k = var(0, LANE - 1), z3.Int(f"k{next(fresh)}")
+        solver.add(out == value - k * LANE)
+        return out, k
+
+    q, masks = template.q, set()
+    steps = template.steps
+    if template.kind == MUL:
+        if [s[:2] for s in steps[:2]] != [("mulhu", "h0"), ("mullo", "l0")] or \
+                {tuple(sorted(s[2:])) for s in steps[:2]} != {("w", "x")}:
+            raise SpecialFormError(f"{template.kind} mod {q}: does not start with the product x*w")
+        h, low = var(0, LANE - 1), var(0, LANE - 1)
+        env, steps, want = {"h0": h, "l0": low}, steps[2:], h * LANE + low
+    else:
+        a, b = var(0, q - 1), var(0, q - 1)
+        env, want = {"a": a, "b": b}, (a + b if template.kind == ADD else a - b)
+    for op, dst, x, y in steps:
+        vx, vy = (env[v] if isinstance(v, str) else z3.IntVal(v) for v in (x, y))
+        if op in ("add", "sub"):
+            out, k = wrapped(vx + vy if op == "add" else vx - vy)
+            solver.add(z3.Or(k == 0, k == (1 if op == "add" else -1)))
+        elif op in ("mullo", "mulhu") and isinstance(y, int):
+            high, low_half = var(0, LANE - 1), var(0, LANE - 1)
+            solver.add(vx * y == high * LANE + low_half)
+            out = high if op == "mulhu" else low_half
+        elif op == "cmpgtu":
+            out = z3.If(vx > vy, LANE - 1, 0)
+        elif op == "cmpgt":  # signed: values of SIGN and above are negative
+            out = z3.If(z3.If(vx >= SIGN, vx - LANE, vx) > z3.If(vy >= SIGN, vy - LANE, vy), LANE - 1, 0)
+        elif op == "xor" and y == SIGN:
+            out = z3.If(vx >= SIGN, vx - SIGN, vx + SIGN)
+        elif op == "and" and isinstance(y, int) and x in masks:
+            out = z3.If(vx == 0, 0, y)
+        elif op == "minu":
+            out = z3.If(vx <= vy, vx, vy)
+        else:
+            raise SpecialFormError(f"{template.kind} mod {q}: no proof rule for {op} of {x} and {y}")
+        if op in ("cmpgtu", "cmpgt"):
+            masks.add(dst)
+        env[dst] = out
+    r = env[template.result]
+    solver.add(r != want % q)
+    verdict = solver.check()
+    if verdict != z3.unsat:
+        why = "not proven within the time limit" if verdict == z3.unknown else "fails"
+        raise SpecialFormError(f"{template.kind} mod {q} on 64-bit lanes: {why}")
