@@ -86,7 +86,7 @@ def _less(lw: Lowering, dst: str, a: str | int, b: str | int) -> tuple[Step, ...
     return flip[0][1] + flip[1][1] + (("cmpgt", dst, flip[0][0], flip[1][0]),)
 
 
-def _canonical(lw: Lowering, q: int, dst: str, s: str) -> tuple[Step, ...]:
+def canonical(lw: Lowering, q: int, dst: str = "r", s: str = "x") -> tuple[Step, ...]:
     """dst = s - q where s >= q, else s, for any lane value s (s - q wraps exactly where s < q)."""
     if lw.unsigned_min:
         return (("sub", f"{dst}_d", s, q), ("minu", dst, s, f"{dst}_d"))
@@ -117,10 +117,10 @@ def templates(q: int, lw: Lowering) -> dict[str, Template]:
         h, top = f"h{k}", (top * e + LANE - 1) >> BITS
     carry = f"c{k}"
     steps += [*_carry(lw, "s1", low, carry, e, True), *_carry(lw, "s2", "s1", "s1_c", e, False)]
-    steps += _canonical(lw, q, "r", "s2")
+    steps += canonical(lw, q, "r", "s2")
     mul = Template(MUL, q, ("x", "w"), tuple(steps))
     add = Template(ADD, q, ("a", "b"), (("add", "s", "a", "b"), *_less(lw, "c", "s", "a"),
-                                        *_carry(lw, "t", "s", "c", e, False), *_canonical(lw, q, "r", "t")))
+                                        *_carry(lw, "t", "s", "c", e, False), *canonical(lw, q, "r", "t")))
     sub = Template(SUB, q, ("a", "b"), (("sub", "d", "a", "b"), *_less(lw, "m", "a", "b"), ("and", "k", "m", e),
                                         ("sub", "r", "d", "k")))
     return {t.kind: t for t in (mul, add, sub)}
@@ -133,9 +133,10 @@ LOWERINGS = tuple(Lowering(c, m) for c in (True, False) for m in (True, False))
 
 
 def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], native: bool, group: int,
-         comment: str = "") -> VReg:
+         comment: str = "", c_high: Mem | None = None) -> VReg:
     """The template on a and c (registers, or memory for the second), tagged as one group of its kind;
-    products one instruction each where `native`, else from 32-bit pieces."""
+    products one instruction each where `native`, else from 32-bit pieces (`c_high`: c >> 32 from a
+    table, else computed where a product needs it)."""
     p = wide.Product(b, group, template.kind, const, native)
     env = dict(zip(template.inputs, (a, c)))
     last = len(template.steps) - 1
@@ -149,8 +150,8 @@ def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], nati
     for i, (op, dst, x, y) in enumerate(template.steps):
         if op in ("mulhu", "mullo"):
             prod = wide.HIGH if op == "mulhu" else wide.LOW
-            yv = value(y)
-            env[dst] = p.emit(prod, value(x), yv, p.high_half(y) if isinstance(y, int) else None, next(notes, ""))
+            high = p.high_half(y) if isinstance(y, int) else c_high if y == template.inputs[1] else None
+            env[dst] = p.emit(prod, value(x), value(y), high, next(notes, ""))
             continue
         name, xs = by_width(op, BITS), value(x, first=True)
         ys = Imm(y) if op in ("srl", "sll") else value(y)

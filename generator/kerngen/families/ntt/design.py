@@ -117,7 +117,7 @@ class IsaDesign:
     signed_finishers: Finishers
     finishers: Finishers
     ntt_finishers: Finishers
-    unsigned_freeze: UnsignedFreeze
+    unsigned_freeze: UnsignedFreeze | CanonicalReducer
     basemul: Arithmetic
     basemul_reducer: Reducer
     lane_top: int
@@ -158,7 +158,8 @@ def isa_design(p: NttParams, t: Target, ar: Arithmetic) -> IsaDesign:
     # suffice; a lazy output is reduced only when it must be, e.g. to meet the inverse's input)
     signed_finishers = {"lazy": (None, barrett), "centred": (None, barrett),
                         "canonical": (freezer(q, bits),)} if available else {}
-    unsigned_freeze = UnsignedFreeze(q, bits, t.isa)
+    # any lane value to [0, q): the special form's own conditional subtraction where 4q leaves the lane
+    unsigned_freeze = ar.reducer if isinstance(ar.mul, SpecialForm64) else UnsignedFreeze(q, bits, t.isa)
     finishers = signed_finishers if signed else {"lazy": (None, ar.reducer),
                                                  "centred": (None, ar.reducer, unsigned_freeze),
                                                  "canonical": (unsigned_freeze,)}

@@ -18,9 +18,10 @@ from functools import cached_property
 from ...ir.instr import Builder, Mem, VReg
 from ...machine.isa import AVX2, Isa
 from ...machine.ops import lane_range
-from ...passes import special64
-from .reducers import broadcast_const
-from .shoup import ConditionalSubtraction
+from ...passes import special64, wide
+from ...passes.lemmas import ScalarIdiom, prove
+from .reducers import broadcast_const, emit_idiom
+from .shoup import ReductionChain
 
 NAME = "special"
 
@@ -49,8 +50,7 @@ class SpecialForm64:
 
     @cached_property
     def templates(self) -> dict[str, special64.Template]:
-        lowering = special64.Lowering(self.isa.has("cmpgtu", self.bits), self.isa.has("minu", self.bits))
-        return special64.templates(self.q, lowering)
+        return special64.templates(self.q, lowering(self.isa, self.bits))
 
     @property
     def native(self) -> bool:
@@ -61,8 +61,10 @@ class SpecialForm64:
         return SpecialConstant(c % self.q, c % self.q)
 
     def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
-        """The one memory operand `multiply` takes for constants `values` (one per lane): w itself."""
-        return (vector([self.constant(v).w for v in values]),)
+        """The memory operands `multiply` takes for constants `values` (one per lane): w itself, and
+        for products from pieces its high halves (w >> 32)."""
+        row = [self.constant(v).w for v in values]
+        return (vector(row),) + (() if self.native else (vector([w >> wide.HALF for w in row]),))
 
     def qinv_register(self, b: Builder) -> None:
         """No constant beside the factor: no register."""
@@ -72,14 +74,14 @@ class SpecialForm64:
         """A variable w is its own factor."""
         return (w,)
 
-    def _emit(self, b: Builder, kind: str, x, y, comment: str = "") -> VReg:
+    def _emit(self, b: Builder, kind: str, x, y, comment: str = "", y_high: Mem | None = None) -> VReg:
         return special64.emit(b, self.templates[kind], x, y, lambda v: broadcast_const(b, v, self.bits),
-                              self.native, b.new_group(), comment)
+                              self.native, b.new_group(), comment, y_high)
 
     def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg | None = None,
                  comment: str = "") -> VReg:
         """x*w mod q in [0, q) for any x and w (the factor from `operands` or `variable`)."""
-        return self._emit(b, special64.MUL, x, factor[0], comment)
+        return self._emit(b, special64.MUL, x, factor[0], comment, factor[1] if len(factor) > 1 else None)
 
     def add(self, b: Builder, x: VReg, y: VReg, comment: str = "") -> VReg:
         return self._emit(b, special64.ADD, x, y, comment)
@@ -117,30 +119,61 @@ class SpecialForm64:
 
 
 @dataclass(frozen=True)
+class Canonical:
+    """Any lane value to [0, q): one conditional subtraction of q (2^64 < 2q), the
+    templates' own last steps (`special64.canonical`), as a scalar idiom."""
+
+    q: int
+    bits: int
+    lowering: special64.Lowering
+
+    kind = "csub"
+
+    @cached_property
+    def idiom(self) -> ScalarIdiom:
+        return ScalarIdiom(self.kind, self.q, special64.canonical(self.lowering, self.q), self.bits, signed=False)
+
+    def reduced_bound(self, bound: int) -> int:
+        return prove(self.idiom).range_for(0, bound)[1]
+
+    def emit(self, b: Builder, x: VReg, comment: str) -> VReg:
+        return emit_idiom(b, self.idiom, x, comment=comment)
+
+    def describe(self) -> str:
+        return f"conditional subtraction of q: x - {self.q} where x >= {self.q}"
+
+
+@dataclass(frozen=True)
 class CanonicalReducer:
-    """Any lane value to [0, q) by one conditional subtraction of q (2^64 < 2q):
-    what the schedules, base multiplication and the standalone freeze use."""
+    """The reduction the special form's kernels place, where a register could
+    hold q or more (a standalone freeze; the bound analysis never needs one):
+    `Canonical`, and nothing for a register already below q."""
 
     q: int
     bits: int
     isa: Isa = AVX2
 
-    kind = "csub"
+    kind = "freeze"
     multiplications = 0
 
     @cached_property
-    def step(self) -> ConditionalSubtraction:
-        return ConditionalSubtraction(self.q, self.q, self.bits, self.isa)
+    def step(self) -> Canonical:
+        return Canonical(self.q, self.bits, lowering(self.isa, self.bits))
 
     @property
     def instructions(self) -> int:
         return len(self.step.idiom.steps)
 
-    def choose(self, register_bound: int) -> ConditionalSubtraction:
-        return self.step
+    def choose(self, register_bound: int) -> Canonical | ReductionChain:
+        return self.step if register_bound >= self.q else ReductionChain(self.kind, ())
 
     def reduced_bound(self, bound: int) -> int:
-        return self.step.reduced_bound(bound)
+        return self.choose(bound).reduced_bound(bound)
 
     def describe(self) -> str:
         return self.step.describe()
+
+
+def lowering(isa: Isa, bits: int) -> special64.Lowering:
+    """How `isa` compares and takes minima of unsigned lanes in the templates."""
+    return special64.Lowering(isa.has("cmpgtu", bits), isa.has("minu", bits))
