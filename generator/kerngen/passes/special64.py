@@ -35,6 +35,7 @@ from ..core.compile_cache import memo
 from ..ir.instr import Builder, Imm, Mem, VReg
 from ..machine.ops import by_width
 from . import wide
+from .lemmas import SMT_TIMEOUT_MS
 
 BITS = 64
 LANE = 1 << BITS
@@ -71,6 +72,12 @@ class Template:
     q: int
     inputs: tuple[str, str]
     steps: tuple[Step, ...]  # (op, dst, a, b): ints are constants (shift counts: immediates)
+    # the multiple of q taken off before the last conditional subtraction, as signed summands: each
+    # folded H (H*2^64 = H*q + H*e), each carry (a mask: 1 where set), each borrow (added back)
+    quotient: tuple[tuple[int, str], ...] = ()
+    # the folds, each proven before the next is asked about: (hi', lo', hi, lo) for hi'*2^64 + lo' =
+    # hi*e + lo exactly (a mask read as its bit, None as 0)
+    folds: tuple[tuple[str | None, str, str, str], ...] = ()
 
     @property
     def result(self) -> str:
@@ -106,23 +113,28 @@ def templates(q: int, lw: Lowering) -> dict[str, Template]:
         raise SpecialFormError(f"q = {q} is not of the form 2^64 - 2^b + 1 with 1 <= b <= {MAX_B}")
     e = (1 << b) - 1
     steps: list[Step] = [("mulhu", "h0", "x", "w"), ("mullo", "l0", "x", "w")]
-    h, low, top, k = "h0", "l0", LANE - 1, 0
+    h, low, top, k, folded, folds = "h0", "l0", LANE - 1, 0, ["h0"], []
     while True:  # H*2^64 + L = H*e + L: fold until H*e fits the lane
         k += 1
         steps += [("mullo", f"p{k}", h, e), ("add", f"l{k}", low, f"p{k}"), *_less(lw, f"c{k}", f"l{k}", f"p{k}")]
-        low = f"l{k}"
         if top * e < LANE:
+            folds.append((f"c{k}", f"l{k}", h, low))
+            low = f"l{k}"
             break
         steps += [("mulhu", f"g{k}", h, e), ("sub", f"h{k}", f"g{k}", f"c{k}")]  # the carry added (the mask is -1)
-        h, top = f"h{k}", (top * e + LANE - 1) >> BITS
+        folds.append((f"h{k}", f"l{k}", h, low))
+        h, low, top = f"h{k}", f"l{k}", (top * e + LANE - 1) >> BITS
+        folded.append(h)
     carry = f"c{k}"
     steps += [*_carry(lw, "s1", low, carry, e, True), *_carry(lw, "s2", "s1", "s1_c", e, False)]
     steps += canonical(lw, q, "r", "s2")
-    mul = Template(MUL, q, ("x", "w"), tuple(steps))
+    folds += [("s1_c", "s1", carry, low), (None, "s2", "s1_c", "s1")]
+    mul = Template(MUL, q, ("x", "w"), tuple(steps), tuple((1, v) for v in (*folded, carry, "s1_c")), tuple(folds))
     add = Template(ADD, q, ("a", "b"), (("add", "s", "a", "b"), *_less(lw, "c", "s", "a"),
-                                        *_carry(lw, "t", "s", "c", e, False), *canonical(lw, q, "r", "t")))
+                                        *_carry(lw, "t", "s", "c", e, False), *canonical(lw, q, "r", "t")),
+                   ((1, "c"),))
     sub = Template(SUB, q, ("a", "b"), (("sub", "d", "a", "b"), *_less(lw, "m", "a", "b"), ("and", "k", "m", e),
-                                        ("sub", "r", "d", "k")))
+                                        ("sub", "r", "d", "k")), ((-1, "m"),))
     return {t.kind: t for t in (mul, add, sub)}
 
 
@@ -194,10 +206,13 @@ def match(template: Template, term: tuple, constant: Callable[[tuple], tuple[int
 @memo(maxsize=256)
 def prove(template: Template) -> None:
     """MUL: for every H, L in [0, 2^64) the steps after the product leave (H*2^64 + L) mod q; ADD, SUB:
-    for every a, b in [0, q), (a +/- b) mod q. Raises SpecialFormError otherwise."""
+    for every a, b in [0, q), (a +/- b) mod q. Raises SpecialFormError otherwise. The result r is shown
+    in [0, q) and equal to the operation's value V less K*q or (K + 1)*q, K the template's `quotient`:
+    an identity of integers, linear, where a remainder by q would leave the solver a search over K."""
     import z3
 
     solver = z3.Solver()
+    solver.set("timeout", SMT_TIMEOUT_MS)
     fresh = iter(range(1 << 30))
 
     def var(lo: int, hi: int):
@@ -246,7 +261,18 @@ def prove(template: Template) -> None:
             masks.add(dst)
         env[dst] = out
     r = env[template.result]
-    solver.add(r != want % q)
+    bit = lambda v: 0 if v is None else z3.If(env[v] == 0, 0, 1) if v in masks else env[v]  # noqa: E731
+    for new_hi, new_lo, old_hi, old_lo in template.folds:
+        claim = bit(new_hi) * LANE + env[new_lo] == bit(old_hi) * (LANE - q) + env[old_lo]
+        solver.push()
+        solver.add(z3.Not(claim))
+        if solver.check() != z3.unsat:
+            raise SpecialFormError(f"{template.kind} mod {q} on 64-bit lanes: the fold into {new_lo} is not "
+                                   "proven")
+        solver.pop()
+        solver.add(claim)
+    taken = z3.Sum([sign * bit(v) for sign, v in template.quotient]) if template.quotient else 0
+    solver.add(z3.Or(r < 0, r >= q, z3.And(r != want - taken * q, r != want - (taken + 1) * q)))
     verdict = solver.check()
     if verdict != z3.unsat:
         why = "not proven within the time limit" if verdict == z3.unknown else "fails"
