@@ -22,8 +22,9 @@ emit a template (`emit`), products through `wide.Product` (one instruction
 each on general registers, templates of 32-bit pieces on vector lanes), the
 verifier finds it in a lane's term (`match`), and `prove` shows, by an SMT
 solver over the integers (each wrapping step a division with remainder, each
-product by a constant linear), that it computes its operation mod q exactly,
-canonical, for every input (any H and L, or a and b in [0, q)).
+product by a constant linear, each fold an exact identity proven before the
+next is asked about), that it computes its operation mod q, canonical, for
+every input (any H and L, or a and b in [0, q)).
 """
 
 from __future__ import annotations
