@@ -36,19 +36,19 @@ from ..core.compile_cache import memo
 from ..ir.instr import Builder, Imm, Mem, VReg
 from ..machine.ops import by_width
 from . import wide
-from .lemmas import SMT_TIMEOUT_MS
+from .lemmas import SMT_TIMEOUT_MS, LemmaError
 
 BITS = 64
 LANE = 1 << BITS
 SIGN = 1 << (BITS - 1)
-MAX_B = 48  # 2^64 - 2^b + 1 with b at most this: at most three folds of H
+MAX_B = 40  # 2^64 - 2^b + 1 with b at most this: H folded at most twice, each template proven in seconds
 MUL, ADD, SUB = "special_mul", "special_add", "special_sub"  # the tag kinds
 KINDS = (MUL, ADD, SUB)
 
 Step = tuple[str, str, str | int, str | int]
 
 
-class SpecialFormError(Exception):
+class SpecialFormError(LemmaError):
     pass
 
 
@@ -61,10 +61,12 @@ def special_form(q: int, bits: int = BITS) -> int | None:
 
 @dataclass(frozen=True)
 class Lowering:
-    """How an ISA does the templates' unsigned comparison and minimum."""
+    """How an ISA does the templates' unsigned comparison and minimum, and their products by e."""
 
     unsigned_compare: bool  # one instruction (else the signs flipped, then a signed comparison)
     unsigned_min: bool  # one instruction (else q masked by a comparison)
+    # 64-bit products one instruction each (else H*e = H*2^b - H by shifts: products from pieces cost more)
+    native_products: bool = True
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class Template:
     quotient: tuple[tuple[int, str], ...] = ()
     # the folds, each proven before the next is asked about: (hi', lo', hi, lo) for hi'*2^64 + lo' =
     # hi*e + lo exactly (a mask read as its bit, None as 0)
-    folds: tuple[tuple[str | None, str, str, str], ...] = ()
+    folds: tuple[tuple[str | None, str, str, str | None], ...] = ()
 
     @property
     def result(self) -> str:
@@ -102,6 +104,17 @@ def canonical(lw: Lowering, q: int, dst: str = "r", s: str = "x") -> tuple[Step,
             ("add", dst, f"{dst}_d", f"{dst}_k"))
 
 
+def _times_e(lw: Lowering, k: int, h: str, b: int, high: bool) -> tuple[Step, ...]:
+    """p{k} = lo(h*e) and, if `high`, g{k} = hi(h*e), for e = 2^b - 1: products, or h*2^b - h from
+    shifts, its high half h >> (64 - b) less the borrow of the low half's subtraction."""
+    e = (1 << b) - 1
+    if lw.native_products:
+        return (("mullo", f"p{k}", h, e), *((("mulhu", f"g{k}", h, e),) if high else ()))
+    low = (("sll", f"t{k}", h, b), ("sub", f"p{k}", f"t{k}", h))
+    return low + ((("srl", f"u{k}", h, BITS - b), *_less(lw, f"v{k}", f"t{k}", h), ("add", f"g{k}", f"u{k}", f"v{k}"))
+                  if high else ())
+
+
 def _carry(lw: Lowering, dst: str, s: str, c: str, e: int, carried: bool) -> tuple[Step, ...]:
     """dst = s + c*e (c: the mask `carried` of a carry, 0 or all ones), and its own carry's mask."""
     return (("and", f"{dst}_k", c, e), ("add", dst, s, f"{dst}_k"), *(_less(lw, f"{dst}_c", dst, s) if carried else ()))
@@ -117,12 +130,14 @@ def templates(q: int, lw: Lowering) -> dict[str, Template]:
     h, low, top, k, folded, folds = "h0", "l0", LANE - 1, 0, ["h0"], []
     while True:  # H*2^64 + L = H*e + L: fold until H*e fits the lane
         k += 1
-        steps += [("mullo", f"p{k}", h, e), ("add", f"l{k}", low, f"p{k}"), *_less(lw, f"c{k}", f"l{k}", f"p{k}")]
-        if top * e < LANE:
+        full = top * e >= LANE  # else H*e fits the lane: the fold leaves only a carry
+        steps += [*_times_e(lw, k, h, b, full), ("add", f"l{k}", low, f"p{k}"), *_less(lw, f"c{k}", f"l{k}", f"p{k}")]
+        folds.append((f"g{k}" if full else None, f"p{k}", h, None))  # the product by e, proven first
+        if not full:
             folds.append((f"c{k}", f"l{k}", h, low))
             low = f"l{k}"
             break
-        steps += [("mulhu", f"g{k}", h, e), ("sub", f"h{k}", f"g{k}", f"c{k}")]  # the carry added (the mask is -1)
+        steps += [("sub", f"h{k}", f"g{k}", f"c{k}")]  # the carry added (the mask is -1)
         folds.append((f"h{k}", f"l{k}", h, low))
         h, low, top = f"h{k}", f"l{k}", (top * e + LANE - 1) >> BITS
         folded.append(h)
@@ -139,7 +154,7 @@ def templates(q: int, lw: Lowering) -> dict[str, Template]:
     return {t.kind: t for t in (mul, add, sub)}
 
 
-LOWERINGS = tuple(Lowering(c, m) for c in (True, False) for m in (True, False))
+LOWERINGS = tuple(Lowering(c, m, p) for c in (True, False) for m in (True, False) for p in (True, False))
 
 
 # -- emission
@@ -246,6 +261,12 @@ def prove(template: Template) -> None:
             high, low_half = var(0, LANE - 1), var(0, LANE - 1)
             solver.add(vx * y == high * LANE + low_half)
             out = high if op == "mulhu" else low_half
+        elif op == "sll" and isinstance(y, int):
+            out, above = var(0, LANE - 1), var(0, (1 << y) - 1)
+            solver.add(vx * (1 << y) == above * LANE + out)
+        elif op == "srl" and isinstance(y, int):
+            out, below = var(0, (LANE >> y) - 1), var(0, (1 << y) - 1)
+            solver.add(vx == out * (1 << y) + below)
         elif op == "cmpgtu":
             out = z3.If(vx > vy, LANE - 1, 0)
         elif op == "cmpgt":  # signed: values of SIGN and above are negative
@@ -264,7 +285,7 @@ def prove(template: Template) -> None:
     r = env[template.result]
     bit = lambda v: 0 if v is None else z3.If(env[v] == 0, 0, 1) if v in masks else env[v]  # noqa: E731
     for new_hi, new_lo, old_hi, old_lo in template.folds:
-        claim = bit(new_hi) * LANE + env[new_lo] == bit(old_hi) * (LANE - q) + env[old_lo]
+        claim = bit(new_hi) * LANE + bit(new_lo) == bit(old_hi) * (LANE - q) + bit(old_lo)
         solver.push()
         solver.add(z3.Not(claim))
         if solver.check() != z3.unsat:

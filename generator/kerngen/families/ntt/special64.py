@@ -176,4 +176,5 @@ class CanonicalReducer:
 
 def lowering(isa: Isa, bits: int) -> special64.Lowering:
     """How `isa` compares and takes minima of unsigned lanes in the templates."""
-    return special64.Lowering(isa.has("cmpgtu", bits), isa.has("minu", bits))
+    return special64.Lowering(isa.has("cmpgtu", bits), isa.has("minu", bits),
+                              isa.has("mullo", bits) and isa.has("mulhu", bits))
