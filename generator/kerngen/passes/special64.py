@@ -219,6 +219,18 @@ def match(template: Template, term: tuple, constant: Callable[[tuple], tuple[int
 # -- the proof
 
 
+@memo(maxsize=1)
+def _prove_flipped_comparison() -> None:
+    """For all 64-bit a, b: a > b unsigned exactly where (a ^ 2^63) > (b ^ 2^63) signed."""
+    import z3
+
+    a, b = z3.BitVecs("a b", BITS)
+    solver = z3.Solver()
+    solver.add(z3.UGT(a, b) != (a ^ SIGN > b ^ SIGN))
+    if solver.check() != z3.unsat:
+        raise SpecialFormError("the comparison of values with their signs flipped is not the unsigned one")
+
+
 @memo(maxsize=256)
 def prove(template: Template) -> None:
     """MUL: for every H, L in [0, 2^64) the steps after the product leave (H*2^64 + L) mod q; ADD, SUB:
@@ -241,7 +253,12 @@ def prove(template: Template) -> None:
         solver.add(out == value - k * LANE)
         return out, k
 
-    q, masks = template.q, set()
+    def signed(v):
+        read, k = var(-SIGN, SIGN - 1), var(0, 1)
+        solver.add(read == v - k * LANE)
+        return read
+
+    q, masks, flipped = template.q, set(), {}
     steps = template.steps
     if template.kind == MUL:
         if [s[:2] for s in steps[:2]] != [("mulhu", "h0"), ("mullo", "l0")] or \
@@ -269,10 +286,16 @@ def prove(template: Template) -> None:
             solver.add(vx == out * (1 << y) + below)
         elif op == "cmpgtu":
             out = z3.If(vx > vy, LANE - 1, 0)
-        elif op == "cmpgt":  # signed: values of SIGN and above are negative
-            out = z3.If(z3.If(vx >= SIGN, vx - LANE, vx) > z3.If(vy >= SIGN, vy - LANE, vy), LANE - 1, 0)
-        elif op == "xor" and y == SIGN:
-            out = z3.If(vx >= SIGN, vx - SIGN, vx + SIGN)
+        elif op == "cmpgt" and all(isinstance(v, int) or v in flipped for v in (x, y)):
+            _prove_flipped_comparison()  # of values with their signs flipped: the unsigned comparison
+            ux, uy = (z3.IntVal(v ^ SIGN) if isinstance(v, int) else flipped[v] for v in (x, y))
+            out = z3.If(ux > uy, LANE - 1, 0)
+        elif op == "cmpgt":  # signed: values of SIGN and above are negative (read less 2^64)
+            out = z3.If(signed(vx) > signed(vy), LANE - 1, 0)
+        elif op == "xor" and y == SIGN:  # the sign bit flipped: SIGN added, wrapping
+            out, k = wrapped(vx + SIGN)
+            solver.add(z3.Or(k == 0, k == 1))
+            flipped[dst] = vx
         elif op == "and" and isinstance(y, int) and x in masks:
             out = z3.If(vx == 0, 0, y)
         elif op == "minu":
