@@ -882,7 +882,7 @@ _row("mulx64", _GPR3, "mul", _gpr("mulx", "BMI2", encoding=VEX), elem=64,
 # the unsigned minimum: b where b < a (a compare and a conditional move, no branch)
 _row("cmovb64", _GPR3, "alu", _gpr("cmovb"), elem=64, generic="minu", arith=MINU,
      commutative=True, lines=("cmp {2}, {0}", "cmovb {0}, {2}"))
-_row("and64", _GPR3, "alu", _gpr("and"), elem=64, generic="and", arith=AND, commutative=True)
+_row("and64", _GPR3, "alu", _gpr("and"), generic="and", arith=AND, commutative=True)  # bitwise, as vpand
 # a > b unsigned as a mask: the borrow of b - a, spread over the register by a subtraction with borrow
 _row("sbbmask64", _GPR3, "alu", _gpr("sbb"), elem=64, generic="cmpgtu", arith=CMPGTU,
      lines=("cmp {2}, {0}", "sbb {0}, {0}"))
