@@ -10,7 +10,8 @@ e = 2^b - 1 (`special_form` finds b from q). Three templates, as data:
   high half is hi(H*e) plus the carry out of lo(H*e) + L (a fold whose
   product fits 64 bits leaves only that carry); then the carry c (0 or 1)
   twice more, c*2^64 + s = s + c*e, the second without a carry (s < e after
-  a first); then a conditional subtraction of q.
+  a first); then a conditional subtraction of q. Where 64-bit products are
+  not one instruction (vector lanes), H*e is H*2^b - H from shifts.
 - `ADD`: a + b, e added where the sum carried out, then a conditional subtraction of q.
 - `SUB`: a - b, e subtracted where it borrowed (2^64 - e = q).
 
