@@ -198,6 +198,9 @@ XOR = _binary(lambda a, b, w: a ^ b, lambda z3, a, b, w: a ^ b)
 MINU = _binary(lambda a, b, w: min_unsigned(a, b, w), lambda z3, a, b, w: z3.If(z3.ULE(a, b), a, b))
 CMPGT = _binary(lambda a, b, w: (a > b) * -1,
                 lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(-1, w), z3.BitVecVal(0, w)))
+# unsigned a > b, all ones where it holds: a carry or borrow out of a sum or difference, as a mask
+CMPGTU = _binary(lambda a, b, w: (unsigned(a, w) > unsigned(b, w)) * -1,
+                 lambda z3, a, b, w: z3.If(z3.UGT(a, b), z3.BitVecVal(-1, w), z3.BitVecVal(0, w)))
 # the same comparison into an opmask: the lane's bit (monotone in each source, so its extremes are at corners)
 CMPGT_MASK = _binary(lambda a, b, w: (a > b) * 1,
                      lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(1, w), z3.BitVecVal(0, w)), corners=True)
@@ -762,7 +765,7 @@ _row("vpminuw", _VEX3, "alu", _forms("vpminuw", "pminuw", "SSE4.1", "AVX") + _ev
 _row("vpminud", _VEX3, "alu", _forms("vpminud", "pminud", "SSE4.1", "AVX") + _evex_elementwise("vpminud", 32), elem=32, generic="minu", arith=MINU,
      commutative=True)
 _row("vpand", _VEX3, "alu", _forms("vpand", "pand", "SSE2", "AVX") + _evex("vpandq"), generic="and", arith=AND,
-     commutative=True)
+     commutative=True, on_gpr="and64")
 _row("vpandn", _VEX3, "alu", _forms("vpandn", "pandn", "SSE2", "AVX") + _evex("vpandnq"), generic="andn", arith=ANDN)
 _row("vpor", _VEX3, "alu", _forms("vpor", "por", "SSE2", "AVX") + _evex("vporq"), generic="or", arith=OR, commutative=True)
 _row("vpxor", _VEX3, "alu", _forms("vpxor", "pxor", "SSE2", "AVX") + _evex("vpxorq"), generic="xor", arith=XOR,
@@ -780,6 +783,8 @@ _row("mullo64", _VEX3, "mul", _evex("vpmullq", "AVX512DQ"), elem=64, generic="mu
 _row("mulhu64", _VEX3, "mul", (), elem=64, generic="mulhu", arith=MULHU, commutative=True, on_gpr="mulx64")
 _row("minu64", _VEX3, "alu", _evex("vpminuq"), elem=64, generic="minu", arith=MINU, commutative=True,
      on_gpr="cmovb64")
+# no vector instruction below AVX-512 compares 64-bit lanes unsigned (vector code flips the signs first)
+_row("cmpgtu64", _VEX3, "alu", (), elem=64, generic="cmpgtu", arith=CMPGTU, on_gpr="sbbmask64")
 # the legacy blendvpd reads its selector from xmm0 alone: no legacy form here (`shoup.conditional_subtraction`)
 _row("vblendvpd", _VEX3, "alu", _vex("vblendvpd", "AVX", avx256="AVX"), elem=64,
      generic="select_negative", arith=SELECT_NEGATIVE, selector_first=True)
@@ -888,6 +893,10 @@ _row("mulx64", _GPR3, "mul", _gpr("mulx", "BMI2", encoding=VEX), elem=64,
 # the unsigned minimum: b where b < a (a compare and a conditional move, no branch)
 _row("cmovb64", _GPR3, "alu", _gpr("cmovb"), elem=64, generic="minu", arith=MINU,
      commutative=True, lines=("cmp {2}, {0}", "cmovb {0}, {2}"))
+_row("and64", _GPR3, "alu", _gpr("and"), generic="and", arith=AND, commutative=True)  # bitwise, as vpand
+# a > b unsigned as a mask: the borrow of b - a, spread over the register by a subtraction with borrow
+_row("sbbmask64", _GPR3, "alu", _gpr("sbb"), elem=64, generic="cmpgtu", arith=CMPGTU,
+     lines=("cmp {2}, {0}", "sbb {0}, {0}"))
 _row("movq_to_gpr", "w:g,r:v", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM)
      + _evex("vmovq", widths=_XMM), move=IDENTITY)
 _row("movq_from_gpr", "w:v,r:g", "move", _forms("vmovq", "movq", "SSE2", "AVX", widths=_XMM)

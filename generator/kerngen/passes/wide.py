@@ -138,7 +138,7 @@ class Product:
 
 # -- recognition in the verifier's lane terms: ("leaf", value, lane), ("imm", k) or (op, term, term)
 
-_COMMUTATIVE = {"add", "mul32", "and"}
+_COMMUTATIVE = {"add", "mul32", "and", "mullo", "mulhu", "minu", "xor"}
 
 
 def recognise(term: tuple, constant: Callable[[tuple], tuple[int, ...] | None]) -> tuple:
@@ -168,7 +168,7 @@ def _rewritten(term: tuple, constant, seen: dict) -> tuple[tuple, list[tuple]]:
         if len(pieces) != template.pieces or _outline(term) != template.outline:
             continue
         for x, y in {(m[i], m[3 - i]) for m in pieces for i in (1, 2)}:  # x*y is one of the pieces
-            if _same(term, _expand(template, x, y), constant):
+            if same_term(term, _expand(template, x, y), constant):
                 return (template.name, x, y), []
     return term, pieces
 
@@ -185,7 +185,17 @@ def _expand(template: Template, x: tuple, y: tuple) -> tuple:
     return env[template.result]
 
 
-def _same(actual: tuple, expected: tuple, constant) -> bool:
+def same_term(actual: tuple, expected: tuple, constant, seen: dict | None = None) -> bool:
+    """Whether `actual` computes `expected` (a template's term), constants compared by value; `seen`:
+    the pairs of subterms compared already (a subterm read several times is one object)."""
+    seen = {} if seen is None else seen
+    key = (id(actual), id(expected))
+    if key not in seen:
+        seen[key] = _same(actual, expected, constant, seen)
+    return seen[key]
+
+
+def _same(actual: tuple, expected: tuple, constant, seen: dict) -> bool:
     if expected[0] == "const":
         value = constant(actual) if actual[0] == "leaf" else None
         return value is not None and all(v == expected[1] for v in value)
@@ -200,10 +210,10 @@ def _same(actual: tuple, expected: tuple, constant) -> bool:
         return y is not None and yh is not None and all(h == v >> HALF for h, v in zip(yh, y, strict=True))
     if actual[0] != expected[0]:
         return False
-    if _same(actual[1], expected[1], constant) and _same(actual[2], expected[2], constant):
+    if same_term(actual[1], expected[1], constant, seen) and same_term(actual[2], expected[2], constant, seen):
         return True
-    return expected[0] in _COMMUTATIVE and _same(actual[1], expected[2], constant) and \
-        _same(actual[2], expected[1], constant)
+    return expected[0] in _COMMUTATIVE and same_term(actual[1], expected[2], constant, seen) and \
+        same_term(actual[2], expected[1], constant, seen)
 
 
 # -- the proof

@@ -30,6 +30,7 @@ from .params import NttParams, output_range
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
 from .shoup import Shoup, ShoupReduction, UnsignedFreeze
+from .special64 import SpecialForm64
 from .standard_order import order_text, standard_order_tables
 
 
@@ -63,11 +64,16 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
                        "order": p.order, **({"ring": p.ring} if p.ring != RINGS[0] else {}),
                        **({"coset": p.coset} if p.coset != 1 else {}),
                        "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
+    special = isinstance(mul, SpecialForm64)
     notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",
-             *(() if mul.signed else (f"Shoup multiplication on unsigned lanes: w' = floor(w*{r_bits}/q), values "
-                                      f"kept lazily below {mul.reach}q (Harvey); base multiplication is Montgomery's",)),
-             f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {bm_mul.qinv}; inverse scale constant = "
-             f"{math.inverse_scale(mul.r)}")
+             *(() if mul.signed or special else
+               (f"Shoup multiplication on unsigned lanes: w' = floor(w*{r_bits}/q), values "
+                f"kept lazily below {mul.reach}q (Harvey); base multiplication is Montgomery's",)),
+             *((f"q = 2^64 - 2^b + 1: every value kept in [0, q), sums, differences and products reduced by "
+                f"the lane's wrap (2^64 = 2^b - 1 mod q); no Shoup kernels (2q exceeds the lane)",
+                f"inverse scale constant = {math.inverse_scale(mul.r)}") if special else
+               (f"Montgomery R = {r_bits}, q^-1 mod {r_bits} = {bm_mul.qinv}; inverse scale constant = "
+                f"{math.inverse_scale(mul.r)}",)))
     lanes = "unsigned " if not mul.signed else ""
     title = (f"{ring_words(p.ring, p.coset)} NTT kernels over Z_{p.q}[x]/({modulus_text(p.n, p.ring, p.coset)}), "
              f"{p.width}-bit {lanes}lanes, {', '.join(p.isas)}")
@@ -140,8 +146,8 @@ def _kernels(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, forward: t
     inverse, _ = _ntt(p, t, d, "inverse", inverse_contract(p, t, inverse_in, mul.r, signed),
                       f"inverse {ring_words(p.ring, p.coset)} NTT of a[{p.n}] in place, natural order out",
                       scale_last, cache)
-    return [forward[0], *basemuls, inverse, *_reductions(p, t, d, cache),
-            *_shoup_kernels(p, t, d.ar.layout, d.unsigned_freeze, cache)]
+    shoup = () if isinstance(mul, SpecialForm64) else _shoup_kernels(p, t, d.ar.layout, d.unsigned_freeze, cache)
+    return [forward[0], *basemuls, inverse, *_reductions(p, t, d, cache), *shoup]
 
 
 def _build_ntt(p: NttParams, t: Target, d: IsaDesign, direction: str, s: ReductionSchedule, contract,
@@ -216,7 +222,8 @@ def _reductions(p: NttParams, t: Target, d: IsaDesign, cache: CompileCache) -> l
     q, bits, n, signed = p.q, p.width, p.n, d.ar.mul.signed
     lane = Bound(*lane_range(bits, signed))
     standalone = ([*d.available.items(), ("freeze", freezer(q, bits))] if signed else
-                  [("shoup", ShoupReduction(q, bits, t.isa)), ("freeze", d.unsigned_freeze.choose(lane.hi))])
+                  [*(() if isinstance(d.ar.mul, SpecialForm64) else (("shoup", ShoupReduction(q, bits, t.isa)),)),
+                   ("freeze", d.unsigned_freeze.choose(lane.hi))])
     fns = []
     for kind, r in standalone:
         b = kernel_builder(d.ar.layout)

@@ -26,6 +26,7 @@ from .params import MONTGOMERY_WIDTHS, ORDERS, NttParams, strategies
 from .reducers import Reducer, freezer, lifter, reducers
 from .schedule import Arithmetic, ScheduleError
 from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
+from .special64 import NAME as SPECIAL, CanonicalReducer, SpecialForm64
 
 Finishers = dict[str, tuple]  # output range -> the final reductions to try (None: none), cheapest first
 
@@ -47,12 +48,15 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
                                             "another order or leave that ISA out") from None
     # Shoup's products: on the lane width, and from 52-bit multiply-adds where the ISA and q allow them
     muls = [mul for kind in strategies(p) for mul in
-            (Shoup.candidates(p.q, p.width, t.isa) if kind == "shoup" else (Montgomery(p.q, p.width),))]
+            (Shoup.candidates(p.q, p.width, t.isa) if kind == "shoup" else
+             (SpecialForm64(p.q, p.width, t.isa),) if kind == SPECIAL else (Montgomery(p.q, p.width),))]
     options, failure = [], None
     for mul in muls:
         kind = mul.name
         if kind == "shoup":
             ar = Arithmetic(math, layout, mul, HarveyReducer(p.q, p.width, t.isa, mul.reach))
+        elif kind == SPECIAL:
+            ar = Arithmetic(math, layout, mul, CanonicalReducer(p.q, p.width, t.isa))
         else:
             try:
                 ar = Arithmetic(math, layout, mul, choose_reducer(p, math, mul, layout, reducers(p.q, p.width)))
@@ -102,8 +106,9 @@ def montgomery_basemul(p: NttParams, ar: Arithmetic) -> Arithmetic:
     """What base multiplication is built with: products of two variables
     need Montgomery's (Shoup's needs w' precomputed for a constant), so a
     Shoup bundle multiplies there on signed lanes, its inputs below 2^(W-1);
-    on 64-bit lanes, with no signed products, on unsigned ones."""
-    if ar.mul.signed:
+    on 64-bit lanes, with no signed products, on unsigned ones; the
+    special-form products take two variables as they are."""
+    if ar.mul.signed or isinstance(ar.mul, SpecialForm64):
         return ar
     if p.width not in MONTGOMERY_WIDTHS:  # no signed products: Montgomery's on unsigned lanes, from pieces
         return Arithmetic(ar.math, ar.layout, UnsignedMontgomery(p.q, p.width, ar.mul.isa), ar.reducer)
@@ -135,7 +140,7 @@ class IsaDesign:
     signed_finishers: Finishers
     finishers: Finishers
     ntt_finishers: Finishers
-    unsigned_freeze: UnsignedFreeze
+    unsigned_freeze: UnsignedFreeze | CanonicalReducer
     basemul: Arithmetic
     basemul_reducer: Reducer
     lane_top: int
@@ -176,7 +181,8 @@ def isa_design(p: NttParams, t: Target, ar: Arithmetic) -> IsaDesign:
     # suffice; a lazy output is reduced only when it must be, e.g. to meet the inverse's input)
     signed_finishers = {"lazy": (None, barrett), "centred": (None, barrett),
                         "canonical": (freezer(q, bits),)} if available else {}
-    unsigned_freeze = UnsignedFreeze(q, bits, t.isa)
+    # any lane value to [0, q): the special form's own conditional subtraction where 4q leaves the lane
+    unsigned_freeze = ar.reducer if isinstance(ar.mul, SpecialForm64) else UnsignedFreeze(q, bits, t.isa)
     finishers = signed_finishers if signed else {"lazy": (None, ar.reducer),
                                                  "centred": (None, ar.reducer, unsigned_freeze),
                                                  "canonical": (unsigned_freeze,)}
@@ -184,4 +190,5 @@ def isa_design(p: NttParams, t: Target, ar: Arithmetic) -> IsaDesign:
                                  ((WhereAbove(f, q), f) if signed and f is not None and f.kind != "freeze" else (f,)))
                      for kind, tries in finishers.items()}
     return IsaDesign(ar, available, signed_finishers, finishers, ntt_finishers, unsigned_freeze,
-                     montgomery_basemul(p, ar), barrett or ShoupReduction(q, bits, t.isa), lane_range(bits)[1])
+                     montgomery_basemul(p, ar), barrett or (ar.reducer if isinstance(ar.mul, SpecialForm64) else
+                                                            ShoupReduction(q, bits, t.isa)), lane_range(bits)[1])

@@ -28,6 +28,7 @@ from .layout import Butterflies, NttLayout, block_units, pairs, register_key, un
 from .montgomery import broadcast_operands
 from .reducers import Reducer, broadcast_const
 from .schedule import Arithmetic, ReductionSchedule
+from .special64 import NAME as SPECIAL
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
     expect = list(range(layout.n)) if inverse else list(layout.output_order)
     if [i for reg in memory for i in reg] != expect:
         raise AssertionError("NTT builder left coefficients where the layout does not say")
-    stored = "w, floor(w*2^W/q)" if not mul.signed else f"w, w*q^-1 mod 2^{bits}"
+    stored = "w" if mul.name == SPECIAL else "w, floor(w*2^W/q)" if not mul.signed else f"w, w*q^-1 mod 2^{bits}"
     table.finish(f"{sched.direction} NTT twiddles ({stored}) in consumption order")
 
 

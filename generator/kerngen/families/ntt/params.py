@@ -11,11 +11,12 @@ from ...errors import ParamError, toml_value
 from ...core.params import COMMON_KEYS, Common, Option, Overrides, check_keys, choose_isas, option_value, require
 from ...machine.isa import AVX2, AVX512, SCALAR, SSE
 from ...machine.target import Target
+from ...passes.special64 import MAX_B, special_form
 from .maths import EXTRA_ROOT_BITS, RINGS, max_layers
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
-MULS = ("auto", "montgomery", "shoup")  # multiplication strategies (auto: the cheaper by the cost model)
+MULS = ("auto", "montgomery", "shoup", "special")  # multiplication strategies (auto: the cheaper by the cost model)
 ORDERS = ("fastest", "standard", "natural")  # of the NTT domain (layout.plan)
 WIDTHS = (16, 32, 64)
 MIN_Q = {16: 3, 32: 1 << 20, 64: 1 << 32}  # the smallest q per lane width (wider: where the proofs stay quick)
@@ -126,15 +127,21 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "q", f"must be below 2^{width - 1} = {1 << (width - 1)} for {width}-bit lanes (q "
                                    f"in Montgomery's signed lanes, Shoup's remainders below 2q in unsigned ones), "
                                    f"got {q}")
-    if width not in MONTGOMERY_WIDTHS and not shoup_fits(width, q):
+    special = special_fits(width, q)
+    if width not in MONTGOMERY_WIDTHS and not shoup_fits(width, q) and not special:
         raise ParamError(src, "q", f"must be below 2^{width - 2} = {1 << (width - 2)} for {width}-bit lanes "
-                                   f"(Shoup's multiplication, Harvey's lazy values reach 4q), got {q}")
+                                   f"(Shoup's multiplication, Harvey's lazy values reach 4q), or of the form "
+                                   f"2^{width} - 2^b + 1 with 1 <= b <= {MAX_B} (kept canonical, the lane's wrap "
+                                   f"reducing: Goldilocks 2^64 - 2^32 + 1), got {q}")
     mul = table.get("mul", MULS[0])
     if mul not in MULS:
         raise ParamError(src, "mul", f"must be one of {', '.join(MULS)}, got {toml_value(mul)}")
     if mul == "montgomery" and width not in MONTGOMERY_WIDTHS:
         raise ParamError(src, "mul", f"\"montgomery\" needs {' or '.join(map(str, MONTGOMERY_WIDTHS))}-bit lanes (no "
                                      f"vector instruction multiplies signed {width}-bit lanes); use shoup or auto")
+    if mul == "special" and not special:
+        raise ParamError(src, "mul", f"\"special\" needs q = 2^64 - 2^b + 1 with 1 <= b <= {MAX_B} on 64-bit lanes, "
+                                     f"got q = {q} on {width}-bit lanes; use auto")
     if mul == "shoup" and q >= shoup_limit(width):
         raise ParamError(src, "mul", f"\"shoup\" needs q < 2^{shoup_limit(width).bit_length() - 1} = "
                                      f"{shoup_limit(width)} on {width}-bit lanes (Harvey's lazy values reach 4q), got "
@@ -184,13 +191,16 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                              f"{ACC_COUNTS[-1]} (e.g. [2, 3, 4]), got {toml_value(acc)}")
     if len(set(acc)) != len(acc):
         raise ParamError(src, "basemul_acc", f"names a k twice: {toml_value(acc)}")
+    if special and acc:
+        raise ParamError(src, "basemul_acc", f"sums of products are not built for q = {q} (values kept canonical "
+                                             "by the special form's templates): leave basemul_acc out")
     outputs = _outputs(src, table)
     for kernel, given in outputs:
         if isinstance(given, int):
             _output_bound(src, kernel, given, mul)
     inverse_top = inverse_input_top(width, q)
     only_montgomery = mul == "montgomery" or red != "auto" or q >= shoup_limit(width)
-    if only_montgomery and not montgomery_meets_inverse(width, q, dict(outputs)["basemul"]):
+    if only_montgomery and not special and not montgomery_meets_inverse(width, q, dict(outputs)["basemul"]):
         raise ParamError(src, "output", f"basemul = {toml_value(dict(outputs)['basemul'])} needs "
                                         f"q - 1 <= {inverse_top}: the inverse NTT takes inputs in "
                                         f"[-{inverse_top}, {inverse_top}], and q = {q} "
@@ -242,6 +252,12 @@ def montgomery_meets_inverse(width: int, q: int, basemul_output: str | int) -> b
     return basemul_output not in OUTPUTS[1:] or q - 1 <= inverse_input_top(width, q)
 
 
+def special_fits(width: int, q: int) -> bool:
+    """Whether q = 2^64 - 2^b + 1 on 64-bit lanes, where the special form's
+    templates keep every value canonical (`passes.special64`)."""
+    return width == 64 and special_form(q, width) is not None
+
+
 def strategies(p: NttParams) -> tuple[str, ...]:
     """The multiplication strategies to build with: the one named, or for
     "auto" every one that fits q (the cost model chooses among them); a
@@ -253,7 +269,8 @@ def strategies(p: NttParams) -> tuple[str, ...]:
         return ("montgomery",)
     return tuple(k for k in MULS[1:] if (k != "shoup" or p.q < shoup_limit(p.width)) and
                  (k != "montgomery" or p.width in MONTGOMERY_WIDTHS and
-                  montgomery_meets_inverse(p.width, p.q, dict(p.output)["basemul"])))
+                  montgomery_meets_inverse(p.width, p.q, dict(p.output)["basemul"])) and
+                 (k != "special" or special_fits(p.width, p.q)))
 
 
 def inverse_input_top(width: int, q: int) -> int:

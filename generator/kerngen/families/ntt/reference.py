@@ -45,13 +45,16 @@ def _dtype(q: int):
 
 
 def mulmod(a: np.ndarray, b: np.ndarray | np.uint64, q: int) -> np.ndarray:
-    """a * b mod q element-wise for uint64 residues below q < 2^62, exactly.
+    """a * b mod q element-wise for uint64 residues, exactly: below q < 2^62 as follows, above by Python
+    integers.
     The quotient is estimated in long double: a and b are exact there (62
     bits), and the product and the division each round by at most 2^-64
     relatively, so the estimate is within 2^62 * 2^-63 < 1 of a*b/q and its
     floor within 1 of floor(a*b/q). Then a*b - floor*q lies in [-q, 2q), so
     it is computed exactly by wrapping uint64 arithmetic read as int64 (|.| <
     2^63), and one correction either way brings it into [0, q)."""
+    if q >= 1 << 62:  # beyond the estimate's exactness: Python integers
+        return (np.asarray(a).astype(object) * np.asarray(b).astype(object) % q).astype(np.uint64)
     ld = np.longdouble
     quotient = (np.asarray(a).astype(ld) * np.asarray(b).astype(ld) / ld(q)).astype(np.uint64)  # floor: >= 0
     r = (a * b - quotient * np.uint64(q)).astype(np.int64)

@@ -260,9 +260,10 @@ DIRECTIONS = ("forward", "inverse")
 
 def inverse_input(bits: int, q: int, signed: bool = True) -> Bound:
     """What the inverse NTT accepts: signed lanes as `inverse_input_top`
-    says; unsigned (Shoup) lanes [0, 2q), what Shoup's products leave."""
+    says; unsigned (Shoup) lanes [0, 2q), what Shoup's products leave, or
+    [0, q) where 2q leaves the lane (the special form's canonical values)."""
     if not signed:
-        return Bound(0, 2 * q - 1)
+        return Bound(0, (2 * q if 2 * q <= 1 << bits else q) - 1)
     top = inverse_input_top(bits, q)
     return Bound(-top, top)
 

@@ -36,10 +36,11 @@ def sweep_inputs(lo: int, hi: int, n: int, rows: int, seed: int) -> np.ndarray:
     others each element within `NEAR` of lo or of hi, at random."""
     rng = np.random.default_rng(seed)
     half = rows // 2
-    near = min(NEAR, hi - lo)  # input contracts end below 2^63 (q < 2^62), so int64 holds them
-    uniform = rng.integers(lo, hi, size=(half, n), endpoint=True, dtype=np.int64)
+    near = min(NEAR, hi - lo)
+    dtype = np.int64 if hi < 1 << 63 else np.uint64  # unsigned lanes of a q near 2^64 reach past int64
+    uniform = rng.integers(lo, hi, size=(half, n), endpoint=True, dtype=dtype)
     top = rng.integers(0, 2, size=(rows - half, n)).astype(bool)
-    offset = rng.integers(0, near, size=(rows - half, n), endpoint=True, dtype=np.int64)
+    offset = rng.integers(0, near, size=(rows - half, n), endpoint=True, dtype=dtype)
     return np.concatenate([uniform, np.where(top, hi - offset, lo + offset)])
 
 
@@ -51,6 +52,8 @@ def _limbs(residues: np.ndarray, count: int) -> list[np.ndarray]:
 def images_product(inputs: np.ndarray, images: np.ndarray, q: int) -> np.ndarray:
     """inputs @ images mod q, exactly, as uint64 residues: both split into
     16-bit limbs whose products BLAS sums exactly in float64."""
+    if q >= 1 << 62:  # sums of two residues can wrap uint64, products pass `mulmod`'s bound: Python integers
+        return (residues(inputs, q).astype(object) @ residues(images, q).astype(object) % q).astype(np.uint64)
     count = -(-q.bit_length() // LIMB)
     xs = _limbs(residues(inputs, q), count)
     us = _limbs(residues(images, q), count)

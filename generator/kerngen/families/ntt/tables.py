@@ -21,13 +21,12 @@ from ...ir.instr import Builder, Table, shared_table
 from ...emission.render import c_lines
 from .build import header_constants
 from .contracts import block_layout
-from .design import design, montgomery_basemul
+from .design import design, isa_design, montgomery_basemul
 from .schedule import DIRECTIONS
 from .kernels import build_basemul, build_ntt, kernel_builder
-from .params import MONTGOMERY_WIDTHS, NttParams
-from .reducers import CONST_PREFIX, broadcast_const, reducers
+from .params import NttParams
+from .reducers import CONST_PREFIX, broadcast_const
 from .schedule import schedule
-from .shoup import ShoupReduction
 
 _BROADCAST = re.compile(rf"^({'|'.join(CONST_PREFIX.values())})_(m?)(\d+)$")
 
@@ -54,14 +53,13 @@ def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
             built.append(b)
         forward = fns.get(symbol % "ntt_forward")
         bm_ar = montgomery_basemul(p, ar)
-        barrett = (reducers(p.q, p.width) if p.width in MONTGOMERY_WIDTHS else {}).get("barrett")
         for k in (1, *p.basemul_acc):
             kind = "basemul" if k == 1 else f"basemul_acc{k}"
             fn = fns.get(symbol % kind)
             if fn is None or forward is None:
                 continue
             b = kernel_builder(ar.layout)
-            build_basemul(b, bm_ar, barrett or ShoupReduction(p.q, p.width, t.isa), f"{p.prefix}_{kind}_zetas_{isa}",
+            build_basemul(b, bm_ar, isa_design(p, t, ar).basemul_reducer, f"{p.prefix}_{kind}_zetas_{isa}",
                           max(map(abs, forward.output.bound)), None, k, fn.fact("karatsuba", False),
                           fn.fact("summed_factors", False), fn.facts["interleaved_units"],
                           qinv_in_register=t.isa.encoding.unaligned_memory)
