@@ -66,7 +66,7 @@ def test_sse_machine_code_has_no_vex_and_no_ymm(path, tmp_path):
     by_isa = {}
     for f in manifest["functions"]:
         by_isa.setdefault(f["isa"], []).append(f["symbol"])
-    assert set(by_isa) == {"avx2", "sse"}
+    assert {"avx2", "sse"} <= set(by_isa)  # (and avx512, in the sets that carry it)
     for symbol in by_isa["sse"]:
         assert len(funcs[symbol]) > 10, symbol
         assert avx_only(funcs[symbol]) == [], symbol

@@ -105,21 +105,20 @@ def listed(path: Path) -> str:
 # what each set is, then the choices of the sets that have them (the NTT's), by name.
 
 SET_COLUMNS = [Column("name"), Column("family"), Column("n/m", numeric=True), Column("q / poly", numeric=True),
-               Column("width", numeric=True), Column("layers", numeric=True), Column("d", numeric=True),
-               Column("isa")]
+               Column("width", numeric=True), Column("L/d", numeric=True), Column("isa")]
 CHOICE_COLUMNS = [Column("name"), Column("mul"), Column("order"), Column("output"),
                   Column("reduction"), Column("reducer")]
-NOTES = ("n/m: the NTT's degree n, or m of GF(2^m) and the exponents of its polynomial; d: the degree of",
-         "the NTT's base blocks (n / 2^layers); output: one for every kernel, or forward/basemul/inverse;",
-         "|x|<=B: every output proven within [-B, B]; auto: the cost model chooses when emitting")
+NOTES = ("n/m: the NTT's degree n, or m of GF(2^m) and the exponents of its polynomial; L/d: the NTT's",
+         "layers and the degree of its base blocks (n / 2^L); output: one for every kernel, or",
+         "forward/basemul/inverse; |x|<=B: every output proven within [-B, B]; auto: the cost model chooses",
+         "when emitting")
 
 
 def set_row(p) -> list[str]:
     """What a parameter set is, under SET_COLUMNS ('-' where its family has no such key)."""
     ntt = hasattr(p, "q")
     return [p.name, p.family, str(p.n if ntt else p.m), str(p.q) if ntt else ",".join(map(str, p.poly)),
-            str(getattr(p, "width", "-")), str(getattr(p, "layers", "-")), str(getattr(p, "d", "-")),
-            ",".join(p.isas)]
+            str(getattr(p, "width", "-")), f"{p.layers}/{p.d}" if ntt else "-", ",".join(p.isas)]
 
 
 def choice_row(p) -> list[str] | None:

@@ -97,14 +97,15 @@ class CTable:
     values: tuple[int, ...]
     comment: str = ""
 
-    def rows(self, brackets: str = "{}") -> list[str]:
+    def rows(self, brackets: str = "{}", spell: Callable[[int], str] = str) -> list[str]:
         """The initialiser's lines, each ending in a comma: at most 16 values a
-        line; a two-dimensional table one bracketed entry per row of it."""
+        line; a two-dimensional table one bracketed entry per row of it; each
+        value as `spell` writes it."""
         if len(self.shape) == 1:
-            cells, per = [str(v) for v in self.values], 16
+            cells, per = [spell(v) for v in self.values], 16
         else:
             w = self.shape[1]
-            cells = [brackets[0] + ", ".join(str(v) for v in self.values[i:i + w]) + brackets[1]
+            cells = [brackets[0] + ", ".join(spell(v) for v in self.values[i:i + w]) + brackets[1]
                      for i in range(0, len(self.values), w)]
             per = max(1, 16 // w)
         return [", ".join(cells[i:i + per]) + "," for i in range(0, len(cells), per)]

@@ -107,14 +107,19 @@ def _table_rows(values: tuple[int, ...], elem_bytes: int) -> tuple[str, list[str
     return directive, rows
 
 
+def c_literal(value: int) -> str:
+    """An integer as a C literal: unsigned where it is beyond long long's range (q above 2^63)."""
+    return f"{value}u" if value >= 1 << 63 else str(value)
+
+
 def c_lines(item: CDefine | CTable) -> list[str]:
     """A header constant as C: a macro, or a static const table."""
     lines = [f"/* {item.comment} */"] if item.comment else []
     if isinstance(item, CDefine):
-        return lines + [f"#define {item.name} {item.value}"]
+        return lines + [f"#define {item.name} {c_literal(item.value)}"]
     dims = "".join(f"[{d}]" for d in item.shape)
     lines.append(f"static const {item.ctype} {item.name}{dims} = {{")
-    lines += ["    " + row for row in item.rows()]
+    lines += ["    " + row for row in item.rows(spell=c_literal)]
     return lines + ["};"]
 
 

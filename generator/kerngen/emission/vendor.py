@@ -163,7 +163,7 @@ def _rust_constant(item: CDefine | CTable) -> dict:
         if item.name.endswith(_COUNT_SUFFIXES) and item.value >= 0:
             rtype = "usize"
         else:
-            rtype = "i32" if -2**31 <= item.value < 2**31 else "i64"
+            rtype = "i32" if -2**31 <= item.value < 2**31 else "i64" if item.value < 2**63 else "u64"
         return {"kind": "define", "name": item.name, "type": rtype, "value": str(item.value), "comment": item.comment}
     rtype = _rust_type(item.ctype)
     for d in reversed(item.shape):

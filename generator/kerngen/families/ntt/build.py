@@ -274,7 +274,8 @@ def header_constants(p: NttParams, lay: BlockLayout, fns: list[Function]) -> tup
         CDefine(f"{macro}_NTT_BLOCKS", blocks, "NTT domain: the number of blocks (N / D)"),
         CDefine(f"{macro}_BASEMUL_SCALE", scales["basemul"], "base multiplication gives scale * a*b mod q"),
         CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"),
-        CTable(f"{name}_ntt_zetas", f"int{p.width}_t", (blocks,), lay.zetas, "zeta of each block"),
+        CTable(f"{name}_ntt_zetas", f"{'u' if p.q > 1 << (p.width - 1) else ''}int{p.width}_t", (blocks,),
+               lay.zetas, "zeta of each block"),
         CTable(f"{name}_ntt_positions", "uint16_t", (blocks, lay.d), tuple(x for row in lay.positions for x in row),
                "after the forward NTT, coefficient k of block j is a[positions[j][k]]"),
     ) + standard_order_tables(name, lay.order, lay.positions)
