@@ -20,12 +20,22 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .lemmas import ScalarIdiom
+
+class Idiom(Protocol):
+    """What these lemmas read of an idiom (`lemmas.ScalarIdiom` is one)."""
+
+    kind: str
+    q: int
+    steps: tuple
+    bits: int
+    signed: bool
+
+    @property
+    def lane(self) -> tuple[int, int]: ...
 
 MAX_RUNS = 1 << 16  # values of a quotient the runs of equal t are followed for (2^32 / q for q near 2^20: 4096)
 
@@ -40,8 +50,8 @@ class QuotientLemma:
     is found from the runs alone (a few thousand for a 32-bit lane and q
     near 2^20), found by bisection."""
 
-    idiom: ScalarIdiom
-    quotient: ScalarIdiom  # the steps computing t from x
+    idiom: Idiom
+    quotient: Idiom  # the steps computing t from x
     fix: bool
     _ranges: dict = field(default_factory=dict, repr=False)
 
@@ -107,7 +117,7 @@ class QuotientLemma:
         return found
 
 
-def quotient_lemma(idiom: ScalarIdiom) -> QuotientLemma | None:
+def quotient_lemma(idiom: Idiom) -> QuotientLemma | None:
     """The idiom as y = x - q*t(x) (Barrett), optionally followed by q added
     where y is negative (freeze), when that is its shape: the subtraction is
     exact where `leaving_input` finds none (or the solver shows x - t*q does
@@ -160,7 +170,7 @@ class SplitLemma:
     each h, y grows with l; over the h strictly inside an input range l
     takes every value and c*h is linear: the exact range is at the ends."""
 
-    idiom: ScalarIdiom
+    idiom: Idiom
     split: int
     c: int
 
@@ -185,7 +195,7 @@ class SplitLemma:
         return min(self.c * h + l for h, l, _ in pieces), max(self.c * h + l for h, _, l in pieces)
 
 
-def split_lemma(idiom: ScalarIdiom) -> SplitLemma | None:
+def split_lemma(idiom: Idiom) -> SplitLemma | None:
     """The idiom as a split (h = sra(x, a), l = and(x, 2^a - 1)) followed by
     shifts left, additions and subtractions of those values, summing to
     l + c*h with c = 2^a mod q, whose range over the lane stays inside it;
