@@ -95,8 +95,8 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     # sub-vector memory operands need a size keyword (broadcasts, 64-bit moves)
     if s.selector_first:
         operands = operands + (operands[1],)
-    parts = [operand_text(o, target, isinstance(o, Mem) and o.size < 16 and s.cls != "address", dialect)
-             for o in operands]
+    parts = s.spelt([operand_text(o, target, isinstance(o, Mem) and o.size < 16 and s.cls != "address", dialect)
+                     for o in operands])
     line = f"{form.mnemonic:<12} " + ", ".join(parts)
     if ins.comment and dialect is NASM:
         line = f"{line:<48} ; {ins.comment}"

@@ -194,10 +194,7 @@ def function_text(case: Case, symbol: str) -> str:
     if op.lines is not None:
         body = [line.format(*texts) for line in op.lines]
     else:
-        spelt = list(texts)
-        if op.masking is not None:  # the mask decorates the destination: {k1}, and {z} for zeroing
-            spelt[0] = f"{dest}{{{spelt[1]}}}" + ("{z}" if op.masking == "zero" else "")
-            del spelt[1]
+        spelt = op.spelt(texts)
         if op.ties(form):
             del spelt[1]
         if op.selector_first:
@@ -296,13 +293,20 @@ def _move_model(case: Case, buf: np.ndarray) -> np.ndarray | None:
     op = case.op
     slots = [i for i in op.read if op.slots[i].kind != "i"]
     labels = [[(n, b) for b in range(_operand_bytes(case, i))] for n, i in enumerate(slots)]
-    moved = move_lanes(op, labels, case.imm, 8, _out_bytes(case), None)
-    if moved is None or any(m is SPLIT for m in moved):
-        return None
-    out = np.zeros((len(buf), len(moved)), dtype=np.uint8)
-    for k, m in enumerate(moved):
-        if m is not None:
-            out[:, k] = buf[:, slots[m[0]], m[1]]
+    if op.masking is None:
+        rows = [(slice(None), case.imm)]
+    else:  # the route takes the mask's bits in place of an immediate: row by row
+        mask = next(i for i in op.read if op.slots[i].kind == "k")
+        words = buf[:, mask, :8].copy().view("<u8")[:, 0]
+        rows = [(r, int(words[r]) & ((1 << _lanes(case)) - 1)) for r in range(len(buf))]
+    out = np.zeros((len(buf), _out_bytes(case)), dtype=np.uint8)
+    for r, imm in rows:
+        moved = move_lanes(op, labels, imm, 8, _out_bytes(case), None)
+        if moved is None or any(m is SPLIT for m in moved):
+            return None
+        for k, m in enumerate(moved):
+            if m is not None:
+                out[r, k] = buf[r, slots[m[0]], m[1]]
     return out
 
 

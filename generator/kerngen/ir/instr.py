@@ -9,6 +9,7 @@ text, and nothing here knows an ISA or an ABI: a `Kernel` carries the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -263,6 +264,15 @@ class Builder:
     tables: dict[str, Table] = field(default_factory=dict)
     _next_reg: int = 0
     _next_group: int = 0
+    _made_once: dict = field(default_factory=dict)  # `once`: key -> the register made
+
+    def once(self, key: tuple, make: Callable[[], Operand]) -> Operand:
+        """The register `make` fills (emitting its instructions here), made at the first call with
+        `key` and the same register at every later one: a value the whole kernel reads (a constant
+        opmask), computed where it is first needed, which comes before every later use."""
+        if key not in self._made_once:
+            self._made_once[key] = make()
+        return self._made_once[key]
 
     def vreg(self, bits: int | None = None) -> VReg:
         self._next_reg += 1

@@ -596,6 +596,13 @@ class Op:
         """Whether some form of this row is of `encoding`."""
         return any(f.encoding == encoding for f in self.forms)
 
+    def spelt(self, texts: list[str]) -> list[str]:
+        """The operand texts as an instruction of this row spells them: under an opmask, the mask
+        decorates the destination ({k2}, and {z} for zeroing) instead of standing apart."""
+        if self.masking is None:
+            return list(texts)
+        return [f"{texts[0]}{{{texts[1]}}}" + ("{z}" if self.masking == "zero" else ""), *texts[2:]]
+
     def ties(self, form: Form) -> bool:
         """Whether `form` names one register for the destination and the first
         source: an operation with its destination apart in a two-operand
@@ -682,18 +689,41 @@ def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=Non
                     on_gpr, lines, scratch_lines, blocks=blocks))
 
 
+def _moved_under_mask(route: Callable, elem: int, zeroing: bool) -> Callable:
+    """A movement under an opmask, its route taking the mask's bits as its immediate (one bit per
+    `elem`-bit element; None: the mask is not known, and neither is the movement): a unit whose bit is
+    set moved as `route` moves it from the sources after the old destination and the mask, else the
+    destination's own unit (merging) or zero."""
+    def masked(n, srcs, imm, u):
+        inner = route(n, srcs[2:], None, u) if imm is not None else None
+        if inner is None:
+            return None
+        return tuple((None if zeroing else (0, k)) if not imm >> (k * u // elem) & 1 else
+                     None if r is None else (r[0] + 2, r[1]) for k, r in enumerate(inner))
+    return masked
+
+
 def _masked_row(name: str, masking: str) -> None:
     """Row `name` under an opmask, as its EVEX forms encode it (`name_merge`,
     `name_zero`): the mask read after the destination, which merge-masking
-    reads too; the semantics the row's own (`Arith.masked`). Not commutative:
-    its second and third operands are the mask and a source."""
+    reads too; the semantics the row's own (`Arith.masked`, `_moved_under_mask`).
+    Not commutative: its second and third operands are the mask and a source.
+    Its width-neutral name is the row's with the masking after it
+    (duplicate_odd_merge), so that an ISA says whether it has it (`Isa.has`)."""
     op = next(row for row in _ROWS if row.name == name)
     dst, *rest = op.slots
     access = "rw" if masking == "merge" else dst.access
     slots = (Slot(access, dst.kind), Slot("r", "k"), *rest)
-    arith = op.arith.masked(zeroing=masking == "zero", accumulating="r" in dst.access)
+    zeroing = masking == "zero"
+    arith = op.arith.masked(zeroing, accumulating="r" in dst.access) if op.arith is not None else None
+    move = None
+    if op.move is not None and op.arith is None:
+        if any(slot.kind == "i" for slot in rest):
+            raise ValueError(f"{name}: a masked movement reads the mask's bits where the immediate would be")
+        move = Move(op.move.unit, _moved_under_mask(op.move.route, op.elem, zeroing))
     _ROWS.append(Op(f"{name}_{masking}", slots, op.cls, tuple(f for f in op.forms if f.encoding is EVEX), op.elem,
-                    None, arith, None, False, None, op.halves, masking=masking))
+                    op.generic and f"{op.generic}_{masking}", arith, move, False, None, op.halves,
+                    masking=masking))
 
 
 # Each row's forms: `_forms` the usual legacy and VEX ones, `_vex` a VEX form alone, `_gpr` a general-register
@@ -957,6 +987,17 @@ def _align64(n, srcs, imm, u):
 _row("vbroadcasti64x4", "w:v,r:m", "load", _evex("vbroadcasti64x4", widths=(512,)), move=Move(256, _broadcast))
 _row("vextracti64x4", _SHIFT, "shuffle", _evex("vextracti64x4", widths=(512,)), move=Move(256, _extract))
 _row("valignq", _VEX3I, "shuffle", _evex("valignq"), elem=64, move=Move(64, _align64))
+
+# --- Opmask rows of the 32-bit products ----------------------------------------------------------
+# An opmask of the 32-bit lanes where two sources share a set bit (a constant selector, made once per
+# kernel from a table: the same whether its lanes are read signed or unsigned), and the odd dwords
+# copied over the even ones under it, merging: the even lanes' high halves of widening products moved
+# down over the odd lanes' product in one instruction, where a VEX kernel moves and then blends
+TEST_MASK = _binary(lambda a, b, w: ((a & b) != 0) * 1,
+                    lambda z3, a, b, w: z3.If(a & b != 0, z3.BitVecVal(1, w), z3.BitVecVal(0, w)))
+_row("vptestmd_k", "w:k,r:v,r:vm", "alu", _evex("vptestmd"), elem=32, generic="test_mask", arith=TEST_MASK,
+     commutative=True)
+_masked_row("vmovshdup", "merge")
 
 OPS: dict[str, Op] = {op.name: op for op in _ROWS}
 

@@ -15,9 +15,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..errors import AllocationError
-from ..ir.instr import SLOT_BYTES, GReg, Instr, Mem, Operand, PhysReg, StackBase, TableBase, VReg
+from ..ir.instr import SLOT_BYTES, GReg, Instr, KReg, Mem, Operand, PhysReg, StackBase, TableBase, VReg
 from ..machine.ops import spec
-from ..machine.registers import GENERAL, VECTOR
+from ..machine.registers import GENERAL, MASK, VECTOR
 
 # An evicted constant read again within this many instructions is reloaded
 # into a register instead of folded: once folded it is never resident again
@@ -40,13 +40,14 @@ class Allocation:
 class RegisterPools:
     vector: tuple[int, ...] = tuple(range(16))
     gpr: tuple[int, ...] = ()
+    mask: tuple[int, ...] = ()  # opmasks: never spilled (a kernel holds a few constant selectors at most)
     # whether a general register's value may go to the stack (lanes on general registers); else running
     # out of them is an AllocationError, on which a family may retry with more registers or another plan
     spill_gprs: bool = False
 
 
 def _virtual(op: Operand) -> bool:
-    return isinstance(op, (VReg, GReg))
+    return isinstance(op, (VReg, GReg, KReg))
 
 
 def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> Allocation:
@@ -76,14 +77,14 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
     out: list[Instr] = []
 
     def kind(v: Operand) -> str:
-        return VECTOR if isinstance(v, VReg) else GENERAL
+        return VECTOR if isinstance(v, VReg) else MASK if isinstance(v, KReg) else GENERAL
 
     def pool(k: str) -> tuple[int, ...]:
-        return pools.vector if k == VECTOR else pools.gpr
+        return {VECTOR: pools.vector, MASK: pools.mask}.get(k, pools.gpr)
 
     def phys(v: Operand) -> PhysReg:
         k = kind(v)
-        bits = v.bits if isinstance(v, VReg) else 64
+        bits = 64 if isinstance(v, GReg) else v.bits
         return PhysReg(k, reg_of[v], bits)
 
     def release(v: Operand) -> None:
@@ -113,8 +114,9 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             raise AllocationError(f"no {k} register can be freed at instruction {now}")
         r = reg_of[best]
         if best not in home and best_use < (1 << 60):
-            if k != VECTOR and not pools.spill_gprs:
-                raise AllocationError("no general register can be freed without a spill, and none is allowed")
+            if k == MASK or (k == GENERAL and not pools.spill_gprs):
+                family = "opmask" if k == MASK else "general"
+                raise AllocationError(f"no {family} register can be freed without a spill, and none is allowed")
             slot = spill_slot()
             if k == VECTOR:
                 out.append(Instr("store_aligned", (slot, phys(best)), "spill"))
@@ -135,7 +137,8 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             r = evict(k, now, pinned)
         reg_of[v] = r
         holder[(k, r)] = v
-        (used_vec if k == VECTOR else used_gpr).add(r)
+        if k != MASK:
+            (used_vec if k == VECTOR else used_gpr).add(r)
         return r
 
     for i, ins in enumerate(body):

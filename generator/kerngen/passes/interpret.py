@@ -227,6 +227,8 @@ class _Compiler:
             compute = self.widened(s, sources, size)
         elif s.blocks is not None:
             compute = self.blockwise(s, sources, imm, size)
+        elif s.move is not None and s.masking is not None:
+            compute = self.masked_move(s, sources, size)
         elif s.move is not None:
             compute = self.moved(s, sources, imm, size)
         else:
@@ -283,6 +285,18 @@ class _Compiler:
             parts = tuple(np.ascontiguousarray(r(state)).view(part).reshape(shape) for r in reads)
             out = np.asarray(blocks.value(parts, imm)).astype(part)
             return out.reshape(out.shape[0], -1).view(np.uint8)
+        return compute
+
+    def masked_move(self, s: Op, sources: list, size: int) -> Read:
+        """A movement under an opmask (sources: the old destination, the mask, the moved ones): the route
+        with every mask bit set where the lane's bit is, with none where it is not (merging or zeroing)."""
+        elements = size * 8 // s.elem
+        taken, kept = (self.moved(s, sources, bits, size) for bits in ((1 << elements) - 1, 0))
+        mask = self.elements(sources[1], s.elem, size)
+
+        def compute(state: _State) -> np.ndarray:
+            chosen = np.repeat(mask(state) != 0, s.elem // 8, axis=1)
+            return np.ascontiguousarray(np.where(chosen, taken(state), kept(state)))
         return compute
 
     def moved(self, s: Op, sources: list, imm: int | None, size: int) -> Read:

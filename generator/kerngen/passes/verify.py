@@ -311,6 +311,8 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
         imm = next((op.value for op in reads if isinstance(op, Imm)), None)
         sources = [mc.value(op, index, ins, lanes if s.move is None else mc.model_lanes) for op in reads
                    if not isinstance(op, Imm)]
+        if s.masking is not None and s.move is not None:  # a movement under a mask: its route reads the bits
+            imm = _mask_bits(sources[1], lanes) if s.elem == mc.bits else None
         copy = s.cls == "move" and ins.op in ("copy", "mov") and not isinstance(reads[0], Mem)
         reload = s.cls in ("load", "move") and isinstance(reads[0], Mem) and isinstance(reads[0].base, StackBase)
         if copy or reload:
@@ -353,6 +355,15 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
     return Proof(outputs, forms, deps, mc.bases, checked, products)
 
 
+
+
+def _mask_bits(mask: Value, lanes: int) -> int | None:
+    """An opmask's bits, lane k's the k-th, where each of its first `lanes` lanes is known and depends on
+    no input (a constant selector); else None, and the masked movement is not followed."""
+    known = mask.lanes[:lanes]
+    if any(lo != hi for lo, hi in known) or any(mask.deps[:lanes]):
+        return None
+    return sum(1 << k for k, (lo, _) in enumerate(known) if lo)
 
 
 def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm, lanes: int, group) -> Value:

@@ -49,7 +49,7 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     # Shoup's products: on the lane width, and from 52-bit multiply-adds where the ISA and q allow them
     muls = [mul for kind in strategies(p) for mul in
             (Shoup.candidates(p.q, p.width, t.isa) if kind == "shoup" else
-             (SpecialForm64(p.q, p.width, t.isa),) if kind == SPECIAL else (Montgomery(p.q, p.width),))]
+             (SpecialForm64(p.q, p.width, t.isa),) if kind == SPECIAL else (Montgomery(p.q, p.width, t.isa),))]
     options, failure = [], None
     for mul in muls:
         kind = mul.name
@@ -112,7 +112,7 @@ def montgomery_basemul(p: NttParams, ar: Arithmetic) -> Arithmetic:
         return ar
     if p.width not in MONTGOMERY_WIDTHS:  # no signed products: Montgomery's on unsigned lanes, from pieces
         return Arithmetic(ar.math, ar.layout, UnsignedMontgomery(p.q, p.width, ar.mul.isa), ar.reducer)
-    bm = Arithmetic(ar.math, ar.layout, Montgomery(p.q, p.width), reducers(p.q, p.width)["barrett"])
+    bm = Arithmetic(ar.math, ar.layout, Montgomery(p.q, p.width, ar.mul.isa), reducers(p.q, p.width)["barrett"])
     # sums of products (blocks of degree d > 1, basemul_acc) are reduced term by term: two reduced terms must fit
     if (ar.math.d > 1 or p.basemul_acc) and 2 * bm.reducer.out_abs > bm.lane_max:
         key, what = ("layers", f"blocks of degree {ar.math.d} sum") if ar.math.d > 1 else \

@@ -25,13 +25,14 @@ from functools import cached_property
 
 from collections.abc import Callable, Sequence
 
-from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
+from ...ir.instr import Builder, IdiomTag, Imm, KReg, Mem, VReg
 from ...machine.ops import by_width, has, lane_range, wrap
 from ...passes import wide
+from ...passes.idioms.montgomery import MONTGOMERY
 from ...passes.lemmas import MontgomeryLemma, prove_montgomery
 from ...machine.isa import AVX2, Isa
 from .maths import centred
-from .reducers import broadcast_const
+from .reducers import CONST_PREFIX, broadcast_const
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class MontgomeryConstant:
 class Montgomery:
     q: int
     bits: int  # lane width; R = 2^bits
+    isa: Isa = AVX2  # which instructions combine the halves of even/odd products (`high_halves`)
 
     name = "montgomery"
     signed = True  # lanes hold signed values
@@ -114,7 +116,7 @@ class Montgomery:
         group = b.new_group()
 
         def op(name: str, *sources, role: str = "body") -> VReg:
-            return b.op(name, *sources, idiom=IdiomTag(group, "montgomery", role, 1))
+            return b.op(name, *sources, idiom=IdiomTag(group, MONTGOMERY, role, 1))
 
         if not self.even_odd:
             w, wq = factor
@@ -124,6 +126,7 @@ class Montgomery:
             t = op(by_width("mullo", self.bits), x, wq, role=first)
             hi = op(by_width("mulhi", self.bits), x, w)
             return op(by_width("sub", self.bits), hi, op(by_width("mulhi", self.bits), t, q), role="end")
+        mask = even_lanes(b, self.isa, self.bits, x.bits)
         odd_down, widen, sub = by_width("duplicate_odd", self.bits), "vpmuldq", by_width("sub", self.bits)
         x_odd = op(odd_down, x, role="start")
         halves = []
@@ -138,7 +141,7 @@ class Montgomery:
             w, wq, w_odd, wq_odd = factor
             for xs, ws, wqs in ((x, w, wq), (x_odd, w_odd, wq_odd)):
                 halves.append(op(sub, op(widen, xs, ws), op(widen, op(widen, xs, wqs), q)))  # hi(x*w) - hi(t*q)
-        return op(by_width("blend", self.bits), op(odd_down, halves[0]), halves[1], Imm(ODD_LANES), role="end")
+        return high_halves(b, self.bits, halves[0], lambda: halves[1], mask, group, MONTGOMERY, "end")
 
     def bound(self, x_abs: int, w_abs: int) -> int:
         """Upper bound of |multiply(x, w)| for |x| <= x_abs, |w| <= w_abs."""
@@ -177,6 +180,40 @@ class Montgomery:
 
 
 ODD_LANES = 0xAA  # blend selector: the odd lanes from the second source
+MERGED_ODD = "duplicate_odd_merge"  # odd units copied over the even ones under an opmask, the others kept
+
+
+def even_lanes(b: Builder, isa: Isa, bits: int, vector_bits: int) -> KReg | None:
+    """The opmask of the even `bits`-bit lanes of `vector_bits`-bit vectors where the ISA moves the
+    high halves of widening products under one (`high_halves`), else None: made once per kernel, the
+    lanes of a table whose even lanes are 1 tested against themselves, before the first product's
+    instructions (which then read it as a value made outside them)."""
+    if not isa.has(MERGED_ODD, bits):
+        return None
+
+    def make() -> KReg:
+        k = b.kreg(vector_bits)
+        table = b.table(f"{CONST_PREFIX[bits]}_even_lanes", bits // 8, [1, 0] * (vector_bits // bits // 2))
+        ones = b.op("load", Mem(table, 0, vector_bits // 8), bits=vector_bits)
+        b.emit(by_width("test_mask", bits), k, ones, ones, comment="the even lanes")
+        return k
+    return b.once(("even lanes", bits, vector_bits), make)
+
+
+def high_halves(b: Builder, bits: int, even: VReg, odd: Callable[[], VReg], mask: KReg | None, group: int,
+                kind: str, role: str) -> VReg:
+    """The high halves of two widening products in their lanes: those of `even` (of the even lanes)
+    moved down over the even lanes of `odd` (of the odd lanes moved down, made by the call after the
+    move), tagged as the `role` of product `group` of tag `kind`. Under the even lanes' opmask
+    (`even_lanes`) one merging move into the odd product, whose lanes no other instruction reads;
+    without one a move and a blend."""
+    last = IdiomTag(group, kind, role, 1)
+    if mask is not None:
+        into = odd()
+        b.emit(by_width(MERGED_ODD, bits), into, mask, even, idiom=last)
+        return into
+    moved = b.op(by_width("duplicate_odd", bits), even, idiom=IdiomTag(group, kind, "body", 1))
+    return b.op(by_width("blend", bits), moved, odd(), Imm(ODD_LANES), idiom=last)
 
 
 def odd_down(lanes: list[int]) -> list[int]:

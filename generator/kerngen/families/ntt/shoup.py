@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from ...ir.instr import Builder, IdiomTag, Imm, Mem, VReg
+from ...ir.instr import Builder, IdiomTag, Mem, VReg
 from ...machine.ops import by_width, lane_range, spec
 from ...passes import ifma, wide
 from ...core.compile_cache import memo
@@ -47,7 +47,7 @@ from ...passes.lemmas import ConditionalSubtractionLemma, LemmaError, ShoupLemma
 from ...passes.idioms.shoup import SHOUP
 from ...passes.idioms.shoup52 import SHOUP52
 from ...machine.isa import AVX2, Isa
-from .montgomery import ODD_LANES, broadcast_operands, odd_down
+from .montgomery import broadcast_operands, even_lanes, high_halves, odd_down
 from .params import shoup_fits
 from .reducers import broadcast_const, emit_idiom
 
@@ -153,12 +153,13 @@ class Shoup:
             w, wp = factor
             quotient = op(by_width("mulhu", self.bits), x, wp, role="start")
         else:
+            mask = even_lanes(b, self.isa, self.bits, x.bits)
             widen, odd = "vpmuludq", by_width("duplicate_odd", self.bits)
             w, wp = factor[:2]
             x_odd = op(odd, x, role="start")
             wp_odd = factor[2] if len(factor) == 3 else op(odd, wp)
-            quotient = op(by_width("blend", self.bits), op(odd, op(widen, x, wp)), op(widen, x_odd, wp_odd),
-                          Imm(ODD_LANES))
+            quotient = high_halves(b, self.bits, op(widen, x, wp), lambda: op(widen, x_odd, wp_odd), mask, group,
+                                   SHOUP, "body")
         return op(by_width("sub", self.bits), op(mullo, x, w), op(mullo, quotient, q), role="end")
 
     def _multiply_wide(self, b: Builder, group: int, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg,
