@@ -264,15 +264,27 @@ class Builder:
     tables: dict[str, Table] = field(default_factory=dict)
     _next_reg: int = 0
     _next_group: int = 0
-    _made_once: dict = field(default_factory=dict)  # `once`: key -> the register made
+    # the instructions of the constants held for the whole kernel (`held_constant`), which run first
+    prelude: list[Instr] = field(default_factory=list)
+    _held: dict = field(default_factory=dict)  # `held_constant`: key -> the register made
 
-    def once(self, key: tuple, make: Callable[[], Operand]) -> Operand:
-        """The register `make` fills (emitting its instructions here), made at the first call with
-        `key` and the same register at every later one: a value the whole kernel reads (a constant
-        opmask), computed where it is first needed, which comes before every later use."""
-        if key not in self._made_once:
-            self._made_once[key] = make()
-        return self._made_once[key]
+    @property
+    def body(self) -> list[Instr]:
+        """The kernel's instructions: the prelude, then those emitted."""
+        return self.prelude + self.instrs
+
+    def held_constant(self, key: tuple, make: Callable[[], Operand]) -> Operand:
+        """The register `make` fills from constant tables alone (a constant opmask), made at the
+        first call with `key` and the same register at every later one: its instructions, read by
+        the whole kernel, go to the prelude, so that the groups of instructions emitted (a pass's
+        butterflies) stay alike, as `passes.roll` needs them, and a group counted or interleaved
+        by itself holds its own instructions only."""
+        if key not in self._held:
+            at = len(self.instrs)
+            self._held[key] = make()
+            self.prelude += self.instrs[at:]
+            del self.instrs[at:]
+        return self._held[key]
 
     def vreg(self, bits: int | None = None) -> VReg:
         self._next_reg += 1

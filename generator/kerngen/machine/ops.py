@@ -13,7 +13,8 @@ three operands, destination first (the VEX form). A row says
   numpy arrays, symbolic on SMT bit-vectors, of any number of sources read
   in slot order, an accumulating form's destination among them, and under
   an opmask merging or zeroing, `Arith.masked`) or a movement of units
-  between and within registers (`Move`).
+  between and within registers (`Move`; under an opmask its route reads
+  the mask's bits where an immediate would be).
 
 The legalisation, allocation, required-ISA and verification passes, the
 lemma prover, the NTT layout planner and both printers read this table;

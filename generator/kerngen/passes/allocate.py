@@ -4,7 +4,8 @@ Kernels are fully unrolled, so the whole future is known: when a register is
 needed and none is free, the value whose next use is furthest away is evicted
 (Belady's rule). Values that are copies of constant memory are rematerialised
 by reloading them instead of being spilled; others go to 32-byte stack slots
-(a general register's value to the first 8 bytes of one).
+(a general register's value to the first 8 bytes of one); opmasks, a few
+constant selectors held for a whole kernel, are never spilled.
 Reads from a slot that accepts memory are folded into the instruction, except
 a constant that is read again soon.
 """

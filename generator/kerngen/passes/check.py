@@ -10,7 +10,8 @@ kernels are static, so this is a complete check of memory safety.
 from __future__ import annotations
 
 from ..errors import CheckError
-from ..ir.instr import SLOT_BYTES, ArgBase, ArgSpec, GReg, Imm, Instr, KReg, Mem, PhysReg, StackBase, Table, TableBase, VReg
+from ..ir.instr import (SLOT_BYTES, ArgBase, ArgSpec, GReg, Imm, Instr, KReg, Mem, PhysReg, StackBase, Table, TableBase,
+                        VReg)
 from ..machine.ops import spec
 from ..ir.stream import run_stream
 from ..machine.abi import Abi

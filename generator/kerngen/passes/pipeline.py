@@ -154,7 +154,7 @@ def _compile_key(builder: Builder, symbol: str, contract: Contract, target: Targ
     """Everything the passes read: a target's instruction set, lane width and calling convention, never its
     object format or symbol visibility (a bundle emitted for System V on ELF and on Mach-O compiles each
     kernel once)."""
-    return (symbol, target.isa, target.lane_bits, target.abi, contract, flags, tuple(builder.instrs),
+    return (symbol, target.isa, target.lane_bits, target.abi, contract, flags, tuple(builder.body),
             tuple(builder.tables.values()))
 
 
@@ -188,7 +188,7 @@ def _run_passes(builder: Builder, symbol: str, contract: Contract, target: Targe
     if modulus is not None or gf2:
         verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()} if modulus else {},
                                     modulus, signed, shoup_pairs)
-    u = Unit(symbol, contract.specs, target, builder, list(builder.instrs), callee_saved, verification)
+    u = Unit(symbol, contract.specs, target, builder, builder.body, callee_saved, verification)
     started = time.monotonic()
     for name, run in PASSES:
         try:

@@ -10,7 +10,9 @@ instructions. 32-bit lanes have none: a widening product of the even lanes
 (vpmuldq) gives lo and hi of one 64-bit product, so the even and odd lanes
 are multiplied apart (the odd lanes of x moved down, the odd lanes' w and w'
 stored moved down; t = lo(x*w') from a widening product as well), and the
-odd results blended back over the even ones.
+odd results blended back over the even ones (where the ISA moves under an
+opmask, the even results moved down over the odd ones in one instruction,
+`high_halves`).
 The strategy gives its stored constants, its instruction sequence, its
 bound and its lemma (`prove`); the NTT kernels and schedules ask it and
 nothing else about multiplication. On 64-bit lanes, which no vector
@@ -185,9 +187,9 @@ MERGED_ODD = "duplicate_odd_merge"  # odd units copied over the even ones under 
 
 def even_lanes(b: Builder, isa: Isa, bits: int, vector_bits: int) -> KReg | None:
     """The opmask of the even `bits`-bit lanes of `vector_bits`-bit vectors where the ISA moves the
-    high halves of widening products under one (`high_halves`), else None: made once per kernel, the
-    lanes of a table whose even lanes are 1 tested against themselves, before the first product's
-    instructions (which then read it as a value made outside them)."""
+    high halves of widening products under one (`high_halves`), else None: made once per kernel, at
+    its start, the lanes of a table whose even lanes are 1 tested against themselves (the products
+    read it as a value made outside them)."""
     if not isa.has(MERGED_ODD, bits):
         return None
 
@@ -197,7 +199,7 @@ def even_lanes(b: Builder, isa: Isa, bits: int, vector_bits: int) -> KReg | None
         ones = b.op("load", Mem(table, 0, vector_bits // 8), bits=vector_bits)
         b.emit(by_width("test_mask", bits), k, ones, ones, comment="the even lanes")
         return k
-    return b.once(("even lanes", bits, vector_bits), make)
+    return b.held_constant(("even lanes", bits, vector_bits), make)
 
 
 def high_halves(b: Builder, bits: int, even: VReg, odd: Callable[[], VReg], mask: KReg | None, group: int,

@@ -9,7 +9,9 @@ A product by a constant w in [0, q) stored with w' = floor(w*2^W/q)
 (`lemmas.prove_shoup`). Lanes with an unsigned high-half multiplication
 (16 bits: vpmulhuw) take Q in one instruction; 32-bit lanes take it from
 widening products of the even lanes (vpmuludq), the odd lanes moved down and
-the odd w' stored moved down, the odd high halves blended over the even ones;
+the odd w' stored moved down, the odd high halves blended over the even ones
+(on AVX-512 the even ones moved down over the odd ones under an opmask,
+one instruction: `montgomery.high_halves`);
 64-bit vector lanes have no multiplication at all and assemble each product
 from 32-bit pieces (`passes.wide`), w and w' stored with their high halves,
 while lanes on general registers (the scalar ISA) take Q from `mulx` and the

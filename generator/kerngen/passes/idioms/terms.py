@@ -26,7 +26,8 @@ def prove_wide(mc: MachineView) -> None:
 
 def moved_from(mc: MachineView, made: Def, v: Value, lane: int) -> tuple[Value, int] | None:
     """The source value and lane whose content lane `lane` of v takes, where
-    the instruction that made v moves whole lanes; None otherwise."""
+    the instruction that made v moves whole lanes (under an opmask the
+    verifier knows, whose bits it recorded as the immediate); None otherwise."""
     s = spec(made.op)
     if s.move is None or lane >= made.lanes:
         return None
