@@ -7,7 +7,8 @@ array of bytes with one row per input; an instruction takes the semantics
 the verifier reads: `Arith.exact` for element-wise rows (masked and
 accumulating forms included) on the row's own element width, the `widen`
 products of a widening row, a `Blocks` function for rows that are neither,
-and `Move.route` through `ir.lanes.move_lanes` for movements. Values are
+and `Move.route` through `ir.lanes.move_lanes` for movements (under an
+opmask, each lane moved or kept by its bit of the mask). Values are
 computed in int64 (exact for products of elements up to 32 bits; on 64-bit
 elements the table's semantics wrap and split products themselves), so
 nothing here knows an instruction, an ISA or a width: a row added to the
