@@ -88,3 +88,28 @@ def test_a_mask_selecting_the_odd_lanes_is_refused():
     assert odd != f.kernel.tables
     with pytest.raises(VerifyError, match="Shoup product"):
         verify_kernel(dataclasses.replace(f.kernel, tables=odd), inputs, Q, signed=False)
+
+
+@pytest.mark.parametrize("held", [6, 7])
+def test_opmasks_are_allocated_from_their_pool_and_never_spilled(held):
+    """k2..k7 hand out six opmasks; a seventh held at once has nowhere to go (no opmask is spilled)."""
+    from kerngen.errors import AllocationError
+    from kerngen.ir.instr import Builder
+    from kerngen.passes.allocate import RegisterPools, allocate
+
+    b = Builder(512)
+    v = b.op("load", Mem(TableBase("X"), 0, 64))
+    masks = [b.kreg() for _ in range(held)]
+    for k in masks:
+        b.emit("vptestmd_k", k, v, v)
+    for k in masks:
+        b.emit("vmovshdup_merge", v, k, v)
+    b.emit("store", Mem(ArgBase(0), 0, 64), v)
+    pools = RegisterPools(vector=tuple(range(32)), mask=make_target("avx512", 32).pool(MASK))
+    if held > len(pools.mask):
+        with pytest.raises(AllocationError, match="opmask"):
+            allocate(b.instrs, pools)
+        return
+    body = allocate(b.instrs, pools).body
+    numbers = [ins.operands[0].number for ins in body if ins.op == "vptestmd_k"]
+    assert sorted(numbers) == list(range(2, 8)) and all(isinstance(ins.operands[1], PhysReg) for ins in body[1:-1])
