@@ -112,15 +112,18 @@ def test_lane_moves_across_128_bit_lanes_come_from_the_table():
 
 def test_swaps_inside_128_bit_lanes_take_rows_that_have_the_width():
     """VEX blends stop at 256 bits: there a swap of neighbouring words is two
-    shifts and two blends as always; on 512 bits each source's even words are
-    gathered (three shuffles) and the pair interleaved, which the search pays
-    eight instructions for."""
+    shifts and two blends as always; on 512 bits the blends are EVEX ones
+    under an opmask of a bit per word of the register (four instructions,
+    where gathering each source's even words and interleaving takes eight);
+    neighbouring dwords are gathered and interleaved, as cheap as shifting
+    and blending them and free of port 0's shifts."""
     assert [line[1] for line in lane_moves(16, 256).recipe(Swap(0, 0))] == ["vpslld", "vpblendw", "vpsrld", "vpblendw"]
     wide = lane_moves(16, 512)
-    assert [line[1] for line in wide.recipe(Swap(0, 0))] == ["vpshuflw", "vpshufhw", "vpshufd"] * 2 + \
-        ["vpunpcklwd", "vpunpckhwd"]
+    assert [line[1:] for line in wide.recipe(Swap(0, 0))] == [
+        ("vpslld", "y", None, 16), ("vpblendmw_imm", "x", "s", 0xAAAAAAAA),
+        ("vpsrld", "x", None, 16), ("vpblendmw_imm", "t", "y", 0xAAAAAAAA)]
     assert [line[1] for line in wide.recipe(Swap(1, 0))] == ["vpshufd", "vpshufd", "vpunpckldq", "vpunpckhdq"]
-    assert wide.cost(Swap(0, 0)) == 8
+    assert wide.cost(Swap(0, 0)) == 4
     x, y = list(range(32)), list(range(32, 64))
     assert wide.simulate(Swap(0, 0), x, y) == ([v for i in range(0, 32, 2) for v in (i, 32 + i)],
                                                [v for i in range(1, 32, 2) for v in (i, 32 + i)])

@@ -430,7 +430,7 @@ def _unpack(high: bool):
 def _blend(n, srcs, imm, u):
     """A unit of the second source where its immediate bit (repeating every 8 units) is set; VEX forms
     only, so registers of at most 256 bits."""
-    if n * u > _VEX_WIDEST:
+    if n * u > _VEX_WIDEST or imm > 0xFF:
         return None
     return tuple((1, k) if imm >> (k % 8) & 1 else (0, k) for k in range(n))
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from ...ir.instr import Builder, Imm, VReg
 from ...ir.lanes import SPLIT, move_lanes
-from ...machine.ops import LANE_BLOCK_BITS, OPS, Op, Route, by_width, spec
+from ...machine.ops import LANE_BLOCK_BITS, OPS, TABLE, Op, Route, by_width, spec
 
 
 @dataclass(frozen=True)
@@ -131,32 +131,38 @@ def lane_moves(lane_bits: int, register_bits: int) -> LaneMoves:
         if distance >= LANE_BLOCK_BITS:
             swaps.append((distance, _unit_picks(distance, register_bits)))
         else:
-            fits = [r for r in _in_lane_recipes(distance) if _swaps(r, distance, lane_bits, register_bits)]
+            fits = [r for r in _in_lane_recipes(distance, register_bits) if _swaps(r, distance, lane_bits, register_bits)]
             if not fits:
                 raise ValueError(f"no recipe swaps lanes {distance} bits apart in {register_bits}-bit registers")
-            swaps.append((distance, fits[0]))
+            swaps.append((distance, min(fits, key=len)))  # the first of the cheapest
         distance *= 2
     return LaneMoves(lane_bits, register_bits, tuple(swaps))
 
 
-def _in_lane_recipes(distance: int) -> list[Recipe]:
+def _in_lane_recipes(distance: int, register_bits: int) -> list[Recipe]:
     """Recipes swapping the units `distance` bits apart inside each 128-bit
-    lane of a pair, cheapest first: 64-bit units interleaved; narrower ones
-    shifted into place in units twice as wide and blended (VEX blends, at most
-    256 bits), or each source's even units gathered first, then interleaved."""
+    lane of a pair, in order of preference where they cost the same: 64-bit
+    units interleaved; narrower ones shifted into place in units twice as wide
+    and blended (VEX blends, their immediate repeating every 8 units), or each
+    source's even units gathered first, then interleaved, or shifted and
+    blended under an opmask of a bit per unit of the register (EVEX: at 512
+    bits the gathering takes twice its instructions for 16-bit units, as many
+    for 32-bit ones, whose gathering keeps port 0 free of shifts)."""
     low, high = by_width("interleave_low", distance), by_width("interleave_high", distance)
     if distance == 64:
         return [(("lo", low, "x", "y", None), ("hi", high, "x", "y", None))]
-    sll, srl, blend = by_width("sll", 2 * distance), by_width("srl", 2 * distance), by_width("blend", distance)
-    shift_blend = (("s", sll, "y", None, distance), ("lo", blend, "x", "s", ODD_UNITS),
-                   ("t", srl, "x", None, distance), ("hi", blend, "t", "y", ODD_UNITS))
+    sll, srl = by_width("sll", 2 * distance), by_width("srl", 2 * distance)
+    every_odd_unit = sum(1 << k for k in range(1, register_bits // distance, 2))
+    shift_blends = [(("s", sll, "y", None, distance), ("lo", blend, "x", "s", odd),
+                     ("t", srl, "x", None, distance), ("hi", blend, "t", "y", odd))
+                    for odd in (ODD_UNITS, every_odd_unit) for blend in TABLE.doing("blend", distance)]
     chain = ([by_width("shuffle_low", 16), by_width("shuffle_high", 16)] if distance == 16 else []) + ["vpshufd"]
     gather: list = []
     for src in ("x", "y"):
         gather += [(f"{src}{k}", op, f"{src}{k - 1}" if k else src, None, EVENS_FIRST) for k, op in enumerate(chain)]
     last = len(chain) - 1
     gather += [("lo", low, f"x{last}", f"y{last}", None), ("hi", high, f"x{last}", f"y{last}", None)]
-    return [shift_blend, tuple(gather)]
+    return [shift_blends[0], tuple(gather), *shift_blends[1:]]
 
 
 def _swaps(recipe: Recipe, distance: int, lane_bits: int, register_bits: int) -> bool:
