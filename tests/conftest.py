@@ -2,6 +2,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,12 @@ def kerngen(*args, cwd=REPO, env=None) -> subprocess.CompletedProcess:
     codes of the interpreter, progress logged as it goes)."""
     return subprocess.run([sys.executable, "-m", "kerngen", *map(str, args)], cwd=cwd, capture_output=True,
                           text=True, env=env)
+
+
+def error_lines(stderr: str) -> list[str]:
+    """stderr without the progress reports a step running past 2 s writes
+    (`core.progress`: "... (N s so far)"), which a loaded machine may add."""
+    return [line for line in stderr.splitlines() if not re.search(r"\(\d+ s so far\)$", line)]
 
 
 @pytest.fixture

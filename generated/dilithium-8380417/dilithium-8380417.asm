@@ -1280,6 +1280,11 @@ pd_8395782:
     dd 8395782, 8395782, 8395782, 8395782, 8395782, 8395782, 8395782, 8395782
     dd 8395782, 8395782, 8395782, 8395782, 8395782, 8395782, 8395782, 8395782
 
+align 32
+pd_even_lanes:
+    dd 1, 0, 1, 0, 1, 0, 1, 0
+    dd 1, 0, 1, 0, 1, 0, 1, 0
+
 
 section .text
 
@@ -1292,7 +1297,7 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-23}, k1, rax, r11, flags
+;   clobbers: zmm{0-23}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -1308,6 +1313,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovdqu64    zmm21, [rax - 128]                  ; held in a register: read 8 times
     vmovdqu64    zmm22, [rax + 64]                   ; held in a register: read 8 times
     vmovdqu64    zmm23, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 320] ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdi]
     vmovdqu64    zmm2, [rdi + 64]
@@ -1327,11 +1334,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovdqu64    zmm16, [rdi + 960]
     vmovshdup    zmm17, zmm9
     vpmuludq     zmm18, zmm9, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, zmm20
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm9, zmm9, zmm21
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm9, zmm9, zmm17
@@ -1340,9 +1344,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm9
     vmovshdup    zmm9, zmm10
     vpmuludq     zmm18, zmm10, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, zmm20
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm10, zmm10, zmm21
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm10, zmm9
@@ -1351,9 +1354,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm2, zmm2, zmm9
     vmovshdup    zmm9, zmm11
     vpmuludq     zmm18, zmm11, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, zmm20
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm11, zmm11, zmm21
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm11, zmm9
@@ -1362,9 +1364,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm3, zmm3, zmm9
     vmovshdup    zmm9, zmm12
     vpmuludq     zmm18, zmm12, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, zmm20
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm12, zmm12, zmm21
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm12, zmm9
@@ -1373,9 +1374,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm4, zmm4, zmm9
     vmovshdup    zmm9, zmm13
     vpmuludq     zmm18, zmm13, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, zmm20
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm13, zmm13, zmm21
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm13, zmm9
@@ -1384,9 +1384,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm5, zmm5, zmm9
     vmovshdup    zmm9, zmm14
     vpmuludq     zmm18, zmm14, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, zmm20
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm14, zmm14, zmm21
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm14, zmm9
@@ -1395,9 +1394,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm6, zmm6, zmm9
     vmovshdup    zmm9, zmm15
     vpmuludq     zmm18, zmm15, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, zmm20
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm15, zmm15, zmm21
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm15, zmm9
@@ -1406,9 +1404,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm7, zmm7, zmm9
     vmovshdup    zmm9, zmm16
     vpmuludq     zmm18, zmm16, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, zmm20
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm16, zmm16, zmm21
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm16, zmm9
@@ -1417,9 +1414,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm8, zmm8, zmm9
     vmovshdup    zmm9, zmm13
     vpmuludq     zmm18, zmm13, zmm22
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, zmm22
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm13, zmm13, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm13, zmm9
@@ -1428,9 +1424,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm9, zmm17, zmm9
     vmovshdup    zmm17, zmm14
     vpmuludq     zmm18, zmm14, zmm22
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, zmm22
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm14, zmm14, [rax]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm14, zmm14, zmm17
@@ -1439,9 +1434,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm10, zmm10, zmm14
     vmovshdup    zmm14, zmm15
     vpmuludq     zmm18, zmm15, zmm22
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, zmm22
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm15, zmm15, [rax]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm14, zmm15, zmm14
@@ -1450,9 +1444,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm11, zmm11, zmm14
     vmovshdup    zmm14, zmm16
     vpmuludq     zmm18, zmm16, zmm22
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, zmm22
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm16, zmm16, [rax]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm14, zmm16, zmm14
@@ -1461,9 +1454,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm12, zmm12, zmm14
     vmovshdup    zmm14, zmm5
     vpmuludq     zmm18, zmm5, zmm23
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, zmm23
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 384] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 256
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm14, zmm14, zmm0
@@ -1473,9 +1465,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm5
     vmovshdup    zmm5, zmm6
     vpmuludq     zmm18, zmm6, zmm23
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm5, zmm5, zmm23
-    vpblendmd    zmm5{k1}, zmm18, zmm5
+    vmovshdup    zmm5{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm6, zmm5
@@ -1484,9 +1475,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm2, zmm2, zmm5
     vmovshdup    zmm5, zmm7
     vpmuludq     zmm18, zmm7, zmm23
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm5, zmm5, zmm23
-    vpblendmd    zmm5{k1}, zmm18, zmm5
+    vmovshdup    zmm5{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm7, zmm5
@@ -1495,9 +1485,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm3, zmm3, zmm5
     vmovshdup    zmm5, zmm8
     vpmuludq     zmm18, zmm8, zmm23
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm5, zmm5, zmm23
-    vpblendmd    zmm5{k1}, zmm18, zmm5
+    vmovshdup    zmm5{k2}, zmm18
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm8, zmm5
@@ -1506,9 +1495,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm4, zmm4, zmm5
     vmovshdup    zmm5, zmm15
     vpmuludq     zmm18, zmm15, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm18, zmm5
+    vmovshdup    zmm5{k2}, zmm18
     vpmulld      zmm15, zmm15, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm15, zmm5
@@ -1517,9 +1505,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm5, zmm13, zmm5
     vmovshdup    zmm13, zmm16
     vpmuludq     zmm18, zmm16, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, [rax + 64]
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm16, zmm16, [rax]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm13, zmm16, zmm13
@@ -1529,9 +1516,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm17, zmm11
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 640] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 512
     vpmuludq     zmm18, zmm11, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax - 64]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm11, zmm11, [rax - 128]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm11, zmm11, zmm17
@@ -1540,9 +1526,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm9, zmm9, zmm11
     vmovshdup    zmm11, zmm12
     vpmuludq     zmm18, zmm12, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax - 64]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm12, zmm12, [rax - 128]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm11, zmm12, zmm11
@@ -1551,9 +1536,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm10, zmm10, zmm11
     vmovshdup    zmm11, zmm7
     vpmuludq     zmm18, zmm7, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax + 64]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm7, zmm7, zmm11
@@ -1562,9 +1546,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm7, zmm14, zmm7
     vmovshdup    zmm14, zmm8
     vpmuludq     zmm18, zmm8, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax + 64]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm8, zmm8, [rax]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm8, zmm8, zmm14
@@ -1574,9 +1557,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm8, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 896] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 768
     vpmuludq     zmm18, zmm3, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm8, zmm8, [rax - 64]
-    vpblendmd    zmm8{k1}, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm3, zmm3, zmm8
@@ -1585,9 +1567,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm18, zmm4, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm3, zmm3, [rax - 64]
-    vpblendmd    zmm3{k1}, zmm18, zmm3
+    vmovshdup    zmm3{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -1596,9 +1577,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm2, zmm2, zmm3
     vmovshdup    zmm3, zmm16
     vpmuludq     zmm18, zmm16, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm3, zmm3, [rax + 64]
-    vpblendmd    zmm3{k1}, zmm18, zmm3
+    vmovshdup    zmm3{k2}, zmm18
     vpmulld      zmm16, zmm16, [rax]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm16, zmm3
@@ -1608,9 +1588,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm15, zmm13
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1024
     vpmuludq     zmm18, zmm13, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, [rax - 64]
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm13, zmm13, [rax - 128]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm13, zmm13, zmm15
@@ -1619,9 +1598,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm5, zmm5, zmm13
     vmovshdup    zmm13, zmm12
     vpmuludq     zmm18, zmm12, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, [rax + 64]
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm12, zmm12, [rax]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm12, zmm12, zmm13
@@ -1631,9 +1609,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm17, zmm10
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1408] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1280
     vpmuludq     zmm18, zmm10, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax - 64]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm10, zmm10, [rax - 128]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm10, zmm10, zmm17
@@ -1642,9 +1619,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm9, zmm9, zmm10
     vmovshdup    zmm10, zmm14
     vpmuludq     zmm18, zmm14, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, [rax + 64]
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm14, zmm14, [rax]
     vpmulld      zmm10, zmm10, zmm0
     vpsubd       zmm10, zmm14, zmm10
@@ -1654,9 +1630,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm11, zmm6
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1536
     vpmuludq     zmm18, zmm6, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax - 64]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm6, zmm6, zmm11
@@ -1665,9 +1640,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm6, zmm7, zmm6
     vmovshdup    zmm7, zmm4
     vpmuludq     zmm18, zmm4, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm18, zmm7
+    vmovshdup    zmm7{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm4, zmm4, zmm7
@@ -1677,9 +1651,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm8, zmm2
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1792
     vpmuludq     zmm18, zmm2, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm8, zmm8, [rax - 64]
-    vpblendmd    zmm8{k1}, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm18
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm2, zmm2, zmm8
@@ -1704,9 +1677,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vshufi64x2   zmm1, zmm8, zmm1, 238
     vmovshdup    zmm8, zmm3
     vpmuludq     zmm18, zmm3, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm3, zmm3, zmm8
@@ -1716,9 +1688,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm3, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2176] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2048
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm3, zmm3, [rax - 64]
-    vpblendmd    zmm3{k1}, zmm18, zmm3
+    vmovshdup    zmm3{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm5, zmm3
@@ -1727,9 +1698,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm3, zmm16, zmm3
     vmovshdup    zmm16, zmm12
     vpmuludq     zmm18, zmm12, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, [rax + 64]
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm12, zmm12, [rax]
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm12, zmm12, zmm16
@@ -1739,9 +1709,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm15, zmm9
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2304
     vpmuludq     zmm18, zmm9, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, [rax - 64]
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm9, zmm9, [rax - 128]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm9, zmm9, zmm15
@@ -1750,9 +1719,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm9, zmm13, zmm9
     vmovshdup    zmm13, zmm10
     vpmuludq     zmm18, zmm10, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, [rax + 64]
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm10, zmm10, [rax]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm10, zmm10, zmm13
@@ -1762,9 +1730,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm17, zmm6
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2688] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2560
     vpmuludq     zmm18, zmm6, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax - 64]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm6, zmm6, zmm17
@@ -1773,9 +1740,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm6, zmm14, zmm6
     vmovshdup    zmm14, zmm4
     vpmuludq     zmm18, zmm4, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax + 64]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm4, zmm4, zmm14
@@ -1785,9 +1751,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm11, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2944] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2816
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax - 64]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm1, zmm1, zmm11
@@ -1828,9 +1793,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vshufi64x2   zmm1, zmm1, zmm1, 141
     vmovshdup    zmm11, zmm2
     vpmuludq     zmm18, zmm2, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax + 64]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm2, zmm2, zmm11
@@ -1840,9 +1804,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3200] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3072
     vpmuludq     zmm18, zmm3, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm18, zmm7
+    vmovshdup    zmm7{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -1851,9 +1814,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm3, zmm8, zmm3
     vmovshdup    zmm8, zmm12
     vpmuludq     zmm18, zmm12, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm18
     vpmulld      zmm12, zmm12, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm8, zmm12, zmm8
@@ -1863,9 +1825,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm8, zmm9
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3456] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3328
     vpmuludq     zmm18, zmm9, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm8, zmm8, [rax - 64]
-    vpblendmd    zmm8{k1}, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm18
     vpmulld      zmm9, zmm9, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm8, zmm9, zmm8
@@ -1874,9 +1835,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm8, zmm16, zmm8
     vmovshdup    zmm16, zmm10
     vpmuludq     zmm18, zmm10, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, [rax + 64]
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm10, zmm10, [rax]
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm10, zmm10, zmm16
@@ -1886,9 +1846,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm15, zmm6
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3712] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3584
     vpmuludq     zmm18, zmm6, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, [rax - 64]
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm6, zmm6, zmm15
@@ -1897,9 +1856,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpsubd       zmm6, zmm13, zmm6
     vmovshdup    zmm13, zmm4
     vpmuludq     zmm18, zmm4, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, [rax + 64]
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm4, zmm4, zmm13
@@ -1909,9 +1867,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm17, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3968] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3840
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax - 64]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm1, zmm1, zmm17
@@ -1936,9 +1893,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vpunpckhdq   zmm1, zmm17, zmm1
     vmovshdup    zmm17, zmm2
     vpmuludq     zmm18, zmm2, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4096]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm2, zmm2, zmm17
@@ -1948,9 +1904,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm14, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4288] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4160
     vpmuludq     zmm18, zmm3, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm3, zmm3, zmm14
@@ -1960,9 +1915,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm11, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4480] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4352
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm5, zmm5, zmm11
@@ -1972,9 +1926,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm7, zmm8
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4672] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4544
     vpmuludq     zmm18, zmm8, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm18, zmm7
+    vmovshdup    zmm7{k2}, zmm18
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm8, zmm7
@@ -1984,9 +1937,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm12, zmm10
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4736
     vpmuludq     zmm18, zmm10, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm12, zmm12, [rax]
-    vpblendmd    zmm12{k1}, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm10, zmm10, [rax - 128]
     vpmulld      zmm12, zmm12, zmm0
     vpsubd       zmm10, zmm10, zmm12
@@ -1996,9 +1948,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm10, zmm6
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5056] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4928
     vpmuludq     zmm18, zmm6, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, [rax]
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm10, zmm10, zmm0
     vpsubd       zmm6, zmm6, zmm10
@@ -2008,9 +1959,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm16, zmm4
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5248] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5120
     vpmuludq     zmm18, zmm4, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, [rax]
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm4, zmm4, zmm16
@@ -2020,9 +1970,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm15, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5440] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5312
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, [rax]
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm1, zmm1, zmm15
@@ -2048,9 +1997,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm15, zmm2
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5504
     vpmuludq     zmm18, zmm2, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, [rax]
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm2, zmm2, zmm15
@@ -2060,9 +2008,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm13, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5824] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5696
     vpmuludq     zmm18, zmm3, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, [rax]
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm3, zmm3, zmm13
@@ -2072,9 +2019,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm17, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6016] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5888
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm5, zmm5, zmm17
@@ -2084,9 +2030,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm14, zmm7
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6208] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6080
     vpmuludq     zmm18, zmm7, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm7, zmm7, zmm14
@@ -2096,9 +2041,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm11, zmm9
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6400] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6272
     vpmuludq     zmm18, zmm9, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm9, zmm9, [rax - 128]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm9, zmm9, zmm11
@@ -2108,9 +2052,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm9, zmm6
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6592] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6464
     vpmuludq     zmm18, zmm6, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, [rax]
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm6, zmm6, zmm9
@@ -2120,9 +2063,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm12, zmm4
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6784] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6656
     vpmuludq     zmm18, zmm4, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm12, zmm12, [rax]
-    vpblendmd    zmm12{k1}, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm12, zmm12, zmm0
     vpsubd       zmm4, zmm4, zmm12
@@ -2132,9 +2074,8 @@ kg_dilithium8380417_ntt_forward_avx512:
     vmovshdup    zmm10, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6976] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6848
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, [rax]
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm0, zmm10, zmm0
     vpsubd       zmm0, zmm1, zmm0
@@ -2186,7 +2127,7 @@ kg_dilithium8380417_ntt_forward_avx512:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-10}, k1, r11, flags
+;   clobbers: zmm{0-10}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_basemul_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_basemul_avx512.end - kg_dilithium8380417_basemul_avx512)
 align 32
@@ -2194,6 +2135,8 @@ kg_dilithium8380417_basemul_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm9, [rel pd_58728449]             ; held in a register: read 32 times
     vmovdqu64    zmm10, [rel pd_16760834]            ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
@@ -2217,18 +2160,14 @@ kg_dilithium8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi], zmm1
     vmovdqu64    [rdi + 64], zmm2
     vmovdqu64    zmm1, [rdx + 128]
@@ -2253,16 +2192,14 @@ kg_dilithium8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    [rdi + 192], zmm2
     vmovdqu64    zmm1, [rdx + 256]
@@ -2287,16 +2224,14 @@ kg_dilithium8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    [rdi + 320], zmm2
     vmovdqu64    zmm1, [rdx + 384]
@@ -2321,16 +2256,14 @@ kg_dilithium8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    [rdi + 448], zmm2
     vmovdqu64    zmm1, [rdx + 512]
@@ -2355,16 +2288,14 @@ kg_dilithium8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 512], zmm1
     vmovdqu64    [rdi + 576], zmm2
     vmovdqu64    zmm1, [rdx + 640]
@@ -2389,16 +2320,14 @@ kg_dilithium8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 640], zmm1
     vmovdqu64    [rdi + 704], zmm2
     vmovdqu64    zmm1, [rdx + 768]
@@ -2423,16 +2352,14 @@ kg_dilithium8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 768], zmm1
     vmovdqu64    [rdi + 832], zmm2
     vmovdqu64    zmm1, [rdx + 896]
@@ -2457,16 +2384,14 @@ kg_dilithium8380417_basemul_avx512:
     vpmuldq      zmm0, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm0, zmm4, zmm0
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm0{k1}, zmm2, zmm0
-    vpsrad       zmm2, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm3, zmm0, 31                      ; lift: the output range asked for
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm0{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm0, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
     vpandq       zmm2, zmm2, zmm10
-    vpandq       zmm3, zmm3, zmm10
-    vpaddd       zmm1, zmm1, zmm2
-    vpaddd       zmm0, zmm0, zmm3
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm0, zmm0, zmm2
     vmovdqu64    [rdi + 896], zmm1
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
@@ -2482,7 +2407,7 @@ kg_dilithium8380417_basemul_avx512:
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-28}, k1, rax, r11, flags
+;   clobbers: zmm{0-28}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -2503,6 +2428,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovdqu64    zmm26, [rax - 128]                  ; held in a register: read 8 times
     vmovdqu64    zmm27, [rax]                        ; held in a register: read 8 times
     vmovdqu64    zmm28, [rax + 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdi]
     vmovdqu64    zmm2, [rdi + 128]
@@ -2534,19 +2461,15 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 0
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, [rax]
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vmovshdup    zmm9, zmm17
     vpmuludq     zmm18, zmm17, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, zmm20
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm17, zmm17, zmm24
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm17, zmm9
@@ -2556,17 +2479,15 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm10, zmm2
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 320] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 192
     vpmuludq     zmm18, zmm2, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, [rax]
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm10, zmm10, zmm0
     vpsubd       zmm2, zmm2, zmm10
     vmovshdup    zmm10, zmm17
     vpmuludq     zmm18, zmm17, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, zmm20
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm17, zmm17, zmm24
     vpmulld      zmm10, zmm10, zmm0
     vpsubd       zmm10, zmm17, zmm10
@@ -2576,17 +2497,15 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm11, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 512] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 384
     vpmuludq     zmm18, zmm3, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm3, zmm3, zmm11
     vmovshdup    zmm11, zmm17
     vpmuludq     zmm18, zmm17, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, zmm20
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm17, zmm17, zmm24
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm11, zmm17, zmm11
@@ -2596,17 +2515,15 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm12, zmm4
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 704] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 576
     vpmuludq     zmm18, zmm4, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm12, zmm12, [rax]
-    vpblendmd    zmm12{k1}, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm12, zmm12, zmm0
     vpsubd       zmm4, zmm4, zmm12
     vmovshdup    zmm12, zmm17
     vpmuludq     zmm18, zmm17, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm12, zmm12, zmm20
-    vpblendmd    zmm12{k1}, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm17, zmm17, zmm24
     vpmulld      zmm12, zmm12, zmm0
     vpsubd       zmm12, zmm17, zmm12
@@ -2616,17 +2533,15 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm13, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 768
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, [rax]
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm5, zmm5, zmm13
     vmovshdup    zmm13, zmm17
     vpmuludq     zmm18, zmm17, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, zmm20
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm17, zmm17, zmm24
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm13, zmm17, zmm13
@@ -2636,17 +2551,15 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm14, zmm6
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1088] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 960
     vpmuludq     zmm18, zmm6, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm6, zmm6, zmm14
     vmovshdup    zmm14, zmm17
     vpmuludq     zmm18, zmm17, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, zmm20
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm17, zmm17, zmm24
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm14, zmm17, zmm14
@@ -2656,17 +2569,15 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm15, zmm7
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1152
     vpmuludq     zmm18, zmm7, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, [rax]
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm7, zmm7, zmm15
     vmovshdup    zmm15, zmm17
     vpmuludq     zmm18, zmm17, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, zmm20
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm17, zmm17, zmm24
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm15, zmm17, zmm15
@@ -2676,17 +2587,15 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm16, zmm8
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1472] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1344
     vpmuludq     zmm18, zmm8, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, [rax]
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm8, zmm8, zmm16
     vmovshdup    zmm16, zmm17
     vpmuludq     zmm18, zmm17, zmm20
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, zmm20
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm17, zmm17, zmm24
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm16, zmm17, zmm16
@@ -2728,9 +2637,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm17, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1536
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax - 64]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm1, zmm1, zmm17
@@ -2739,9 +2647,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm2, zmm10, zmm2
     vmovshdup    zmm10, zmm2
     vpmuludq     zmm18, zmm2, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, [rax + 64]
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm10, zmm10, zmm0
     vpsubd       zmm2, zmm2, zmm10
@@ -2751,9 +2658,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm11, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1792
     vpmuludq     zmm18, zmm3, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax - 64]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm3, zmm3, zmm11
@@ -2762,9 +2668,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm4, zmm12, zmm4
     vmovshdup    zmm12, zmm4
     vpmuludq     zmm18, zmm4, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm12, zmm12, [rax + 64]
-    vpblendmd    zmm12{k1}, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm12, zmm12, zmm0
     vpsubd       zmm4, zmm4, zmm12
@@ -2774,9 +2679,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm13, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2048
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, [rax - 64]
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm5, zmm5, zmm13
@@ -2785,9 +2689,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm6, zmm14, zmm6
     vmovshdup    zmm14, zmm6
     vpmuludq     zmm18, zmm6, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax + 64]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm6, zmm6, zmm14
@@ -2797,9 +2700,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm15, zmm7
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2304
     vpmuludq     zmm18, zmm7, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, [rax - 64]
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm7, zmm7, zmm15
@@ -2808,9 +2710,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm8, zmm16, zmm8
     vmovshdup    zmm16, zmm8
     vpmuludq     zmm18, zmm8, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, [rax + 64]
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm8, zmm8, [rax]
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm8, zmm8, zmm16
@@ -2836,9 +2737,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm16, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2560
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, [rax - 64]
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm1, zmm1, zmm16
@@ -2847,9 +2747,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm2, zmm9, zmm2
     vmovshdup    zmm9, zmm2
     vpmuludq     zmm18, zmm2, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, [rax + 64]
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm2, zmm2, zmm9
@@ -2859,9 +2758,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm17, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2816
     vpmuludq     zmm18, zmm3, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax - 64]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm3, zmm3, zmm17
@@ -2870,9 +2768,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm4, zmm10, zmm4
     vmovshdup    zmm10, zmm4
     vpmuludq     zmm18, zmm4, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, [rax + 64]
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm10, zmm10, zmm0
     vpsubd       zmm4, zmm4, zmm10
@@ -2882,9 +2779,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm11, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3072
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax - 64]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm5, zmm5, zmm11
@@ -2893,9 +2789,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm6, zmm12, zmm6
     vmovshdup    zmm12, zmm6
     vpmuludq     zmm18, zmm6, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm12, zmm12, [rax + 64]
-    vpblendmd    zmm12{k1}, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax]
     vpmulld      zmm12, zmm12, zmm0
     vpsubd       zmm6, zmm6, zmm12
@@ -2905,9 +2800,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm13, zmm7
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3328
     vpmuludq     zmm18, zmm7, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, [rax - 64]
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm7, zmm7, zmm13
@@ -2916,9 +2810,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm8, zmm14, zmm8
     vmovshdup    zmm14, zmm8
     vpmuludq     zmm18, zmm8, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax + 64]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm8, zmm8, [rax]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm8, zmm8, zmm14
@@ -2960,9 +2853,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm14, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3584
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax - 64]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm1, zmm1, zmm14
@@ -2971,9 +2863,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm2, zmm15, zmm2
     vmovshdup    zmm15, zmm2
     vpmuludq     zmm18, zmm2, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, [rax + 64]
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm2, zmm2, zmm15
@@ -2983,9 +2874,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm16, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3968] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3840
     vpmuludq     zmm18, zmm3, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, [rax - 64]
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm3, zmm3, zmm16
@@ -2994,9 +2884,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm4, zmm9, zmm4
     vmovshdup    zmm9, zmm4
     vpmuludq     zmm18, zmm4, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, [rax + 64]
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm4, zmm4, zmm9
@@ -3006,9 +2895,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm17, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4224] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4096
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax - 64]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm5, zmm5, zmm17
@@ -3017,9 +2905,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm6, zmm10, zmm6
     vmovshdup    zmm10, zmm6
     vpmuludq     zmm18, zmm6, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, [rax + 64]
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax]
     vpmulld      zmm10, zmm10, zmm0
     vpsubd       zmm6, zmm6, zmm10
@@ -3029,9 +2916,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm11, zmm7
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4352
     vpmuludq     zmm18, zmm7, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, [rax - 64]
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm7, zmm7, zmm11
@@ -3040,9 +2926,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm8, zmm12, zmm8
     vmovshdup    zmm12, zmm8
     vpmuludq     zmm18, zmm8, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm12, zmm12, [rax + 64]
-    vpblendmd    zmm12{k1}, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm8, zmm8, [rax]
     vpmulld      zmm12, zmm12, zmm0
     vpsubd       zmm8, zmm8, zmm12
@@ -3068,9 +2953,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm12, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4736] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4608
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm12, zmm12, [rax - 64]
-    vpblendmd    zmm12{k1}, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm12, zmm12, zmm0
     vpsubd       zmm1, zmm1, zmm12
@@ -3079,9 +2963,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm2, zmm13, zmm2
     vmovshdup    zmm13, zmm2
     vpmuludq     zmm18, zmm2, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, [rax + 64]
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm2, zmm2, zmm13
@@ -3091,9 +2974,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm14, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4992] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4864
     vpmuludq     zmm18, zmm3, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax - 64]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm3, zmm3, zmm14
@@ -3102,9 +2984,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm4, zmm15, zmm4
     vmovshdup    zmm15, zmm4
     vpmuludq     zmm18, zmm4, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, [rax + 64]
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm4, zmm4, zmm15
@@ -3114,9 +2995,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm16, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5248] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5120
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, [rax - 64]
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm5, zmm5, zmm16
@@ -3125,9 +3005,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm6, zmm9, zmm6
     vmovshdup    zmm9, zmm6
     vpmuludq     zmm18, zmm6, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm9, zmm9, [rax + 64]
-    vpblendmd    zmm9{k1}, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm6, zmm6, zmm9
@@ -3137,9 +3016,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm17, zmm7
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5376
     vpmuludq     zmm18, zmm7, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax - 64]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm7, zmm7, zmm17
@@ -3148,9 +3026,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm8, zmm10, zmm8
     vmovshdup    zmm10, zmm8
     vpmuludq     zmm18, zmm8, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, [rax + 64]
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm8, zmm8, [rax]
     vpmulld      zmm10, zmm10, zmm0
     vpsubd       zmm8, zmm8, zmm10
@@ -3160,9 +3037,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm12, zmm11
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5632
     vpmuludq     zmm18, zmm11, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm12, zmm12, [rax - 64]
-    vpblendmd    zmm12{k1}, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm11, zmm11, [rax - 128]
     vpmulld      zmm12, zmm12, zmm0
     vpsubd       zmm11, zmm11, zmm12
@@ -3171,9 +3047,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm2, zmm2, [rax - 64]
-    vpblendmd    zmm2{k1}, zmm18, zmm2
+    vmovshdup    zmm2{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -3182,9 +3057,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm13, zmm13, zmm14
     vmovshdup    zmm14, zmm13
     vpmuludq     zmm18, zmm13, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, [rax + 64]
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm13, zmm13, [rax]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm13, zmm13, zmm14
@@ -3193,9 +3067,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm18, zmm3, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm4, zmm4, [rax + 64]
-    vpblendmd    zmm4{k1}, zmm18, zmm4
+    vmovshdup    zmm4{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -3205,9 +3078,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovshdup    zmm16, zmm15
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 6016] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5888
     vpmuludq     zmm18, zmm15, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, [rax - 64]
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm15, zmm15, [rax - 128]
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm15, zmm15, zmm16
@@ -3216,9 +3088,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm5, zmm5, zmm6
     vmovshdup    zmm6, zmm5
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm18, zmm6
+    vmovshdup    zmm6{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm5, zmm5, zmm6
@@ -3227,9 +3098,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm9, zmm9, zmm17
     vmovshdup    zmm17, zmm9
     vpmuludq     zmm18, zmm9, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, [rax + 64]
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm9, zmm9, [rax]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm9, zmm9, zmm17
@@ -3238,9 +3108,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm7, zmm7, zmm8
     vmovshdup    zmm8, zmm7
     vpmuludq     zmm18, zmm7, [rax + 64]
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm7, zmm7, zmm8
@@ -3249,9 +3118,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm2, zmm10, zmm2
     vmovshdup    zmm10, zmm2
     vpmuludq     zmm18, zmm2, zmm26
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, zmm26
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 6272] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 6144
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm10, zmm10, zmm0
@@ -3261,9 +3129,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm12, zmm12, zmm14
     vmovshdup    zmm14, zmm12
     vpmuludq     zmm18, zmm12, zmm26
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm14, zmm14, zmm26
-    vpblendmd    zmm14{k1}, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm12, zmm12, [rax - 128]
     vpmulld      zmm14, zmm14, zmm0
     vpsubd       zmm12, zmm12, zmm14
@@ -3272,9 +3139,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm11, zmm11, zmm13
     vmovshdup    zmm13, zmm11
     vpmuludq     zmm18, zmm11, zmm26
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm13, zmm13, zmm26
-    vpblendmd    zmm13{k1}, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm11, zmm11, [rax - 128]
     vpmulld      zmm13, zmm13, zmm0
     vpsubd       zmm11, zmm11, zmm13
@@ -3283,9 +3149,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm1
     vpmuludq     zmm18, zmm1, zmm26
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm3, zmm3, zmm26
-    vpblendmd    zmm3{k1}, zmm18, zmm3
+    vmovshdup    zmm3{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm3
@@ -3294,9 +3159,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm6, zmm4
     vpmuludq     zmm18, zmm4, zmm27
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm6, zmm6, zmm27
-    vpblendmd    zmm6{k1}, zmm18, zmm6
+    vmovshdup    zmm6{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm4, zmm4, zmm6
@@ -3305,9 +3169,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm16, zmm16, zmm17
     vmovshdup    zmm17, zmm16
     vpmuludq     zmm18, zmm16, zmm27
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, zmm27
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm16, zmm16, [rax]
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm16, zmm16, zmm17
@@ -3316,9 +3179,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm9, zmm15, zmm9
     vmovshdup    zmm15, zmm9
     vpmuludq     zmm18, zmm9, zmm27
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, zmm27
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm9, zmm9, [rax]
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm9, zmm9, zmm15
@@ -3327,9 +3189,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm5, zmm5, zmm7
     vmovshdup    zmm7, zmm5
     vpmuludq     zmm18, zmm5, zmm27
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm7, zmm7, zmm27
-    vpblendmd    zmm7{k1}, zmm18, zmm7
+    vmovshdup    zmm7{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm5, zmm5, zmm7
@@ -3338,9 +3199,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm3, zmm8, zmm3
     vmovshdup    zmm8, zmm3
     vpmuludq     zmm18, zmm3, zmm21
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm8, zmm8, zmm21
-    vpblendmd    zmm8{k1}, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm18
     vpmulld      zmm3, zmm3, zmm28
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm3, zmm3, zmm8
@@ -3349,9 +3209,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm6, zmm10, zmm6
     vmovshdup    zmm10, zmm6
     vpmuludq     zmm18, zmm6, zmm21
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm10, zmm10, zmm21
-    vpblendmd    zmm10{k1}, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm18
     vpmulld      zmm6, zmm6, zmm28
     vpmulld      zmm10, zmm10, zmm0
     vpsubd       zmm6, zmm6, zmm10
@@ -3360,9 +3219,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm14, zmm14, zmm17
     vmovshdup    zmm17, zmm14
     vpmuludq     zmm18, zmm14, zmm21
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm17, zmm17, zmm21
-    vpblendmd    zmm17{k1}, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm18
     vpmulld      zmm14, zmm14, zmm28
     vpmulld      zmm17, zmm17, zmm0
     vpsubd       zmm14, zmm14, zmm17
@@ -3371,9 +3229,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm13, zmm13, zmm15
     vmovshdup    zmm15, zmm13
     vpmuludq     zmm18, zmm13, zmm21
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm15, zmm15, zmm21
-    vpblendmd    zmm15{k1}, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm13, zmm13, zmm28
     vpmulld      zmm15, zmm15, zmm0
     vpsubd       zmm13, zmm13, zmm15
@@ -3382,9 +3239,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, zmm4
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm18, zmm2, zmm21
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm4, zmm4, zmm21
-    vpblendmd    zmm4{k1}, zmm18, zmm4
+    vmovshdup    zmm4{k2}, zmm18
     vpmulld      zmm2, zmm2, zmm28
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm2, zmm2, zmm4
@@ -3393,9 +3249,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm12, zmm12, zmm16
     vmovshdup    zmm16, zmm12
     vpmuludq     zmm18, zmm12, zmm21
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm16, zmm16, zmm21
-    vpblendmd    zmm16{k1}, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm12, zmm12, zmm28
     vpmulld      zmm16, zmm16, zmm0
     vpsubd       zmm12, zmm12, zmm16
@@ -3404,9 +3259,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm9, zmm11, zmm9
     vmovshdup    zmm11, zmm9
     vpmuludq     zmm18, zmm9, zmm21
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm11, zmm11, zmm21
-    vpblendmd    zmm11{k1}, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm9, zmm9, zmm28
     vpmulld      zmm11, zmm11, zmm0
     vpsubd       zmm9, zmm9, zmm11
@@ -3415,9 +3269,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm5
     vmovshdup    zmm5, zmm1
     vpmuludq     zmm18, zmm1, zmm21
-    vmovshdup    zmm18, zmm18
     vpmuludq     zmm5, zmm5, zmm21
-    vpblendmd    zmm5{k1}, zmm18, zmm5
+    vmovshdup    zmm5{k2}, zmm18
     vpmulld      zmm1, zmm1, zmm28
     vpmulld      zmm0, zmm5, zmm0
     vpsubd       zmm0, zmm1, zmm0
@@ -3449,7 +3302,7 @@ kg_dilithium8380417_ntt_inverse_avx512:
 ;   ensures:  every a[i] in [0, 16760833] (proven over all 2^32 inputs), congruent to the input mod 8380417
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-5}, k1, r11, flags
+;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_reduce_shoup_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_avx512.end - kg_dilithium8380417_reduce_shoup_avx512)
 align 32
@@ -3458,14 +3311,13 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm3, [rel pd_512]                  ; held in a register: read 32 times
     vmovdqu64    zmm4, [rel pd_1]                    ; held in a register: read 16 times
     vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rdi]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3473,9 +3325,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 64]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3483,9 +3334,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 128]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3493,9 +3343,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 192]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3503,9 +3352,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 256]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3513,9 +3361,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 320]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3523,9 +3370,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 384]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3533,9 +3379,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 448]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3543,9 +3388,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 512]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3553,9 +3397,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 576]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3563,9 +3406,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 640]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3573,9 +3415,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 704]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3583,9 +3424,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 768]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3593,9 +3433,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 832]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3603,9 +3442,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 896]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3613,9 +3451,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 960]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -3632,7 +3469,7 @@ kg_dilithium8380417_reduce_shoup_avx512:
 ;   ensures:  every a[i] in [0, 8380416] (proven over all 2^32 inputs), congruent to the input mod 8380417: the canonical representative
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-5}, k1, r11, flags
+;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_freeze_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_avx512.end - kg_dilithium8380417_freeze_avx512)
 align 32
@@ -3641,14 +3478,13 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm3, [rel pd_512]                  ; held in a register: read 32 times
     vmovdqu64    zmm4, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu64    zmm5, [rel pd_1]                    ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rdi]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3658,9 +3494,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 64]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3670,9 +3505,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 128]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3682,9 +3516,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 192]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3694,9 +3527,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 256]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3706,9 +3538,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 320]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3718,9 +3549,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 384]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3730,9 +3560,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 448]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3742,9 +3571,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 512]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3754,9 +3582,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 576]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3766,9 +3593,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 640]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3778,9 +3604,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 704]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3790,9 +3615,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 768]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3802,9 +3626,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 832]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3814,9 +3637,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 896]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3826,9 +3648,8 @@ kg_dilithium8380417_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 960]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -3847,26 +3668,25 @@ kg_dilithium8380417_freeze_avx512:
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-5}, k1, r11, flags
+;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_avx512.end - kg_dilithium8380417_mulmod_shoup_avx512)
 align 32
 kg_dilithium8380417_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3876,11 +3696,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 64]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 64]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3890,11 +3709,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 128]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 128]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3904,11 +3722,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 192]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 192]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3918,11 +3735,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 256]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 256]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3932,11 +3748,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 320]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 320]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3946,11 +3761,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 384]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 384]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3960,11 +3774,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 448]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 448]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3974,11 +3787,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 512]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 512]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3988,11 +3800,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 576]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 576]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -4002,11 +3813,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 640]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 640]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -4016,11 +3826,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 704]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 704]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -4030,11 +3839,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 768]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 768]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -4044,11 +3852,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 832]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 832]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -4058,11 +3865,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 896]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 896]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -4072,11 +3878,10 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 960]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 960]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm2, zmm0
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
@@ -4093,7 +3898,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-6}, k1, r11, flags
+;   clobbers: zmm{0-6}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_avx512.end - kg_dilithium8380417_muladd_shoup_avx512)
 align 32
@@ -4101,19 +3906,18 @@ kg_dilithium8380417_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm5, [rel pd_16760834]             ; held in a register: read 16 times
     vmovdqu64    zmm6, [rel pd_8380417]              ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4126,11 +3930,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 64]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 64]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 64]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4143,11 +3946,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 128]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 128]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 128]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4160,11 +3962,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 192]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 192]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 192]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4177,11 +3978,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 256]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 256]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 256]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4194,11 +3994,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 320]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 320]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 320]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4211,11 +4010,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 384]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 384]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 384]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4228,11 +4026,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 448]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 448]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 448]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4245,11 +4042,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 512]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 512]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 512]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4262,11 +4058,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 576]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 576]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 576]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4279,11 +4074,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 640]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 640]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 640]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4296,11 +4090,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 704]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 704]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 704]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4313,11 +4106,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 768]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 768]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 768]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4330,11 +4122,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 832]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 832]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 832]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4347,11 +4138,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 896]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 896]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 896]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -4364,11 +4154,10 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 960]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 960]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm2, zmm0
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpaddd       zmm0, zmm0, [r8 + 960]
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)

@@ -1394,6 +1394,11 @@ pd_8388607:
     dd 8388607, 8388607, 8388607, 8388607, 8388607, 8388607, 8388607, 8388607
 
 align 32
+pd_even_lanes:
+    dd 1, 0, 1, 0, 1, 0, 1, 0
+    dd 1, 0, 1, 0, 1, 0, 1, 0
+
+align 32
 pd_m8395782:
     dd -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782
     dd -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782
@@ -1410,7 +1415,7 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-24}, k1, rax, r11, flags
+;   clobbers: zmm{0-24}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -1427,6 +1432,8 @@ kg_mldsa8380417_ntt_forward_avx512:
     vmovdqu64    zmm22, [rax + 64]                   ; held in a register: read 8 times
     vmovdqu64    zmm23, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 256] ; held in a register: read 8 times
     vmovdqu64    zmm24, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 320] ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdi]
     vmovdqu64    zmm2, [rdi + 64]
@@ -1453,116 +1460,105 @@ kg_mldsa8380417_ntt_forward_avx512:
     vpmuldq      zmm17, zmm17, zmm20
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm9, zmm9
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm9{k1}, zmm9, zmm17
-    vpaddd       zmm17, zmm1, zmm9                   ; layer 0
-    vpsubd       zmm1, zmm1, zmm9
-    vmovshdup    zmm9, zmm10
+    vmovshdup    zmm17{k2}, zmm9
+    vpaddd       zmm9, zmm1, zmm17                   ; layer 0
+    vpsubd       zmm1, zmm1, zmm17
+    vmovshdup    zmm17, zmm10
     vpmuldq      zmm18, zmm10, zmm19
     vpmuldq      zmm10, zmm10, zmm20
     vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm10, zmm10
-    vpblendmd    zmm9{k1}, zmm10, zmm9
-    vpaddd       zmm10, zmm2, zmm9                   ; layer 0
-    vpsubd       zmm2, zmm2, zmm9
-    vmovshdup    zmm9, zmm11
+    vpmuldq      zmm18, zmm17, zmm19
+    vpmuldq      zmm17, zmm17, zmm20
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm10
+    vpaddd       zmm10, zmm2, zmm17                  ; layer 0
+    vpsubd       zmm2, zmm2, zmm17
+    vmovshdup    zmm17, zmm11
     vpmuldq      zmm18, zmm11, zmm19
     vpmuldq      zmm11, zmm11, zmm20
     vpmuldq      zmm11, zmm11, zmm0
     vpsubd       zmm11, zmm18, zmm11
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm11, zmm11
-    vpblendmd    zmm9{k1}, zmm11, zmm9
-    vpaddd       zmm11, zmm3, zmm9                   ; layer 0
-    vpsubd       zmm3, zmm3, zmm9
-    vmovshdup    zmm9, zmm12
+    vpmuldq      zmm18, zmm17, zmm19
+    vpmuldq      zmm17, zmm17, zmm20
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm11
+    vpaddd       zmm11, zmm3, zmm17                  ; layer 0
+    vpsubd       zmm3, zmm3, zmm17
+    vmovshdup    zmm17, zmm12
     vpmuldq      zmm18, zmm12, zmm19
     vpmuldq      zmm12, zmm12, zmm20
     vpmuldq      zmm12, zmm12, zmm0
     vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm12, zmm12
-    vpblendmd    zmm9{k1}, zmm12, zmm9
-    vpaddd       zmm12, zmm4, zmm9                   ; layer 0
-    vpsubd       zmm4, zmm4, zmm9
-    vmovshdup    zmm9, zmm13
+    vpmuldq      zmm18, zmm17, zmm19
+    vpmuldq      zmm17, zmm17, zmm20
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm12
+    vpaddd       zmm12, zmm4, zmm17                  ; layer 0
+    vpsubd       zmm4, zmm4, zmm17
+    vmovshdup    zmm17, zmm13
     vpmuldq      zmm18, zmm13, zmm19
     vpmuldq      zmm13, zmm13, zmm20
     vpmuldq      zmm13, zmm13, zmm0
     vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm13, zmm13
-    vpblendmd    zmm9{k1}, zmm13, zmm9
-    vpaddd       zmm13, zmm5, zmm9                   ; layer 0
-    vpsubd       zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm14
+    vpmuldq      zmm18, zmm17, zmm19
+    vpmuldq      zmm17, zmm17, zmm20
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm13
+    vpaddd       zmm13, zmm5, zmm17                  ; layer 0
+    vpsubd       zmm5, zmm5, zmm17
+    vmovshdup    zmm17, zmm14
     vpmuldq      zmm18, zmm14, zmm19
     vpmuldq      zmm14, zmm14, zmm20
     vpmuldq      zmm14, zmm14, zmm0
     vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm14, zmm14
-    vpblendmd    zmm9{k1}, zmm14, zmm9
-    vpaddd       zmm14, zmm6, zmm9                   ; layer 0
-    vpsubd       zmm6, zmm6, zmm9
-    vmovshdup    zmm9, zmm15
+    vpmuldq      zmm18, zmm17, zmm19
+    vpmuldq      zmm17, zmm17, zmm20
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm14
+    vpaddd       zmm14, zmm6, zmm17                  ; layer 0
+    vpsubd       zmm6, zmm6, zmm17
+    vmovshdup    zmm17, zmm15
     vpmuldq      zmm18, zmm15, zmm19
     vpmuldq      zmm15, zmm15, zmm20
     vpmuldq      zmm15, zmm15, zmm0
     vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm15, zmm15
-    vpblendmd    zmm9{k1}, zmm15, zmm9
-    vpaddd       zmm15, zmm7, zmm9                   ; layer 0
-    vpsubd       zmm7, zmm7, zmm9
-    vmovshdup    zmm9, zmm16
+    vpmuldq      zmm18, zmm17, zmm19
+    vpmuldq      zmm17, zmm17, zmm20
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm15
+    vpaddd       zmm15, zmm7, zmm17                  ; layer 0
+    vpsubd       zmm7, zmm7, zmm17
+    vmovshdup    zmm17, zmm16
     vpmuldq      zmm18, zmm16, zmm19
     vpmuldq      zmm16, zmm16, zmm20
     vpmuldq      zmm16, zmm16, zmm0
     vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm16, zmm16
-    vpblendmd    zmm9{k1}, zmm16, zmm9
-    vpaddd       zmm16, zmm8, zmm9                   ; layer 0
-    vpsubd       zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm13
+    vpmuldq      zmm18, zmm17, zmm19
+    vpmuldq      zmm17, zmm17, zmm20
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm16
+    vpaddd       zmm16, zmm8, zmm17                  ; layer 0
+    vpsubd       zmm8, zmm8, zmm17
+    vmovshdup    zmm17, zmm13
     vpmuldq      zmm18, zmm13, zmm21
     vpmuldq      zmm13, zmm13, zmm22
     vpmuldq      zmm13, zmm13, zmm0
     vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm9, zmm21
-    vpmuldq      zmm9, zmm9, zmm22
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm13, zmm13
-    vpblendmd    zmm9{k1}, zmm13, zmm9
-    vpaddd       zmm13, zmm17, zmm9                  ; layer 1
-    vpsubd       zmm9, zmm17, zmm9
+    vpmuldq      zmm18, zmm17, zmm21
+    vpmuldq      zmm17, zmm17, zmm22
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm13
+    vpaddd       zmm13, zmm9, zmm17                  ; layer 1
+    vpsubd       zmm9, zmm9, zmm17
     vmovshdup    zmm17, zmm14
     vpmuldq      zmm18, zmm14, zmm21
     vpmuldq      zmm14, zmm14, zmm22
@@ -1572,115 +1568,106 @@ kg_mldsa8380417_ntt_forward_avx512:
     vpmuldq      zmm17, zmm17, zmm22
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm14, zmm14
-    vpblendmd    zmm14{k1}, zmm14, zmm17
-    vpaddd       zmm17, zmm10, zmm14                 ; layer 1
-    vpsubd       zmm10, zmm10, zmm14
-    vmovshdup    zmm14, zmm15
+    vmovshdup    zmm17{k2}, zmm14
+    vpaddd       zmm14, zmm10, zmm17                 ; layer 1
+    vpsubd       zmm10, zmm10, zmm17
+    vmovshdup    zmm17, zmm15
     vpmuldq      zmm18, zmm15, zmm21
     vpmuldq      zmm15, zmm15, zmm22
     vpmuldq      zmm15, zmm15, zmm0
     vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm15, zmm15
-    vpblendmd    zmm14{k1}, zmm15, zmm14
-    vpaddd       zmm15, zmm11, zmm14                 ; layer 1
-    vpsubd       zmm11, zmm11, zmm14
-    vmovshdup    zmm14, zmm16
+    vpmuldq      zmm18, zmm17, zmm21
+    vpmuldq      zmm17, zmm17, zmm22
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm15
+    vpaddd       zmm15, zmm11, zmm17                 ; layer 1
+    vpsubd       zmm11, zmm11, zmm17
+    vmovshdup    zmm17, zmm16
     vpmuldq      zmm18, zmm16, zmm21
     vpmuldq      zmm16, zmm16, zmm22
     vpmuldq      zmm16, zmm16, zmm0
     vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm16, zmm16
-    vpblendmd    zmm14{k1}, zmm16, zmm14
-    vpaddd       zmm16, zmm12, zmm14                 ; layer 1
-    vpsubd       zmm12, zmm12, zmm14
-    vmovshdup    zmm14, zmm5
+    vpmuldq      zmm18, zmm17, zmm21
+    vpmuldq      zmm17, zmm17, zmm22
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm16
+    vpaddd       zmm16, zmm12, zmm17                 ; layer 1
+    vpsubd       zmm12, zmm12, zmm17
+    vmovshdup    zmm17, zmm5
     vpmuldq      zmm18, zmm5, zmm23
     vpmuldq      zmm5, zmm5, zmm24
     vpmuldq      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm14, zmm23
-    vpmuldq      zmm14, zmm14, zmm24
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm14
-    vpaddd       zmm14, zmm1, zmm5                   ; layer 1
-    vpsubd       zmm1, zmm1, zmm5
-    vmovshdup    zmm5, zmm6
+    vpmuldq      zmm18, zmm17, zmm23
+    vpmuldq      zmm17, zmm17, zmm24
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm5
+    vpaddd       zmm5, zmm1, zmm17                   ; layer 1
+    vpsubd       zmm1, zmm1, zmm17
+    vmovshdup    zmm17, zmm6
     vpmuldq      zmm18, zmm6, zmm23
     vpmuldq      zmm6, zmm6, zmm24
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm5, zmm23
-    vpmuldq      zmm5, zmm5, zmm24
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm5{k1}, zmm6, zmm5
-    vpaddd       zmm6, zmm2, zmm5                    ; layer 1
-    vpsubd       zmm2, zmm2, zmm5
-    vmovshdup    zmm5, zmm7
+    vpmuldq      zmm18, zmm17, zmm23
+    vpmuldq      zmm17, zmm17, zmm24
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm6
+    vpaddd       zmm6, zmm2, zmm17                   ; layer 1
+    vpsubd       zmm2, zmm2, zmm17
+    vmovshdup    zmm17, zmm7
     vpmuldq      zmm18, zmm7, zmm23
     vpmuldq      zmm7, zmm7, zmm24
     vpmuldq      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm5, zmm23
-    vpmuldq      zmm5, zmm5, zmm24
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm5{k1}, zmm7, zmm5
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 1
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm8
+    vpmuldq      zmm18, zmm17, zmm23
+    vpmuldq      zmm17, zmm17, zmm24
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm7
+    vpaddd       zmm7, zmm3, zmm17                   ; layer 1
+    vpsubd       zmm3, zmm3, zmm17
+    vmovshdup    zmm17, zmm8
     vpmuldq      zmm18, zmm8, zmm23
     vpmuldq      zmm8, zmm8, zmm24
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm5, zmm23
-    vpmuldq      zmm5, zmm5, zmm24
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vmovshdup    zmm8, zmm8
-    vpblendmd    zmm5{k1}, zmm8, zmm5
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 1
-    vpsubd       zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm15
+    vpmuldq      zmm18, zmm17, zmm23
+    vpmuldq      zmm17, zmm17, zmm24
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm8
+    vpaddd       zmm8, zmm4, zmm17                   ; layer 1
+    vpsubd       zmm4, zmm4, zmm17
+    vmovshdup    zmm17, zmm15
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 512] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 384
     vpmuldq      zmm18, zmm15, [rax - 128]
     vpmuldq      zmm15, zmm15, [rax - 64]
     vpmuldq      zmm15, zmm15, zmm0
     vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vmovshdup    zmm15, zmm15
-    vpblendmd    zmm5{k1}, zmm15, zmm5
-    vpaddd       zmm15, zmm13, zmm5                  ; layer 2
-    vpsubd       zmm5, zmm13, zmm5
-    vmovshdup    zmm13, zmm16
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm15
+    vpaddd       zmm15, zmm13, zmm17                 ; layer 2
+    vpsubd       zmm13, zmm13, zmm17
+    vmovshdup    zmm17, zmm16
     vpmuldq      zmm18, zmm16, [rax - 128]
     vpmuldq      zmm16, zmm16, [rax - 64]
     vpmuldq      zmm16, zmm16, zmm0
     vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm13, [rax - 128]
-    vpmuldq      zmm13, zmm13, [rax - 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm16, zmm16
-    vpblendmd    zmm13{k1}, zmm16, zmm13
-    vpaddd       zmm16, zmm17, zmm13                 ; layer 2
-    vpsubd       zmm13, zmm17, zmm13
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm16
+    vpaddd       zmm16, zmm14, zmm17                 ; layer 2
+    vpsubd       zmm14, zmm14, zmm17
     vmovshdup    zmm17, zmm11
     vpmuldq      zmm18, zmm11, [rax]
     vpmuldq      zmm11, zmm11, [rax + 64]
@@ -1690,117 +1677,108 @@ kg_mldsa8380417_ntt_forward_avx512:
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm11, zmm11
-    vpblendmd    zmm11{k1}, zmm11, zmm17
-    vpaddd       zmm17, zmm9, zmm11                  ; layer 2
-    vpsubd       zmm9, zmm9, zmm11
-    vmovshdup    zmm11, zmm12
+    vmovshdup    zmm17{k2}, zmm11
+    vpaddd       zmm11, zmm9, zmm17                  ; layer 2
+    vpsubd       zmm9, zmm9, zmm17
+    vmovshdup    zmm17, zmm12
     vpmuldq      zmm18, zmm12, [rax]
     vpmuldq      zmm12, zmm12, [rax + 64]
     vpmuldq      zmm12, zmm12, zmm0
     vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm12, zmm12
-    vpblendmd    zmm11{k1}, zmm12, zmm11
-    vpaddd       zmm12, zmm10, zmm11                 ; layer 2
-    vpsubd       zmm10, zmm10, zmm11
-    vmovshdup    zmm11, zmm7
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm12
+    vpaddd       zmm12, zmm10, zmm17                 ; layer 2
+    vpsubd       zmm10, zmm10, zmm17
+    vmovshdup    zmm17, zmm7
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 768] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 640
     vpmuldq      zmm18, zmm7, [rax - 128]
     vpmuldq      zmm7, zmm7, [rax - 64]
     vpmuldq      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm7{k1}, zmm7, zmm11
-    vpaddd       zmm11, zmm14, zmm7                  ; layer 2
-    vpsubd       zmm7, zmm14, zmm7
-    vmovshdup    zmm14, zmm8
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm7
+    vpaddd       zmm7, zmm5, zmm17                   ; layer 2
+    vpsubd       zmm5, zmm5, zmm17
+    vmovshdup    zmm17, zmm8
     vpmuldq      zmm18, zmm8, [rax - 128]
     vpmuldq      zmm8, zmm8, [rax - 64]
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm8, zmm8
-    vpblendmd    zmm8{k1}, zmm8, zmm14
-    vpaddd       zmm14, zmm6, zmm8                   ; layer 2
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm8, zmm3
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm8
+    vpaddd       zmm8, zmm6, zmm17                   ; layer 2
+    vpsubd       zmm6, zmm6, zmm17
+    vmovshdup    zmm17, zmm3
     vpmuldq      zmm18, zmm3, [rax]
     vpmuldq      zmm3, zmm3, [rax + 64]
     vpmuldq      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm8
-    vpaddd       zmm8, zmm1, zmm3                    ; layer 2
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm3
+    vpaddd       zmm3, zmm1, zmm17                   ; layer 2
+    vpsubd       zmm1, zmm1, zmm17
+    vmovshdup    zmm17, zmm4
     vpmuldq      zmm18, zmm4, [rax]
     vpmuldq      zmm4, zmm4, [rax + 64]
     vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm3, [rax]
-    vpmuldq      zmm3, zmm3, [rax + 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 2
-    vpsubd       zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm16
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm4
+    vpaddd       zmm4, zmm2, zmm17                   ; layer 2
+    vpsubd       zmm2, zmm2, zmm17
+    vmovshdup    zmm17, zmm16
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1024] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 896
     vpmuldq      zmm18, zmm16, [rax - 128]
     vpmuldq      zmm16, zmm16, [rax - 64]
     vpmuldq      zmm16, zmm16, zmm0
     vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vmovshdup    zmm16, zmm16
-    vpblendmd    zmm3{k1}, zmm16, zmm3
-    vpaddd       zmm16, zmm15, zmm3                  ; layer 3
-    vpsubd       zmm3, zmm15, zmm3
-    vmovshdup    zmm15, zmm13
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm13, zmm13
-    vpblendmd    zmm13{k1}, zmm13, zmm15
-    vpaddd       zmm15, zmm5, zmm13                  ; layer 3
-    vpsubd       zmm5, zmm5, zmm13
-    vmovshdup    zmm13, zmm12
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm16
+    vpaddd       zmm16, zmm15, zmm17                 ; layer 3
+    vpsubd       zmm15, zmm15, zmm17
+    vmovshdup    zmm17, zmm14
+    vpmuldq      zmm18, zmm14, [rax]
+    vpmuldq      zmm14, zmm14, [rax + 64]
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm14
+    vpaddd       zmm14, zmm13, zmm17                 ; layer 3
+    vpsubd       zmm13, zmm13, zmm17
+    vmovshdup    zmm17, zmm12
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1152
     vpmuldq      zmm18, zmm12, [rax - 128]
     vpmuldq      zmm12, zmm12, [rax - 64]
     vpmuldq      zmm12, zmm12, zmm0
     vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm13, [rax - 128]
-    vpmuldq      zmm13, zmm13, [rax - 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm12, zmm12
-    vpblendmd    zmm12{k1}, zmm12, zmm13
-    vpaddd       zmm13, zmm17, zmm12                 ; layer 3
-    vpsubd       zmm12, zmm17, zmm12
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm12
+    vpaddd       zmm12, zmm11, zmm17                 ; layer 3
+    vpsubd       zmm11, zmm11, zmm17
     vmovshdup    zmm17, zmm10
     vpmuldq      zmm18, zmm10, [rax]
     vpmuldq      zmm10, zmm10, [rax + 64]
@@ -1810,148 +1788,22 @@ kg_mldsa8380417_ntt_forward_avx512:
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm10, zmm10
-    vpblendmd    zmm10{k1}, zmm10, zmm17
-    vpaddd       zmm17, zmm9, zmm10                  ; layer 3
-    vpsubd       zmm9, zmm9, zmm10
-    vmovshdup    zmm10, zmm14
+    vmovshdup    zmm17{k2}, zmm10
+    vpaddd       zmm10, zmm9, zmm17                  ; layer 3
+    vpsubd       zmm9, zmm9, zmm17
+    vmovshdup    zmm17, zmm8
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1536] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1408
-    vpmuldq      zmm18, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm10, [rax - 128]
-    vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm14, zmm14
-    vpblendmd    zmm10{k1}, zmm14, zmm10
-    vpaddd       zmm14, zmm11, zmm10                 ; layer 3
-    vpsubd       zmm10, zmm11, zmm10
-    vmovshdup    zmm11, zmm6
-    vpmuldq      zmm18, zmm6, [rax]
-    vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm11
-    vpaddd       zmm11, zmm7, zmm6                   ; layer 3
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1792] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1664
-    vpmuldq      zmm18, zmm4, [rax - 128]
-    vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm7
-    vpaddd       zmm7, zmm8, zmm4                    ; layer 3
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm18, zmm2, [rax]
-    vpmuldq      zmm2, zmm2, [rax + 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm8
-    vpaddd       zmm8, zmm1, zmm2                    ; layer 3
-    vpsubd       zmm1, zmm1, zmm2
-    vshufi64x2   zmm2, zmm16, zmm3, 68
-    vshufi64x2   zmm3, zmm16, zmm3, 238
-    vshufi64x2   zmm16, zmm15, zmm5, 68
-    vshufi64x2   zmm5, zmm15, zmm5, 238
-    vshufi64x2   zmm15, zmm13, zmm12, 68
-    vshufi64x2   zmm12, zmm13, zmm12, 238
-    vshufi64x2   zmm13, zmm17, zmm9, 68
-    vshufi64x2   zmm9, zmm17, zmm9, 238
-    vshufi64x2   zmm17, zmm14, zmm10, 68
-    vshufi64x2   zmm10, zmm14, zmm10, 238
-    vshufi64x2   zmm14, zmm11, zmm6, 68
-    vshufi64x2   zmm6, zmm11, zmm6, 238
-    vshufi64x2   zmm11, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm8, zmm1, 68
-    vshufi64x2   zmm1, zmm8, zmm1, 238
-    vmovshdup    zmm8, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2048] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1920
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
     vpmuldq      zmm18, zmm8, [rax - 128]
     vpmuldq      zmm8, zmm8, [rax - 64]
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm8
-    vpaddd       zmm8, zmm2, zmm3                    ; layer 4
-    vpsubd       zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm5
-    vpmuldq      zmm18, zmm5, [rax]
-    vpmuldq      zmm5, zmm5, [rax + 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm3, [rax]
-    vpmuldq      zmm3, zmm3, [rax + 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm3{k1}, zmm5, zmm3
-    vpaddd       zmm5, zmm16, zmm3                   ; layer 4
-    vpsubd       zmm3, zmm16, zmm3
-    vmovshdup    zmm16, zmm12
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2304] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2176
-    vpmuldq      zmm18, zmm12, [rax - 128]
-    vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm12, zmm12
-    vpblendmd    zmm12{k1}, zmm12, zmm16
-    vpaddd       zmm16, zmm15, zmm12                 ; layer 4
-    vpsubd       zmm12, zmm15, zmm12
-    vmovshdup    zmm15, zmm9
-    vpmuldq      zmm18, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm9, zmm9
-    vpblendmd    zmm9{k1}, zmm9, zmm15
-    vpaddd       zmm15, zmm13, zmm9                  ; layer 4
-    vpsubd       zmm9, zmm13, zmm9
-    vmovshdup    zmm13, zmm10
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2560] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2432
-    vpmuldq      zmm18, zmm10, [rax - 128]
-    vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm13, [rax - 128]
-    vpmuldq      zmm13, zmm13, [rax - 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm10, zmm10
-    vpblendmd    zmm10{k1}, zmm10, zmm13
-    vpaddd       zmm13, zmm17, zmm10                 ; layer 4
-    vpsubd       zmm10, zmm17, zmm10
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm8
+    vpaddd       zmm8, zmm7, zmm17                   ; layer 3
+    vpsubd       zmm7, zmm7, zmm17
     vmovshdup    zmm17, zmm6
     vpmuldq      zmm18, zmm6, [rax]
     vpmuldq      zmm6, zmm6, [rax + 64]
@@ -1961,164 +1813,138 @@ kg_mldsa8380417_ntt_forward_avx512:
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm17
-    vpaddd       zmm17, zmm14, zmm6                  ; layer 4
-    vpsubd       zmm6, zmm14, zmm6
-    vmovshdup    zmm14, zmm4
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2688
+    vmovshdup    zmm17{k2}, zmm6
+    vpaddd       zmm6, zmm5, zmm17                   ; layer 3
+    vpsubd       zmm5, zmm5, zmm17
+    vmovshdup    zmm17, zmm4
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1792] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1664
     vpmuldq      zmm18, zmm4, [rax - 128]
     vpmuldq      zmm4, zmm4, [rax - 64]
     vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm14
-    vpaddd       zmm14, zmm11, zmm4                  ; layer 4
-    vpsubd       zmm4, zmm11, zmm4
-    vmovshdup    zmm11, zmm1
-    vpmuldq      zmm18, zmm1, [rax]
-    vpmuldq      zmm1, zmm1, [rax + 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm11
-    vpaddd       zmm11, zmm7, zmm1                   ; layer 4
-    vpsubd       zmm1, zmm7, zmm1
-    vshufi64x2   zmm7, zmm8, zmm2, 34
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm2, zmm8, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm8, zmm5, zmm3, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm3, zmm5, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm5, zmm16, zmm12, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm12, zmm16, zmm12, 119
-    vshufi64x2   zmm12, zmm12, zmm12, 141
-    vshufi64x2   zmm16, zmm15, zmm9, 34
-    vshufi64x2   zmm16, zmm16, zmm16, 141
-    vshufi64x2   zmm9, zmm15, zmm9, 119
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm15, zmm13, zmm10, 34
-    vshufi64x2   zmm15, zmm15, zmm15, 141
-    vshufi64x2   zmm10, zmm13, zmm10, 119
-    vshufi64x2   zmm10, zmm10, zmm10, 141
-    vshufi64x2   zmm13, zmm17, zmm6, 34
-    vshufi64x2   zmm13, zmm13, zmm13, 141
-    vshufi64x2   zmm6, zmm17, zmm6, 119
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm17, zmm14, zmm4, 34
-    vshufi64x2   zmm17, zmm17, zmm17, 141
-    vshufi64x2   zmm4, zmm14, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm14, zmm11, zmm1, 34
-    vshufi64x2   zmm14, zmm14, zmm14, 141
-    vshufi64x2   zmm1, zmm11, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vmovshdup    zmm11, zmm2
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3072] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2944
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm4
+    vpaddd       zmm4, zmm3, zmm17                   ; layer 3
+    vpsubd       zmm3, zmm3, zmm17
+    vmovshdup    zmm17, zmm2
+    vpmuldq      zmm18, zmm2, [rax]
+    vpmuldq      zmm2, zmm2, [rax + 64]
+    vpmuldq      zmm2, zmm2, zmm0
+    vpsubd       zmm2, zmm18, zmm2
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm2
+    vpaddd       zmm2, zmm1, zmm17                   ; layer 3
+    vpsubd       zmm1, zmm1, zmm17
+    vshufi64x2   zmm17, zmm16, zmm15, 68
+    vshufi64x2   zmm15, zmm16, zmm15, 238
+    vshufi64x2   zmm16, zmm14, zmm13, 68
+    vshufi64x2   zmm13, zmm14, zmm13, 238
+    vshufi64x2   zmm14, zmm12, zmm11, 68
+    vshufi64x2   zmm11, zmm12, zmm11, 238
+    vshufi64x2   zmm12, zmm10, zmm9, 68
+    vshufi64x2   zmm9, zmm10, zmm9, 238
+    vshufi64x2   zmm10, zmm8, zmm7, 68
+    vshufi64x2   zmm7, zmm8, zmm7, 238
+    vshufi64x2   zmm8, zmm6, zmm5, 68
+    vshufi64x2   zmm5, zmm6, zmm5, 238
+    vshufi64x2   zmm6, zmm4, zmm3, 68
+    vshufi64x2   zmm3, zmm4, zmm3, 238
+    vshufi64x2   zmm4, zmm2, zmm1, 68
+    vshufi64x2   zmm1, zmm2, zmm1, 238
+    vmovshdup    zmm2, zmm15
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2048] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1920
+    vpmuldq      zmm18, zmm15, [rax - 128]
+    vpmuldq      zmm15, zmm15, [rax - 64]
+    vpmuldq      zmm15, zmm15, zmm0
+    vpsubd       zmm15, zmm18, zmm15
     vpmuldq      zmm18, zmm2, [rax - 128]
     vpmuldq      zmm2, zmm2, [rax - 64]
     vpmuldq      zmm2, zmm2, zmm0
     vpsubd       zmm2, zmm18, zmm2
+    vmovshdup    zmm2{k2}, zmm15
+    vpaddd       zmm15, zmm17, zmm2                  ; layer 4
+    vpsubd       zmm2, zmm17, zmm2
+    vmovshdup    zmm17, zmm13
+    vpmuldq      zmm18, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm0
+    vpsubd       zmm13, zmm18, zmm13
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm13
+    vpaddd       zmm13, zmm16, zmm17                 ; layer 4
+    vpsubd       zmm16, zmm16, zmm17
+    vmovshdup    zmm17, zmm11
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2304] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2176
     vpmuldq      zmm18, zmm11, [rax - 128]
     vpmuldq      zmm11, zmm11, [rax - 64]
     vpmuldq      zmm11, zmm11, zmm0
     vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm11
-    vpaddd       zmm11, zmm7, zmm2                   ; layer 5
-    vpsubd       zmm2, zmm7, zmm2
-    vmovshdup    zmm7, zmm3
-    vpmuldq      zmm18, zmm3, [rax]
-    vpmuldq      zmm3, zmm3, [rax + 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm7, [rax]
-    vpmuldq      zmm7, zmm7, [rax + 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm7
-    vpaddd       zmm7, zmm8, zmm3                    ; layer 5
-    vpsubd       zmm3, zmm8, zmm3
-    vmovshdup    zmm8, zmm12
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3328] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3200
-    vpmuldq      zmm18, zmm12, [rax - 128]
-    vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm12, zmm12
-    vpblendmd    zmm8{k1}, zmm12, zmm8
-    vpaddd       zmm12, zmm5, zmm8                   ; layer 5
-    vpsubd       zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm9
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm11
+    vpaddd       zmm11, zmm14, zmm17                 ; layer 4
+    vpsubd       zmm14, zmm14, zmm17
+    vmovshdup    zmm17, zmm9
     vpmuldq      zmm18, zmm9, [rax]
     vpmuldq      zmm9, zmm9, [rax + 64]
     vpmuldq      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm9, zmm9
-    vpblendmd    zmm8{k1}, zmm9, zmm8
-    vpaddd       zmm9, zmm16, zmm8                   ; layer 5
-    vpsubd       zmm8, zmm16, zmm8
-    vmovshdup    zmm16, zmm10
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3584] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3456
-    vpmuldq      zmm18, zmm10, [rax - 128]
-    vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm10, zmm10
-    vpblendmd    zmm10{k1}, zmm10, zmm16
-    vpaddd       zmm16, zmm15, zmm10                 ; layer 5
-    vpsubd       zmm10, zmm15, zmm10
-    vmovshdup    zmm15, zmm6
-    vpmuldq      zmm18, zmm6, [rax]
-    vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm15
-    vpaddd       zmm15, zmm13, zmm6                  ; layer 5
-    vpsubd       zmm6, zmm13, zmm6
-    vmovshdup    zmm13, zmm4
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3840] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3712
-    vpmuldq      zmm18, zmm4, [rax - 128]
-    vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm13, [rax - 128]
-    vpmuldq      zmm13, zmm13, [rax - 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm13
-    vpaddd       zmm13, zmm17, zmm4                  ; layer 5
-    vpsubd       zmm4, zmm17, zmm4
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm9
+    vpaddd       zmm9, zmm12, zmm17                  ; layer 4
+    vpsubd       zmm12, zmm12, zmm17
+    vmovshdup    zmm17, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2560] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2432
+    vpmuldq      zmm18, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm0
+    vpsubd       zmm7, zmm18, zmm7
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm7
+    vpaddd       zmm7, zmm10, zmm17                  ; layer 4
+    vpsubd       zmm10, zmm10, zmm17
+    vmovshdup    zmm17, zmm5
+    vpmuldq      zmm18, zmm5, [rax]
+    vpmuldq      zmm5, zmm5, [rax + 64]
+    vpmuldq      zmm5, zmm5, zmm0
+    vpsubd       zmm5, zmm18, zmm5
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm5
+    vpaddd       zmm5, zmm8, zmm17                   ; layer 4
+    vpsubd       zmm8, zmm8, zmm17
+    vmovshdup    zmm17, zmm3
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2688
+    vpmuldq      zmm18, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm0
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm3
+    vpaddd       zmm3, zmm6, zmm17                   ; layer 4
+    vpsubd       zmm6, zmm6, zmm17
     vmovshdup    zmm17, zmm1
     vpmuldq      zmm18, zmm1, [rax]
     vpmuldq      zmm1, zmm1, [rax + 64]
@@ -2128,184 +1954,344 @@ kg_mldsa8380417_ntt_forward_avx512:
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm17
-    vpaddd       zmm17, zmm14, zmm1                  ; layer 5
-    vpsubd       zmm1, zmm14, zmm1
-    vpunpckldq   zmm14, zmm11, zmm2
-    vpunpckhdq   zmm2, zmm11, zmm2
-    vpunpckldq   zmm11, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpunpckldq   zmm7, zmm12, zmm5
-    vpunpckhdq   zmm5, zmm12, zmm5
-    vpunpckldq   zmm12, zmm9, zmm8
-    vpunpckhdq   zmm8, zmm9, zmm8
-    vpunpckldq   zmm9, zmm16, zmm10
-    vpunpckhdq   zmm10, zmm16, zmm10
-    vpunpckldq   zmm16, zmm15, zmm6
-    vpunpckhdq   zmm6, zmm15, zmm6
-    vpunpckldq   zmm15, zmm13, zmm4
-    vpunpckhdq   zmm4, zmm13, zmm4
-    vpunpckldq   zmm13, zmm17, zmm1
-    vpunpckhdq   zmm1, zmm17, zmm1
-    vmovshdup    zmm17, zmm2
+    vmovshdup    zmm17{k2}, zmm1
+    vpaddd       zmm1, zmm4, zmm17                   ; layer 4
+    vpsubd       zmm4, zmm4, zmm17
+    vshufi64x2   zmm17, zmm15, zmm2, 34
+    vshufi64x2   zmm17, zmm17, zmm17, 141
+    vshufi64x2   zmm2, zmm15, zmm2, 119
+    vshufi64x2   zmm2, zmm2, zmm2, 141
+    vshufi64x2   zmm15, zmm13, zmm16, 34
+    vshufi64x2   zmm15, zmm15, zmm15, 141
+    vshufi64x2   zmm13, zmm13, zmm16, 119
+    vshufi64x2   zmm13, zmm13, zmm13, 141
+    vshufi64x2   zmm16, zmm11, zmm14, 34
+    vshufi64x2   zmm16, zmm16, zmm16, 141
+    vshufi64x2   zmm11, zmm11, zmm14, 119
+    vshufi64x2   zmm11, zmm11, zmm11, 141
+    vshufi64x2   zmm14, zmm9, zmm12, 34
+    vshufi64x2   zmm14, zmm14, zmm14, 141
+    vshufi64x2   zmm9, zmm9, zmm12, 119
+    vshufi64x2   zmm9, zmm9, zmm9, 141
+    vshufi64x2   zmm12, zmm7, zmm10, 34
+    vshufi64x2   zmm12, zmm12, zmm12, 141
+    vshufi64x2   zmm7, zmm7, zmm10, 119
+    vshufi64x2   zmm7, zmm7, zmm7, 141
+    vshufi64x2   zmm10, zmm5, zmm8, 34
+    vshufi64x2   zmm10, zmm10, zmm10, 141
+    vshufi64x2   zmm5, zmm5, zmm8, 119
+    vshufi64x2   zmm5, zmm5, zmm5, 141
+    vshufi64x2   zmm8, zmm3, zmm6, 34
+    vshufi64x2   zmm8, zmm8, zmm8, 141
+    vshufi64x2   zmm3, zmm3, zmm6, 119
+    vshufi64x2   zmm3, zmm3, zmm3, 141
+    vshufi64x2   zmm6, zmm1, zmm4, 34
+    vshufi64x2   zmm6, zmm6, zmm6, 141
+    vshufi64x2   zmm1, zmm1, zmm4, 119
+    vshufi64x2   zmm1, zmm1, zmm1, 141
+    vmovshdup    zmm4, zmm2
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3072] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2944
+    vpmuldq      zmm18, zmm2, [rax - 128]
+    vpmuldq      zmm2, zmm2, [rax - 64]
+    vpmuldq      zmm2, zmm2, zmm0
+    vpsubd       zmm2, zmm18, zmm2
+    vpmuldq      zmm18, zmm4, [rax - 128]
+    vpmuldq      zmm4, zmm4, [rax - 64]
+    vpmuldq      zmm4, zmm4, zmm0
+    vpsubd       zmm4, zmm18, zmm4
+    vmovshdup    zmm4{k2}, zmm2
+    vpaddd       zmm2, zmm17, zmm4                   ; layer 5
+    vpsubd       zmm4, zmm17, zmm4
+    vmovshdup    zmm17, zmm13
+    vpmuldq      zmm18, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm0
+    vpsubd       zmm13, zmm18, zmm13
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm13
+    vpaddd       zmm13, zmm15, zmm17                 ; layer 5
+    vpsubd       zmm15, zmm15, zmm17
+    vmovshdup    zmm17, zmm11
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3328] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3200
+    vpmuldq      zmm18, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm0
+    vpsubd       zmm11, zmm18, zmm11
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm11
+    vpaddd       zmm11, zmm16, zmm17                 ; layer 5
+    vpsubd       zmm16, zmm16, zmm17
+    vmovshdup    zmm17, zmm9
+    vpmuldq      zmm18, zmm9, [rax]
+    vpmuldq      zmm9, zmm9, [rax + 64]
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm9
+    vpaddd       zmm9, zmm14, zmm17                  ; layer 5
+    vpsubd       zmm14, zmm14, zmm17
+    vmovshdup    zmm17, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3584] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3456
+    vpmuldq      zmm18, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm0
+    vpsubd       zmm7, zmm18, zmm7
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm7
+    vpaddd       zmm7, zmm12, zmm17                  ; layer 5
+    vpsubd       zmm12, zmm12, zmm17
+    vmovshdup    zmm17, zmm5
+    vpmuldq      zmm18, zmm5, [rax]
+    vpmuldq      zmm5, zmm5, [rax + 64]
+    vpmuldq      zmm5, zmm5, zmm0
+    vpsubd       zmm5, zmm18, zmm5
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm5
+    vpaddd       zmm5, zmm10, zmm17                  ; layer 5
+    vpsubd       zmm10, zmm10, zmm17
+    vmovshdup    zmm17, zmm3
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3840] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3712
+    vpmuldq      zmm18, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm0
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm3
+    vpaddd       zmm3, zmm8, zmm17                   ; layer 5
+    vpsubd       zmm8, zmm8, zmm17
+    vmovshdup    zmm17, zmm1
+    vpmuldq      zmm18, zmm1, [rax]
+    vpmuldq      zmm1, zmm1, [rax + 64]
+    vpmuldq      zmm1, zmm1, zmm0
+    vpsubd       zmm1, zmm18, zmm1
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm1
+    vpaddd       zmm1, zmm6, zmm17                   ; layer 5
+    vpsubd       zmm6, zmm6, zmm17
+    vpunpckldq   zmm17, zmm2, zmm4
+    vpunpckhdq   zmm2, zmm2, zmm4
+    vpunpckldq   zmm4, zmm13, zmm15
+    vpunpckhdq   zmm13, zmm13, zmm15
+    vpunpckldq   zmm15, zmm11, zmm16
+    vpunpckhdq   zmm11, zmm11, zmm16
+    vpunpckldq   zmm16, zmm9, zmm14
+    vpunpckhdq   zmm9, zmm9, zmm14
+    vpunpckldq   zmm14, zmm7, zmm12
+    vpunpckhdq   zmm7, zmm7, zmm12
+    vpunpckldq   zmm12, zmm5, zmm10
+    vpunpckhdq   zmm5, zmm5, zmm10
+    vpunpckldq   zmm10, zmm3, zmm8
+    vpunpckhdq   zmm3, zmm3, zmm8
+    vpunpckldq   zmm8, zmm1, zmm6
+    vpunpckhdq   zmm1, zmm1, zmm6
+    vmovshdup    zmm6, zmm2
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4096] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3968
     vpmuldq      zmm18, zmm2, [rax - 128]
     vpmuldq      zmm2, zmm2, [rax - 64]
     vpmuldq      zmm2, zmm2, zmm0
     vpsubd       zmm2, zmm18, zmm2
+    vpmuldq      zmm18, zmm6, [rax]
+    vpmuldq      zmm6, zmm6, [rax + 64]
+    vpmuldq      zmm6, zmm6, zmm0
+    vpsubd       zmm6, zmm18, zmm6
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm2, zmm17, zmm6                   ; layer 6
+    vpsubd       zmm6, zmm17, zmm6
+    vmovshdup    zmm17, zmm13
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4352] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4224
+    vpmuldq      zmm18, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm0
+    vpsubd       zmm13, zmm18, zmm13
     vpmuldq      zmm18, zmm17, [rax]
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm17
-    vpaddd       zmm17, zmm14, zmm2                  ; layer 6
-    vpsubd       zmm2, zmm14, zmm2
-    vmovshdup    zmm14, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4352] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4224
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm14, [rax]
-    vpmuldq      zmm14, zmm14, [rax + 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm14
-    vpaddd       zmm14, zmm11, zmm3                  ; layer 6
-    vpsubd       zmm3, zmm11, zmm3
-    vmovshdup    zmm11, zmm5
+    vmovshdup    zmm17{k2}, zmm13
+    vpaddd       zmm13, zmm4, zmm17                  ; layer 6
+    vpsubd       zmm4, zmm4, zmm17
+    vmovshdup    zmm17, zmm11
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4608] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4480
+    vpmuldq      zmm18, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm0
+    vpsubd       zmm11, zmm18, zmm11
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm11
+    vpaddd       zmm11, zmm15, zmm17                 ; layer 6
+    vpsubd       zmm15, zmm15, zmm17
+    vmovshdup    zmm17, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4736
+    vpmuldq      zmm18, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm9
+    vpaddd       zmm9, zmm16, zmm17                  ; layer 6
+    vpsubd       zmm16, zmm16, zmm17
+    vmovshdup    zmm17, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5120] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4992
+    vpmuldq      zmm18, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm0
+    vpsubd       zmm7, zmm18, zmm7
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm7
+    vpaddd       zmm7, zmm14, zmm17                  ; layer 6
+    vpsubd       zmm14, zmm14, zmm17
+    vmovshdup    zmm17, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5376] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5248
     vpmuldq      zmm18, zmm5, [rax - 128]
     vpmuldq      zmm5, zmm5, [rax - 64]
     vpmuldq      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm11
-    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
-    vpsubd       zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm8
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4736
-    vpmuldq      zmm18, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm7, [rax]
-    vpmuldq      zmm7, zmm7, [rax + 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vmovshdup    zmm8, zmm8
-    vpblendmd    zmm7{k1}, zmm8, zmm7
-    vpaddd       zmm8, zmm12, zmm7                   ; layer 6
-    vpsubd       zmm7, zmm12, zmm7
-    vmovshdup    zmm12, zmm10
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5120] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4992
-    vpmuldq      zmm18, zmm10, [rax - 128]
-    vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm12, [rax]
-    vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm10, zmm10
-    vpblendmd    zmm10{k1}, zmm10, zmm12
-    vpaddd       zmm12, zmm9, zmm10                  ; layer 6
-    vpsubd       zmm9, zmm9, zmm10
-    vmovshdup    zmm10, zmm6
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5376] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5248
-    vpmuldq      zmm18, zmm6, [rax - 128]
-    vpmuldq      zmm6, zmm6, [rax - 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm10
-    vpaddd       zmm10, zmm16, zmm6                  ; layer 6
-    vpsubd       zmm6, zmm16, zmm6
-    vmovshdup    zmm16, zmm4
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm5
+    vpaddd       zmm5, zmm12, zmm17                  ; layer 6
+    vpsubd       zmm12, zmm12, zmm17
+    vmovshdup    zmm17, zmm3
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5504
-    vpmuldq      zmm18, zmm4, [rax - 128]
-    vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm16, [rax]
-    vpmuldq      zmm16, zmm16, [rax + 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm16
-    vpaddd       zmm16, zmm15, zmm4                  ; layer 6
-    vpsubd       zmm4, zmm15, zmm4
-    vmovshdup    zmm15, zmm1
+    vpmuldq      zmm18, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm0
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm3
+    vpaddd       zmm3, zmm10, zmm17                  ; layer 6
+    vpsubd       zmm10, zmm10, zmm17
+    vmovshdup    zmm17, zmm1
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5888] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5760
     vpmuldq      zmm18, zmm1, [rax - 128]
     vpmuldq      zmm1, zmm1, [rax - 64]
     vpmuldq      zmm1, zmm1, zmm0
     vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm15
-    vpaddd       zmm15, zmm13, zmm1                  ; layer 6
-    vpsubd       zmm1, zmm13, zmm1
-    vpunpckldq   zmm13, zmm17, zmm2
-    vpunpckhdq   zmm2, zmm17, zmm2
-    vpunpckldq   zmm17, zmm14, zmm3
-    vpunpckhdq   zmm3, zmm14, zmm3
-    vpunpckldq   zmm14, zmm11, zmm5
-    vpunpckhdq   zmm5, zmm11, zmm5
-    vpunpckldq   zmm11, zmm8, zmm7
-    vpunpckhdq   zmm7, zmm8, zmm7
-    vpunpckldq   zmm8, zmm12, zmm9
-    vpunpckhdq   zmm9, zmm12, zmm9
-    vpunpckldq   zmm12, zmm10, zmm6
-    vpunpckhdq   zmm6, zmm10, zmm6
-    vpunpckldq   zmm10, zmm16, zmm4
-    vpunpckhdq   zmm4, zmm16, zmm4
-    vpunpckldq   zmm16, zmm15, zmm1
-    vpunpckhdq   zmm1, zmm15, zmm1
-    vmovshdup    zmm15, zmm2
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm1
+    vpaddd       zmm1, zmm8, zmm17                   ; layer 6
+    vpsubd       zmm8, zmm8, zmm17
+    vpunpckldq   zmm17, zmm2, zmm6
+    vpunpckhdq   zmm2, zmm2, zmm6
+    vpunpckldq   zmm6, zmm13, zmm4
+    vpunpckhdq   zmm4, zmm13, zmm4
+    vpunpckldq   zmm13, zmm11, zmm15
+    vpunpckhdq   zmm11, zmm11, zmm15
+    vpunpckldq   zmm15, zmm9, zmm16
+    vpunpckhdq   zmm9, zmm9, zmm16
+    vpunpckldq   zmm16, zmm7, zmm14
+    vpunpckhdq   zmm7, zmm7, zmm14
+    vpunpckldq   zmm14, zmm5, zmm12
+    vpunpckhdq   zmm5, zmm5, zmm12
+    vpunpckldq   zmm12, zmm3, zmm10
+    vpunpckhdq   zmm3, zmm3, zmm10
+    vpunpckldq   zmm10, zmm1, zmm8
+    vpunpckhdq   zmm1, zmm1, zmm8
+    vmovshdup    zmm8, zmm2
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6144] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6016
     vpmuldq      zmm18, zmm2, [rax - 128]
     vpmuldq      zmm2, zmm2, [rax - 64]
     vpmuldq      zmm2, zmm2, zmm0
     vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm15
-    vpaddd       zmm15, zmm13, zmm2                  ; layer 7
-    vpsubd       zmm2, zmm13, zmm2
-    vmovshdup    zmm13, zmm3
+    vpmuldq      zmm18, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm0
+    vpsubd       zmm8, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm2
+    vpaddd       zmm2, zmm17, zmm8                   ; layer 7
+    vpsubd       zmm8, zmm17, zmm8
+    vmovshdup    zmm17, zmm4
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6400] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6272
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm13
-    vpaddd       zmm13, zmm17, zmm3                  ; layer 7
-    vpsubd       zmm3, zmm17, zmm3
-    vmovshdup    zmm17, zmm5
+    vpmuldq      zmm18, zmm4, [rax - 128]
+    vpmuldq      zmm4, zmm4, [rax - 64]
+    vpmuldq      zmm4, zmm4, zmm0
+    vpsubd       zmm4, zmm18, zmm4
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm4
+    vpaddd       zmm4, zmm6, zmm17                   ; layer 7
+    vpsubd       zmm6, zmm6, zmm17
+    vmovshdup    zmm17, zmm11
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6656] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6528
+    vpmuldq      zmm18, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm0
+    vpsubd       zmm11, zmm18, zmm11
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm11
+    vpaddd       zmm11, zmm13, zmm17                 ; layer 7
+    vpsubd       zmm13, zmm13, zmm17
+    vmovshdup    zmm17, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6912] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6784
+    vpmuldq      zmm18, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm9
+    vpaddd       zmm9, zmm15, zmm17                  ; layer 7
+    vpsubd       zmm15, zmm15, zmm17
+    vmovshdup    zmm17, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7168] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7040
+    vpmuldq      zmm18, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm0
+    vpsubd       zmm7, zmm18, zmm7
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm7
+    vpaddd       zmm7, zmm16, zmm17                  ; layer 7
+    vpsubd       zmm16, zmm16, zmm17
+    vmovshdup    zmm17, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7424] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7296
     vpmuldq      zmm18, zmm5, [rax - 128]
     vpmuldq      zmm5, zmm5, [rax - 64]
     vpmuldq      zmm5, zmm5, zmm0
@@ -2314,159 +2300,114 @@ kg_mldsa8380417_ntt_forward_avx512:
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm17
-    vpaddd       zmm17, zmm14, zmm5                  ; layer 7
-    vpsubd       zmm5, zmm14, zmm5
-    vmovshdup    zmm14, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6912] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6784
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm14, [rax]
-    vpmuldq      zmm14, zmm14, [rax + 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm7{k1}, zmm7, zmm14
-    vpaddd       zmm14, zmm11, zmm7                  ; layer 7
-    vpsubd       zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm9
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7168] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7040
-    vpmuldq      zmm18, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm9, zmm9
-    vpblendmd    zmm9{k1}, zmm9, zmm11
-    vpaddd       zmm11, zmm8, zmm9                   ; layer 7
-    vpsubd       zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm6
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7424] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7296
-    vpmuldq      zmm18, zmm6, [rax - 128]
-    vpmuldq      zmm6, zmm6, [rax - 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm9
-    vpaddd       zmm9, zmm12, zmm6                   ; layer 7
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm12, zmm4
+    vmovshdup    zmm17{k2}, zmm5
+    vpaddd       zmm5, zmm14, zmm17                  ; layer 7
+    vpsubd       zmm14, zmm14, zmm17
+    vmovshdup    zmm17, zmm3
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7680] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7552
-    vpmuldq      zmm18, zmm4, [rax - 128]
-    vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm12, [rax]
-    vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm12
-    vpaddd       zmm12, zmm10, zmm4                  ; layer 7
-    vpsubd       zmm4, zmm10, zmm4
-    vmovshdup    zmm10, zmm1
+    vpmuldq      zmm18, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm0
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm3
+    vpaddd       zmm3, zmm12, zmm17                  ; layer 7
+    vpsubd       zmm12, zmm12, zmm17
+    vmovshdup    zmm17, zmm1
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7936] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7808
     vpmuldq      zmm18, zmm1, [rax - 128]
     vpmuldq      zmm1, zmm1, [rax - 64]
     vpmuldq      zmm1, zmm1, zmm0
     vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm0, zmm10, zmm0
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm0, zmm17, zmm0
     vpsubd       zmm0, zmm18, zmm0
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm0{k1}, zmm1, zmm0
-    vpaddd       zmm1, zmm16, zmm0                   ; layer 7
-    vpsubd       zmm0, zmm16, zmm0
-    vpunpckldq   zmm10, zmm15, zmm2
-    vpunpckhdq   zmm2, zmm15, zmm2
-    vpunpckldq   zmm15, zmm13, zmm3
-    vpunpckhdq   zmm3, zmm13, zmm3
-    vpunpckldq   zmm13, zmm17, zmm5
-    vpunpckhdq   zmm5, zmm17, zmm5
-    vpunpckldq   zmm16, zmm14, zmm7
-    vpunpckhdq   zmm7, zmm14, zmm7
-    vpunpckldq   zmm14, zmm11, zmm8
-    vpunpckhdq   zmm8, zmm11, zmm8
-    vpunpckldq   zmm11, zmm9, zmm6
-    vpunpckhdq   zmm6, zmm9, zmm6
-    vpunpckldq   zmm9, zmm12, zmm4
-    vpunpckhdq   zmm4, zmm12, zmm4
+    vmovshdup    zmm0{k2}, zmm1
+    vpaddd       zmm1, zmm10, zmm0                   ; layer 7
+    vpsubd       zmm0, zmm10, zmm0
+    vpunpckldq   zmm10, zmm2, zmm8
+    vpunpckhdq   zmm2, zmm2, zmm8
+    vpunpckldq   zmm8, zmm4, zmm6
+    vpunpckhdq   zmm4, zmm4, zmm6
+    vpunpckldq   zmm6, zmm11, zmm13
+    vpunpckhdq   zmm11, zmm11, zmm13
+    vpunpckldq   zmm13, zmm9, zmm15
+    vpunpckhdq   zmm9, zmm9, zmm15
+    vpunpckldq   zmm15, zmm7, zmm16
+    vpunpckhdq   zmm7, zmm7, zmm16
+    vpunpckldq   zmm16, zmm5, zmm14
+    vpunpckhdq   zmm5, zmm5, zmm14
+    vpunpckldq   zmm14, zmm3, zmm12
+    vpunpckhdq   zmm3, zmm3, zmm12
     vpunpckldq   zmm12, zmm1, zmm0
     vpunpckhdq   zmm0, zmm1, zmm0
     vshufi64x2   zmm1, zmm10, zmm2, 34
     vshufi64x2   zmm1, zmm1, zmm1, 141
     vshufi64x2   zmm2, zmm10, zmm2, 119
     vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm10, zmm15, zmm3, 34
+    vshufi64x2   zmm10, zmm8, zmm4, 34
     vshufi64x2   zmm10, zmm10, zmm10, 141
-    vshufi64x2   zmm3, zmm15, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm15, zmm13, zmm5, 34
-    vshufi64x2   zmm15, zmm15, zmm15, 141
-    vshufi64x2   zmm5, zmm13, zmm5, 119
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm13, zmm16, zmm7, 34
-    vshufi64x2   zmm13, zmm13, zmm13, 141
-    vshufi64x2   zmm7, zmm16, zmm7, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm16, zmm14, zmm8, 34
-    vshufi64x2   zmm16, zmm16, zmm16, 141
-    vshufi64x2   zmm8, zmm14, zmm8, 119
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm14, zmm11, zmm6, 34
-    vshufi64x2   zmm14, zmm14, zmm14, 141
-    vshufi64x2   zmm6, zmm11, zmm6, 119
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm11, zmm9, zmm4, 34
-    vshufi64x2   zmm11, zmm11, zmm11, 141
-    vshufi64x2   zmm4, zmm9, zmm4, 119
+    vshufi64x2   zmm4, zmm8, zmm4, 119
     vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm9, zmm12, zmm0, 34
+    vshufi64x2   zmm8, zmm6, zmm11, 34
+    vshufi64x2   zmm8, zmm8, zmm8, 141
+    vshufi64x2   zmm6, zmm6, zmm11, 119
+    vshufi64x2   zmm6, zmm6, zmm6, 141
+    vshufi64x2   zmm11, zmm13, zmm9, 34
+    vshufi64x2   zmm11, zmm11, zmm11, 141
+    vshufi64x2   zmm9, zmm13, zmm9, 119
     vshufi64x2   zmm9, zmm9, zmm9, 141
+    vshufi64x2   zmm13, zmm15, zmm7, 34
+    vshufi64x2   zmm13, zmm13, zmm13, 141
+    vshufi64x2   zmm7, zmm15, zmm7, 119
+    vshufi64x2   zmm7, zmm7, zmm7, 141
+    vshufi64x2   zmm15, zmm16, zmm5, 34
+    vshufi64x2   zmm15, zmm15, zmm15, 141
+    vshufi64x2   zmm5, zmm16, zmm5, 119
+    vshufi64x2   zmm5, zmm5, zmm5, 141
+    vshufi64x2   zmm16, zmm14, zmm3, 34
+    vshufi64x2   zmm16, zmm16, zmm16, 141
+    vshufi64x2   zmm3, zmm14, zmm3, 119
+    vshufi64x2   zmm3, zmm3, zmm3, 141
+    vshufi64x2   zmm14, zmm12, zmm0, 34
+    vshufi64x2   zmm14, zmm14, zmm14, 141
     vshufi64x2   zmm0, zmm12, zmm0, 119
     vshufi64x2   zmm0, zmm0, zmm0, 141
     vshufi64x2   zmm12, zmm1, zmm2, 68
     vshufi64x2   zmm1, zmm1, zmm2, 238
-    vshufi64x2   zmm2, zmm10, zmm3, 68
-    vshufi64x2   zmm3, zmm10, zmm3, 238
-    vshufi64x2   zmm10, zmm15, zmm5, 68
-    vshufi64x2   zmm5, zmm15, zmm5, 238
-    vshufi64x2   zmm15, zmm13, zmm7, 68
+    vshufi64x2   zmm2, zmm10, zmm4, 68
+    vshufi64x2   zmm4, zmm10, zmm4, 238
+    vshufi64x2   zmm10, zmm8, zmm6, 68
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vshufi64x2   zmm8, zmm11, zmm9, 68
+    vshufi64x2   zmm9, zmm11, zmm9, 238
+    vshufi64x2   zmm11, zmm13, zmm7, 68
     vshufi64x2   zmm7, zmm13, zmm7, 238
-    vshufi64x2   zmm13, zmm16, zmm8, 68
-    vshufi64x2   zmm8, zmm16, zmm8, 238
-    vshufi64x2   zmm16, zmm14, zmm6, 68
-    vshufi64x2   zmm6, zmm14, zmm6, 238
-    vshufi64x2   zmm14, zmm11, zmm4, 68
-    vshufi64x2   zmm4, zmm11, zmm4, 238
-    vshufi64x2   zmm11, zmm9, zmm0, 68
-    vshufi64x2   zmm0, zmm9, zmm0, 238
+    vshufi64x2   zmm13, zmm15, zmm5, 68
+    vshufi64x2   zmm5, zmm15, zmm5, 238
+    vshufi64x2   zmm15, zmm16, zmm3, 68
+    vshufi64x2   zmm3, zmm16, zmm3, 238
+    vshufi64x2   zmm16, zmm14, zmm0, 68
+    vshufi64x2   zmm0, zmm14, zmm0, 238
     vmovdqu64    [rdi], zmm12
     vmovdqu64    [rdi + 64], zmm1
     vmovdqu64    [rdi + 128], zmm2
-    vmovdqu64    [rdi + 192], zmm3
+    vmovdqu64    [rdi + 192], zmm4
     vmovdqu64    [rdi + 256], zmm10
-    vmovdqu64    [rdi + 320], zmm5
-    vmovdqu64    [rdi + 384], zmm15
-    vmovdqu64    [rdi + 448], zmm7
-    vmovdqu64    [rdi + 512], zmm13
-    vmovdqu64    [rdi + 576], zmm8
-    vmovdqu64    [rdi + 640], zmm16
-    vmovdqu64    [rdi + 704], zmm6
-    vmovdqu64    [rdi + 768], zmm14
-    vmovdqu64    [rdi + 832], zmm4
-    vmovdqu64    [rdi + 896], zmm11
+    vmovdqu64    [rdi + 320], zmm6
+    vmovdqu64    [rdi + 384], zmm8
+    vmovdqu64    [rdi + 448], zmm9
+    vmovdqu64    [rdi + 512], zmm11
+    vmovdqu64    [rdi + 576], zmm7
+    vmovdqu64    [rdi + 640], zmm13
+    vmovdqu64    [rdi + 704], zmm5
+    vmovdqu64    [rdi + 768], zmm15
+    vmovdqu64    [rdi + 832], zmm3
+    vmovdqu64    [rdi + 896], zmm16
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
     ret
@@ -2481,13 +2422,15 @@ kg_mldsa8380417_ntt_forward_avx512:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-9}, k1, r11, flags
+;   clobbers: zmm{0-9}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_avx512.end - kg_mldsa8380417_basemul_avx512)
 align 32
 kg_mldsa8380417_basemul_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm9, [rel pd_58728449]             ; held in a register: read 32 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
@@ -2511,14 +2454,10 @@ kg_mldsa8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    [rdi], zmm1
-    vmovdqu64    [rdi + 64], zmm2
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    [rdi], zmm3
+    vmovdqu64    [rdi + 64], zmm4
     vmovdqu64    zmm1, [rdx + 128]
     vmovdqu64    zmm2, [rdx + 192]
     vmovshdup    zmm3, [rsi + 128]
@@ -2541,12 +2480,10 @@ kg_mldsa8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    [rdi + 128], zmm1
-    vmovdqu64    [rdi + 192], zmm2
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    [rdi + 128], zmm3
+    vmovdqu64    [rdi + 192], zmm4
     vmovdqu64    zmm1, [rdx + 256]
     vmovdqu64    zmm2, [rdx + 320]
     vmovshdup    zmm3, [rsi + 256]
@@ -2569,12 +2506,10 @@ kg_mldsa8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    [rdi + 256], zmm1
-    vmovdqu64    [rdi + 320], zmm2
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    [rdi + 256], zmm3
+    vmovdqu64    [rdi + 320], zmm4
     vmovdqu64    zmm1, [rdx + 384]
     vmovdqu64    zmm2, [rdx + 448]
     vmovshdup    zmm3, [rsi + 384]
@@ -2597,12 +2532,10 @@ kg_mldsa8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    [rdi + 384], zmm1
-    vmovdqu64    [rdi + 448], zmm2
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    [rdi + 384], zmm3
+    vmovdqu64    [rdi + 448], zmm4
     vmovdqu64    zmm1, [rdx + 512]
     vmovdqu64    zmm2, [rdx + 576]
     vmovshdup    zmm3, [rsi + 512]
@@ -2625,12 +2558,10 @@ kg_mldsa8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    [rdi + 512], zmm1
-    vmovdqu64    [rdi + 576], zmm2
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    [rdi + 512], zmm3
+    vmovdqu64    [rdi + 576], zmm4
     vmovdqu64    zmm1, [rdx + 640]
     vmovdqu64    zmm2, [rdx + 704]
     vmovshdup    zmm3, [rsi + 640]
@@ -2653,12 +2584,10 @@ kg_mldsa8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    [rdi + 640], zmm1
-    vmovdqu64    [rdi + 704], zmm2
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    [rdi + 640], zmm3
+    vmovdqu64    [rdi + 704], zmm4
     vmovdqu64    zmm1, [rdx + 768]
     vmovdqu64    zmm2, [rdx + 832]
     vmovshdup    zmm3, [rsi + 768]
@@ -2681,12 +2610,10 @@ kg_mldsa8380417_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    [rdi + 768], zmm1
-    vmovdqu64    [rdi + 832], zmm2
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    [rdi + 768], zmm3
+    vmovdqu64    [rdi + 832], zmm4
     vmovdqu64    zmm1, [rdx + 896]
     vmovdqu64    zmm2, [rdx + 960]
     vmovshdup    zmm3, [rsi + 896]
@@ -2709,11 +2636,9 @@ kg_mldsa8380417_basemul_avx512:
     vpmuldq      zmm0, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm0, zmm4, zmm0
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm0{k1}, zmm2, zmm0
-    vmovdqu64    [rdi + 896], zmm1
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm0{k2}, zmm2
+    vmovdqu64    [rdi + 896], zmm3
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
     ret
@@ -2729,7 +2654,7 @@ kg_mldsa8380417_basemul_avx512:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-14}, k1, r11, flags
+;   clobbers: zmm{0-14}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc4_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc4_avx512.end - kg_mldsa8380417_basemul_acc4_avx512)
 align 32
@@ -2739,6 +2664,8 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vmovdqu64    zmm12, [rel pd_513]                 ; held in a register: read 16 times
     vmovdqu64    zmm13, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm14, [rel pd_8380417]             ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
@@ -2762,26 +2689,22 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1024]
-    vmovdqu64    zmm4, [rdx + 1088]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1024]
+    vmovdqu64    zmm2, [rdx + 1088]
     vmovshdup    zmm5, [rsi + 1024]
     vmovshdup    zmm6, [rsi + 1088]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1024]
-    vpmuldq      zmm4, zmm4, [rsi + 1088]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1024]
+    vpmuldq      zmm2, zmm2, [rsi + 1088]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -2790,12 +2713,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2048]
     vmovdqu64    zmm4, [rdx + 2112]
     vmovshdup    zmm5, [rsi + 2048]
@@ -2818,12 +2739,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3072]
     vmovdqu64    zmm4, [rdx + 3136]
     vmovshdup    zmm5, [rsi + 3072]
@@ -2846,12 +2765,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -2888,24 +2805,22 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1152]
-    vmovdqu64    zmm4, [rdx + 1216]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1152]
+    vmovdqu64    zmm2, [rdx + 1216]
     vmovshdup    zmm5, [rsi + 1152]
     vmovshdup    zmm6, [rsi + 1216]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1152]
-    vpmuldq      zmm4, zmm4, [rsi + 1216]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1152]
+    vpmuldq      zmm2, zmm2, [rsi + 1216]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -2914,12 +2829,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2176]
     vmovdqu64    zmm4, [rdx + 2240]
     vmovshdup    zmm5, [rsi + 2176]
@@ -2942,12 +2855,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3200]
     vmovdqu64    zmm4, [rdx + 3264]
     vmovshdup    zmm5, [rsi + 3200]
@@ -2970,12 +2881,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -3012,24 +2921,22 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1280]
-    vmovdqu64    zmm4, [rdx + 1344]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1280]
+    vmovdqu64    zmm2, [rdx + 1344]
     vmovshdup    zmm5, [rsi + 1280]
     vmovshdup    zmm6, [rsi + 1344]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1280]
-    vpmuldq      zmm4, zmm4, [rsi + 1344]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1280]
+    vpmuldq      zmm2, zmm2, [rsi + 1344]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -3038,12 +2945,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2304]
     vmovdqu64    zmm4, [rdx + 2368]
     vmovshdup    zmm5, [rsi + 2304]
@@ -3066,12 +2971,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3328]
     vmovdqu64    zmm4, [rdx + 3392]
     vmovshdup    zmm5, [rsi + 3328]
@@ -3094,12 +2997,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -3136,24 +3037,22 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1408]
-    vmovdqu64    zmm4, [rdx + 1472]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1408]
+    vmovdqu64    zmm2, [rdx + 1472]
     vmovshdup    zmm5, [rsi + 1408]
     vmovshdup    zmm6, [rsi + 1472]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1408]
-    vpmuldq      zmm4, zmm4, [rsi + 1472]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1408]
+    vpmuldq      zmm2, zmm2, [rsi + 1472]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -3162,12 +3061,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2432]
     vmovdqu64    zmm4, [rdx + 2496]
     vmovshdup    zmm5, [rsi + 2432]
@@ -3190,12 +3087,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3456]
     vmovdqu64    zmm4, [rdx + 3520]
     vmovshdup    zmm5, [rsi + 3456]
@@ -3218,12 +3113,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -3260,24 +3153,22 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1536]
-    vmovdqu64    zmm4, [rdx + 1600]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1536]
+    vmovdqu64    zmm2, [rdx + 1600]
     vmovshdup    zmm5, [rsi + 1536]
     vmovshdup    zmm6, [rsi + 1600]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1536]
-    vpmuldq      zmm4, zmm4, [rsi + 1600]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1536]
+    vpmuldq      zmm2, zmm2, [rsi + 1600]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -3286,12 +3177,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2560]
     vmovdqu64    zmm4, [rdx + 2624]
     vmovshdup    zmm5, [rsi + 2560]
@@ -3314,12 +3203,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3584]
     vmovdqu64    zmm4, [rdx + 3648]
     vmovshdup    zmm5, [rsi + 3584]
@@ -3342,12 +3229,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -3384,24 +3269,22 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1664]
-    vmovdqu64    zmm4, [rdx + 1728]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1664]
+    vmovdqu64    zmm2, [rdx + 1728]
     vmovshdup    zmm5, [rsi + 1664]
     vmovshdup    zmm6, [rsi + 1728]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1664]
-    vpmuldq      zmm4, zmm4, [rsi + 1728]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1664]
+    vpmuldq      zmm2, zmm2, [rsi + 1728]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -3410,12 +3293,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2688]
     vmovdqu64    zmm4, [rdx + 2752]
     vmovshdup    zmm5, [rsi + 2688]
@@ -3438,12 +3319,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3712]
     vmovdqu64    zmm4, [rdx + 3776]
     vmovshdup    zmm5, [rsi + 3712]
@@ -3466,12 +3345,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -3508,24 +3385,22 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1792]
-    vmovdqu64    zmm4, [rdx + 1856]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1792]
+    vmovdqu64    zmm2, [rdx + 1856]
     vmovshdup    zmm5, [rsi + 1792]
     vmovshdup    zmm6, [rsi + 1856]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1792]
-    vpmuldq      zmm4, zmm4, [rsi + 1856]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1792]
+    vpmuldq      zmm2, zmm2, [rsi + 1856]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -3534,12 +3409,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2816]
     vmovdqu64    zmm4, [rdx + 2880]
     vmovshdup    zmm5, [rsi + 2816]
@@ -3562,12 +3435,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3840]
     vmovdqu64    zmm4, [rdx + 3904]
     vmovshdup    zmm5, [rsi + 3840]
@@ -3590,12 +3461,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -3632,24 +3501,22 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1920]
-    vmovdqu64    zmm4, [rdx + 1984]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1920]
+    vmovdqu64    zmm2, [rdx + 1984]
     vmovshdup    zmm5, [rsi + 1920]
     vmovshdup    zmm6, [rsi + 1984]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1920]
-    vpmuldq      zmm4, zmm4, [rsi + 1984]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1920]
+    vpmuldq      zmm2, zmm2, [rsi + 1984]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -3658,12 +3525,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2944]
     vmovdqu64    zmm4, [rdx + 3008]
     vmovshdup    zmm5, [rsi + 2944]
@@ -3686,12 +3551,10 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3968]
     vmovdqu64    zmm4, [rdx + 4032]
     vmovshdup    zmm5, [rsi + 3968]
@@ -3714,11 +3577,9 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm0, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm0, zmm6, zmm0
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm0{k1}, zmm4, zmm0
-    vpaddd       zmm1, zmm1, zmm3
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm0{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
     vpaddd       zmm0, zmm2, zmm0
     vpsrad       zmm2, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm3, zmm0, 10                      ; barrett: the output range asked for
@@ -3748,7 +3609,7 @@ kg_mldsa8380417_basemul_acc4_avx512:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-14}, k1, r11, flags
+;   clobbers: zmm{0-14}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc5_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc5_avx512.end - kg_mldsa8380417_basemul_acc5_avx512)
 align 32
@@ -3758,6 +3619,8 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vmovdqu64    zmm12, [rel pd_513]                 ; held in a register: read 16 times
     vmovdqu64    zmm13, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm14, [rel pd_8380417]             ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
@@ -3781,26 +3644,22 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1024]
-    vmovdqu64    zmm4, [rdx + 1088]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1024]
+    vmovdqu64    zmm2, [rdx + 1088]
     vmovshdup    zmm5, [rsi + 1024]
     vmovshdup    zmm6, [rsi + 1088]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1024]
-    vpmuldq      zmm4, zmm4, [rsi + 1088]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1024]
+    vpmuldq      zmm2, zmm2, [rsi + 1088]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -3809,12 +3668,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2048]
     vmovdqu64    zmm4, [rdx + 2112]
     vmovshdup    zmm5, [rsi + 2048]
@@ -3837,12 +3694,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3072]
     vmovdqu64    zmm4, [rdx + 3136]
     vmovshdup    zmm5, [rsi + 3072]
@@ -3865,12 +3720,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4096]
     vmovdqu64    zmm4, [rdx + 4160]
     vmovshdup    zmm5, [rsi + 4096]
@@ -3893,12 +3746,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -3935,24 +3786,22 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1152]
-    vmovdqu64    zmm4, [rdx + 1216]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1152]
+    vmovdqu64    zmm2, [rdx + 1216]
     vmovshdup    zmm5, [rsi + 1152]
     vmovshdup    zmm6, [rsi + 1216]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1152]
-    vpmuldq      zmm4, zmm4, [rsi + 1216]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1152]
+    vpmuldq      zmm2, zmm2, [rsi + 1216]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -3961,12 +3810,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2176]
     vmovdqu64    zmm4, [rdx + 2240]
     vmovshdup    zmm5, [rsi + 2176]
@@ -3989,12 +3836,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3200]
     vmovdqu64    zmm4, [rdx + 3264]
     vmovshdup    zmm5, [rsi + 3200]
@@ -4017,12 +3862,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4224]
     vmovdqu64    zmm4, [rdx + 4288]
     vmovshdup    zmm5, [rsi + 4224]
@@ -4045,12 +3888,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -4087,24 +3928,22 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1280]
-    vmovdqu64    zmm4, [rdx + 1344]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1280]
+    vmovdqu64    zmm2, [rdx + 1344]
     vmovshdup    zmm5, [rsi + 1280]
     vmovshdup    zmm6, [rsi + 1344]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1280]
-    vpmuldq      zmm4, zmm4, [rsi + 1344]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1280]
+    vpmuldq      zmm2, zmm2, [rsi + 1344]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -4113,12 +3952,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2304]
     vmovdqu64    zmm4, [rdx + 2368]
     vmovshdup    zmm5, [rsi + 2304]
@@ -4141,12 +3978,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3328]
     vmovdqu64    zmm4, [rdx + 3392]
     vmovshdup    zmm5, [rsi + 3328]
@@ -4169,12 +4004,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4352]
     vmovdqu64    zmm4, [rdx + 4416]
     vmovshdup    zmm5, [rsi + 4352]
@@ -4197,12 +4030,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -4239,24 +4070,22 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1408]
-    vmovdqu64    zmm4, [rdx + 1472]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1408]
+    vmovdqu64    zmm2, [rdx + 1472]
     vmovshdup    zmm5, [rsi + 1408]
     vmovshdup    zmm6, [rsi + 1472]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1408]
-    vpmuldq      zmm4, zmm4, [rsi + 1472]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1408]
+    vpmuldq      zmm2, zmm2, [rsi + 1472]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -4265,12 +4094,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2432]
     vmovdqu64    zmm4, [rdx + 2496]
     vmovshdup    zmm5, [rsi + 2432]
@@ -4293,12 +4120,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3456]
     vmovdqu64    zmm4, [rdx + 3520]
     vmovshdup    zmm5, [rsi + 3456]
@@ -4321,12 +4146,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4480]
     vmovdqu64    zmm4, [rdx + 4544]
     vmovshdup    zmm5, [rsi + 4480]
@@ -4349,12 +4172,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -4391,24 +4212,22 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1536]
-    vmovdqu64    zmm4, [rdx + 1600]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1536]
+    vmovdqu64    zmm2, [rdx + 1600]
     vmovshdup    zmm5, [rsi + 1536]
     vmovshdup    zmm6, [rsi + 1600]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1536]
-    vpmuldq      zmm4, zmm4, [rsi + 1600]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1536]
+    vpmuldq      zmm2, zmm2, [rsi + 1600]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -4417,12 +4236,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2560]
     vmovdqu64    zmm4, [rdx + 2624]
     vmovshdup    zmm5, [rsi + 2560]
@@ -4445,12 +4262,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3584]
     vmovdqu64    zmm4, [rdx + 3648]
     vmovshdup    zmm5, [rsi + 3584]
@@ -4473,12 +4288,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4608]
     vmovdqu64    zmm4, [rdx + 4672]
     vmovshdup    zmm5, [rsi + 4608]
@@ -4501,12 +4314,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -4543,24 +4354,22 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1664]
-    vmovdqu64    zmm4, [rdx + 1728]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1664]
+    vmovdqu64    zmm2, [rdx + 1728]
     vmovshdup    zmm5, [rsi + 1664]
     vmovshdup    zmm6, [rsi + 1728]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1664]
-    vpmuldq      zmm4, zmm4, [rsi + 1728]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1664]
+    vpmuldq      zmm2, zmm2, [rsi + 1728]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -4569,12 +4378,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2688]
     vmovdqu64    zmm4, [rdx + 2752]
     vmovshdup    zmm5, [rsi + 2688]
@@ -4597,12 +4404,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3712]
     vmovdqu64    zmm4, [rdx + 3776]
     vmovshdup    zmm5, [rsi + 3712]
@@ -4625,12 +4430,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4736]
     vmovdqu64    zmm4, [rdx + 4800]
     vmovshdup    zmm5, [rsi + 4736]
@@ -4653,12 +4456,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -4695,24 +4496,22 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1792]
-    vmovdqu64    zmm4, [rdx + 1856]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1792]
+    vmovdqu64    zmm2, [rdx + 1856]
     vmovshdup    zmm5, [rsi + 1792]
     vmovshdup    zmm6, [rsi + 1856]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1792]
-    vpmuldq      zmm4, zmm4, [rsi + 1856]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1792]
+    vpmuldq      zmm2, zmm2, [rsi + 1856]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -4721,12 +4520,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2816]
     vmovdqu64    zmm4, [rdx + 2880]
     vmovshdup    zmm5, [rsi + 2816]
@@ -4749,12 +4546,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3840]
     vmovdqu64    zmm4, [rdx + 3904]
     vmovshdup    zmm5, [rsi + 3840]
@@ -4777,12 +4572,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4864]
     vmovdqu64    zmm4, [rdx + 4928]
     vmovshdup    zmm5, [rsi + 4864]
@@ -4805,12 +4598,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -4847,24 +4638,22 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1920]
-    vmovdqu64    zmm4, [rdx + 1984]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1920]
+    vmovdqu64    zmm2, [rdx + 1984]
     vmovshdup    zmm5, [rsi + 1920]
     vmovshdup    zmm6, [rsi + 1984]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1920]
-    vpmuldq      zmm4, zmm4, [rsi + 1984]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1920]
+    vpmuldq      zmm2, zmm2, [rsi + 1984]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -4873,12 +4662,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2944]
     vmovdqu64    zmm4, [rdx + 3008]
     vmovshdup    zmm5, [rsi + 2944]
@@ -4901,12 +4688,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3968]
     vmovdqu64    zmm4, [rdx + 4032]
     vmovshdup    zmm5, [rsi + 3968]
@@ -4929,12 +4714,10 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4992]
     vmovdqu64    zmm4, [rdx + 5056]
     vmovshdup    zmm5, [rsi + 4992]
@@ -4957,11 +4740,9 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm0, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm0, zmm6, zmm0
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm0{k1}, zmm4, zmm0
-    vpaddd       zmm1, zmm1, zmm3
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm0{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
     vpaddd       zmm0, zmm2, zmm0
     vpsrad       zmm2, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm3, zmm0, 10                      ; barrett: the output range asked for
@@ -4991,7 +4772,7 @@ kg_mldsa8380417_basemul_acc5_avx512:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-14}, k1, r11, flags
+;   clobbers: zmm{0-14}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc7_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc7_avx512.end - kg_mldsa8380417_basemul_acc7_avx512)
 align 32
@@ -5001,6 +4782,8 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vmovdqu64    zmm12, [rel pd_513]                 ; held in a register: read 16 times
     vmovdqu64    zmm13, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm14, [rel pd_8380417]             ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
@@ -5024,26 +4807,22 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1024]
-    vmovdqu64    zmm4, [rdx + 1088]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1024]
+    vmovdqu64    zmm2, [rdx + 1088]
     vmovshdup    zmm5, [rsi + 1024]
     vmovshdup    zmm6, [rsi + 1088]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1024]
-    vpmuldq      zmm4, zmm4, [rsi + 1088]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1024]
+    vpmuldq      zmm2, zmm2, [rsi + 1088]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -5052,12 +4831,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2048]
     vmovdqu64    zmm4, [rdx + 2112]
     vmovshdup    zmm5, [rsi + 2048]
@@ -5080,12 +4857,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3072]
     vmovdqu64    zmm4, [rdx + 3136]
     vmovshdup    zmm5, [rsi + 3072]
@@ -5108,12 +4883,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4096]
     vmovdqu64    zmm4, [rdx + 4160]
     vmovshdup    zmm5, [rsi + 4096]
@@ -5136,12 +4909,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 5120]
     vmovdqu64    zmm4, [rdx + 5184]
     vmovshdup    zmm5, [rsi + 5120]
@@ -5164,12 +4935,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 6144]
     vmovdqu64    zmm4, [rdx + 6208]
     vmovshdup    zmm5, [rsi + 6144]
@@ -5192,12 +4961,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -5234,24 +5001,22 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1152]
-    vmovdqu64    zmm4, [rdx + 1216]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1152]
+    vmovdqu64    zmm2, [rdx + 1216]
     vmovshdup    zmm5, [rsi + 1152]
     vmovshdup    zmm6, [rsi + 1216]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1152]
-    vpmuldq      zmm4, zmm4, [rsi + 1216]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1152]
+    vpmuldq      zmm2, zmm2, [rsi + 1216]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -5260,12 +5025,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2176]
     vmovdqu64    zmm4, [rdx + 2240]
     vmovshdup    zmm5, [rsi + 2176]
@@ -5288,12 +5051,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3200]
     vmovdqu64    zmm4, [rdx + 3264]
     vmovshdup    zmm5, [rsi + 3200]
@@ -5316,12 +5077,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4224]
     vmovdqu64    zmm4, [rdx + 4288]
     vmovshdup    zmm5, [rsi + 4224]
@@ -5344,12 +5103,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 5248]
     vmovdqu64    zmm4, [rdx + 5312]
     vmovshdup    zmm5, [rsi + 5248]
@@ -5372,12 +5129,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 6272]
     vmovdqu64    zmm4, [rdx + 6336]
     vmovshdup    zmm5, [rsi + 6272]
@@ -5400,12 +5155,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -5442,24 +5195,22 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1280]
-    vmovdqu64    zmm4, [rdx + 1344]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1280]
+    vmovdqu64    zmm2, [rdx + 1344]
     vmovshdup    zmm5, [rsi + 1280]
     vmovshdup    zmm6, [rsi + 1344]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1280]
-    vpmuldq      zmm4, zmm4, [rsi + 1344]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1280]
+    vpmuldq      zmm2, zmm2, [rsi + 1344]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -5468,12 +5219,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2304]
     vmovdqu64    zmm4, [rdx + 2368]
     vmovshdup    zmm5, [rsi + 2304]
@@ -5496,12 +5245,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3328]
     vmovdqu64    zmm4, [rdx + 3392]
     vmovshdup    zmm5, [rsi + 3328]
@@ -5524,12 +5271,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4352]
     vmovdqu64    zmm4, [rdx + 4416]
     vmovshdup    zmm5, [rsi + 4352]
@@ -5552,12 +5297,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 5376]
     vmovdqu64    zmm4, [rdx + 5440]
     vmovshdup    zmm5, [rsi + 5376]
@@ -5580,12 +5323,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 6400]
     vmovdqu64    zmm4, [rdx + 6464]
     vmovshdup    zmm5, [rsi + 6400]
@@ -5608,12 +5349,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -5650,24 +5389,22 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1408]
-    vmovdqu64    zmm4, [rdx + 1472]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1408]
+    vmovdqu64    zmm2, [rdx + 1472]
     vmovshdup    zmm5, [rsi + 1408]
     vmovshdup    zmm6, [rsi + 1472]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1408]
-    vpmuldq      zmm4, zmm4, [rsi + 1472]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1408]
+    vpmuldq      zmm2, zmm2, [rsi + 1472]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -5676,12 +5413,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2432]
     vmovdqu64    zmm4, [rdx + 2496]
     vmovshdup    zmm5, [rsi + 2432]
@@ -5704,12 +5439,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3456]
     vmovdqu64    zmm4, [rdx + 3520]
     vmovshdup    zmm5, [rsi + 3456]
@@ -5732,12 +5465,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4480]
     vmovdqu64    zmm4, [rdx + 4544]
     vmovshdup    zmm5, [rsi + 4480]
@@ -5760,12 +5491,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 5504]
     vmovdqu64    zmm4, [rdx + 5568]
     vmovshdup    zmm5, [rsi + 5504]
@@ -5788,12 +5517,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 6528]
     vmovdqu64    zmm4, [rdx + 6592]
     vmovshdup    zmm5, [rsi + 6528]
@@ -5816,12 +5543,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -5858,24 +5583,22 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1536]
-    vmovdqu64    zmm4, [rdx + 1600]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1536]
+    vmovdqu64    zmm2, [rdx + 1600]
     vmovshdup    zmm5, [rsi + 1536]
     vmovshdup    zmm6, [rsi + 1600]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1536]
-    vpmuldq      zmm4, zmm4, [rsi + 1600]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1536]
+    vpmuldq      zmm2, zmm2, [rsi + 1600]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -5884,12 +5607,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2560]
     vmovdqu64    zmm4, [rdx + 2624]
     vmovshdup    zmm5, [rsi + 2560]
@@ -5912,12 +5633,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3584]
     vmovdqu64    zmm4, [rdx + 3648]
     vmovshdup    zmm5, [rsi + 3584]
@@ -5940,12 +5659,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4608]
     vmovdqu64    zmm4, [rdx + 4672]
     vmovshdup    zmm5, [rsi + 4608]
@@ -5968,12 +5685,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 5632]
     vmovdqu64    zmm4, [rdx + 5696]
     vmovshdup    zmm5, [rsi + 5632]
@@ -5996,12 +5711,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 6656]
     vmovdqu64    zmm4, [rdx + 6720]
     vmovshdup    zmm5, [rsi + 6656]
@@ -6024,12 +5737,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -6066,24 +5777,22 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1664]
-    vmovdqu64    zmm4, [rdx + 1728]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1664]
+    vmovdqu64    zmm2, [rdx + 1728]
     vmovshdup    zmm5, [rsi + 1664]
     vmovshdup    zmm6, [rsi + 1728]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1664]
-    vpmuldq      zmm4, zmm4, [rsi + 1728]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1664]
+    vpmuldq      zmm2, zmm2, [rsi + 1728]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -6092,12 +5801,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2688]
     vmovdqu64    zmm4, [rdx + 2752]
     vmovshdup    zmm5, [rsi + 2688]
@@ -6120,12 +5827,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3712]
     vmovdqu64    zmm4, [rdx + 3776]
     vmovshdup    zmm5, [rsi + 3712]
@@ -6148,12 +5853,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4736]
     vmovdqu64    zmm4, [rdx + 4800]
     vmovshdup    zmm5, [rsi + 4736]
@@ -6176,12 +5879,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 5760]
     vmovdqu64    zmm4, [rdx + 5824]
     vmovshdup    zmm5, [rsi + 5760]
@@ -6204,12 +5905,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 6784]
     vmovdqu64    zmm4, [rdx + 6848]
     vmovshdup    zmm5, [rsi + 6784]
@@ -6232,12 +5931,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -6274,24 +5971,22 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1792]
-    vmovdqu64    zmm4, [rdx + 1856]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1792]
+    vmovdqu64    zmm2, [rdx + 1856]
     vmovshdup    zmm5, [rsi + 1792]
     vmovshdup    zmm6, [rsi + 1856]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1792]
-    vpmuldq      zmm4, zmm4, [rsi + 1856]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1792]
+    vpmuldq      zmm2, zmm2, [rsi + 1856]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -6300,12 +5995,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2816]
     vmovdqu64    zmm4, [rdx + 2880]
     vmovshdup    zmm5, [rsi + 2816]
@@ -6328,12 +6021,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3840]
     vmovdqu64    zmm4, [rdx + 3904]
     vmovshdup    zmm5, [rsi + 3840]
@@ -6356,12 +6047,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4864]
     vmovdqu64    zmm4, [rdx + 4928]
     vmovshdup    zmm5, [rsi + 4864]
@@ -6384,12 +6073,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 5888]
     vmovdqu64    zmm4, [rdx + 5952]
     vmovshdup    zmm5, [rsi + 5888]
@@ -6412,12 +6099,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 6912]
     vmovdqu64    zmm4, [rdx + 6976]
     vmovshdup    zmm5, [rsi + 6912]
@@ -6440,12 +6125,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
     vpmulld      zmm3, zmm3, zmm12
@@ -6482,24 +6165,22 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovdqu64    zmm3, [rdx + 1920]
-    vmovdqu64    zmm4, [rdx + 1984]
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vmovdqu64    zmm1, [rdx + 1920]
+    vmovdqu64    zmm2, [rdx + 1984]
     vmovshdup    zmm5, [rsi + 1920]
     vmovshdup    zmm6, [rsi + 1984]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 1920]
-    vpmuldq      zmm4, zmm4, [rsi + 1984]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
+    vmovshdup    zmm7, zmm1
+    vmovshdup    zmm8, zmm2
+    vpmuldq      zmm1, zmm1, [rsi + 1920]
+    vpmuldq      zmm2, zmm2, [rsi + 1984]
+    vpmuldq      zmm9, zmm1, zmm11
+    vpmuldq      zmm10, zmm2, zmm11
     vpmuldq      zmm9, zmm9, zmm0
     vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
@@ -6508,12 +6189,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm6{k2}, zmm2
+    vpaddd       zmm1, zmm3, zmm5
+    vpaddd       zmm2, zmm4, zmm6
     vmovdqu64    zmm3, [rdx + 2944]
     vmovdqu64    zmm4, [rdx + 3008]
     vmovshdup    zmm5, [rsi + 2944]
@@ -6536,12 +6215,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 3968]
     vmovdqu64    zmm4, [rdx + 4032]
     vmovshdup    zmm5, [rsi + 3968]
@@ -6564,12 +6241,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 4992]
     vmovdqu64    zmm4, [rdx + 5056]
     vmovshdup    zmm5, [rsi + 4992]
@@ -6592,12 +6267,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 6016]
     vmovdqu64    zmm4, [rdx + 6080]
     vmovshdup    zmm5, [rsi + 6016]
@@ -6620,12 +6293,10 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm6{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
+    vpaddd       zmm2, zmm2, zmm6
     vmovdqu64    zmm3, [rdx + 7040]
     vmovdqu64    zmm4, [rdx + 7104]
     vmovshdup    zmm5, [rsi + 7040]
@@ -6648,11 +6319,9 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm0, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm0, zmm6, zmm0
-    vmovshdup    zmm3, zmm3
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm3{k1}, zmm3, zmm5
-    vpblendmd    zmm0{k1}, zmm4, zmm0
-    vpaddd       zmm1, zmm1, zmm3
+    vmovshdup    zmm5{k2}, zmm3
+    vmovshdup    zmm0{k2}, zmm4
+    vpaddd       zmm1, zmm1, zmm5
     vpaddd       zmm0, zmm2, zmm0
     vpsrad       zmm2, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm3, zmm0, 10                      ; barrett: the output range asked for
@@ -6681,7 +6350,7 @@ kg_mldsa8380417_basemul_acc7_avx512:
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-26}, k1, rax, r11, flags
+;   clobbers: zmm{0-26}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -6700,6 +6369,8 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vmovdqu64    zmm24, [rax - 64]                   ; held in a register: read 8 times
     vmovdqu64    zmm25, [rax]                        ; held in a register: read 8 times
     vmovdqu64    zmm26, [rax + 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdi]
     vmovdqu64    zmm2, [rdi + 128]
@@ -6801,11 +6472,8 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm15, zmm15, [rax + 64]
     vpmuldq      zmm15, zmm15, zmm0
     vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm1, zmm1
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm1, zmm15
-    vpaddd       zmm15, zmm16, zmm2                  ; layer 7
+    vmovshdup    zmm15{k2}, zmm1
+    vpaddd       zmm1, zmm16, zmm2                   ; layer 7
     vpsubd       zmm2, zmm16, zmm2
     vmovshdup    zmm16, zmm2
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 384] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 256
@@ -6817,9 +6485,8 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm16, zmm16, [rax + 64]
     vpmuldq      zmm16, zmm16, zmm0
     vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm16
-    vpaddd       zmm16, zmm17, zmm3                  ; layer 7
+    vmovshdup    zmm16{k2}, zmm2
+    vpaddd       zmm2, zmm17, zmm3                   ; layer 7
     vpsubd       zmm3, zmm17, zmm3
     vmovshdup    zmm17, zmm3
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 640] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 512
@@ -6831,9 +6498,8 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm17
-    vpaddd       zmm17, zmm9, zmm4                   ; layer 7
+    vmovshdup    zmm17{k2}, zmm3
+    vpaddd       zmm3, zmm9, zmm4                    ; layer 7
     vpsubd       zmm4, zmm9, zmm4
     vmovshdup    zmm9, zmm4
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 768
@@ -6845,9 +6511,8 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm9, zmm9, [rax + 64]
     vpmuldq      zmm9, zmm9, zmm0
     vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm9
-    vpaddd       zmm9, zmm10, zmm5                   ; layer 7
+    vmovshdup    zmm9{k2}, zmm4
+    vpaddd       zmm4, zmm10, zmm5                   ; layer 7
     vpsubd       zmm5, zmm10, zmm5
     vmovshdup    zmm10, zmm5
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1024
@@ -6859,9 +6524,8 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm10, zmm10, [rax + 64]
     vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm10
-    vpaddd       zmm10, zmm11, zmm6                  ; layer 7
+    vmovshdup    zmm10{k2}, zmm5
+    vpaddd       zmm5, zmm11, zmm6                   ; layer 7
     vpsubd       zmm6, zmm11, zmm6
     vmovshdup    zmm11, zmm6
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1280
@@ -6873,9 +6537,8 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm11, zmm11, [rax + 64]
     vpmuldq      zmm11, zmm11, zmm0
     vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm11
-    vpaddd       zmm11, zmm12, zmm7                  ; layer 7
+    vmovshdup    zmm11{k2}, zmm6
+    vpaddd       zmm6, zmm12, zmm7                   ; layer 7
     vpsubd       zmm7, zmm12, zmm7
     vmovshdup    zmm12, zmm7
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1536
@@ -6887,9 +6550,8 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm12, zmm12, [rax + 64]
     vpmuldq      zmm12, zmm12, zmm0
     vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm7{k1}, zmm7, zmm12
-    vpaddd       zmm12, zmm13, zmm8                  ; layer 7
+    vmovshdup    zmm12{k2}, zmm7
+    vpaddd       zmm7, zmm13, zmm8                   ; layer 7
     vpsubd       zmm8, zmm13, zmm8
     vmovshdup    zmm13, zmm8
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1792
@@ -6901,524 +6563,169 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm13, zmm13, [rax + 64]
     vpmuldq      zmm13, zmm13, zmm0
     vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm8, zmm8
-    vpblendmd    zmm8{k1}, zmm8, zmm13
-    vpshufd      zmm13, zmm14, 216
+    vmovshdup    zmm13{k2}, zmm8
+    vpshufd      zmm8, zmm14, 216
+    vpshufd      zmm14, zmm15, 216
+    vpunpckldq   zmm15, zmm8, zmm14
+    vpunpckhdq   zmm8, zmm8, zmm14
     vpshufd      zmm1, zmm1, 216
-    vpunpckldq   zmm14, zmm13, zmm1
-    vpunpckhdq   zmm1, zmm13, zmm1
-    vpshufd      zmm13, zmm15, 216
+    vpshufd      zmm14, zmm16, 216
+    vpunpckldq   zmm16, zmm1, zmm14
+    vpunpckhdq   zmm1, zmm1, zmm14
     vpshufd      zmm2, zmm2, 216
-    vpunpckldq   zmm15, zmm13, zmm2
-    vpunpckhdq   zmm2, zmm13, zmm2
-    vpshufd      zmm13, zmm16, 216
+    vpshufd      zmm14, zmm17, 216
+    vpunpckldq   zmm17, zmm2, zmm14
+    vpunpckhdq   zmm2, zmm2, zmm14
     vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm16, zmm13, zmm3
-    vpunpckhdq   zmm3, zmm13, zmm3
-    vpshufd      zmm13, zmm17, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm17, zmm13, zmm4
-    vpunpckhdq   zmm4, zmm13, zmm4
     vpshufd      zmm9, zmm9, 216
-    vpshufd      zmm5, zmm5, 216
-    vpunpckldq   zmm13, zmm9, zmm5
-    vpunpckhdq   zmm5, zmm9, zmm5
+    vpunpckldq   zmm14, zmm3, zmm9
+    vpunpckhdq   zmm3, zmm3, zmm9
+    vpshufd      zmm4, zmm4, 216
     vpshufd      zmm9, zmm10, 216
-    vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm10, zmm9, zmm6
-    vpunpckhdq   zmm6, zmm9, zmm6
+    vpunpckldq   zmm10, zmm4, zmm9
+    vpunpckhdq   zmm4, zmm4, zmm9
+    vpshufd      zmm5, zmm5, 216
     vpshufd      zmm9, zmm11, 216
-    vpshufd      zmm7, zmm7, 216
-    vpunpckldq   zmm11, zmm9, zmm7
-    vpunpckhdq   zmm7, zmm9, zmm7
+    vpunpckldq   zmm11, zmm5, zmm9
+    vpunpckhdq   zmm5, zmm5, zmm9
+    vpshufd      zmm6, zmm6, 216
     vpshufd      zmm9, zmm12, 216
-    vpshufd      zmm8, zmm8, 216
-    vpunpckldq   zmm12, zmm9, zmm8
-    vpunpckhdq   zmm8, zmm9, zmm8
-    vpaddd       zmm9, zmm14, zmm1                   ; layer 6
-    vpsubd       zmm1, zmm14, zmm1
-    vmovshdup    zmm14, zmm1
+    vpunpckldq   zmm12, zmm6, zmm9
+    vpunpckhdq   zmm6, zmm6, zmm9
+    vpshufd      zmm7, zmm7, 216
+    vpshufd      zmm9, zmm13, 216
+    vpunpckldq   zmm13, zmm7, zmm9
+    vpunpckhdq   zmm7, zmm7, zmm9
+    vpaddd       zmm9, zmm15, zmm8                   ; layer 6
+    vpsubd       zmm8, zmm15, zmm8
+    vmovshdup    zmm15, zmm8
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2048
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm14
-    vpaddd       zmm14, zmm15, zmm2                  ; layer 6
-    vpsubd       zmm2, zmm15, zmm2
-    vmovshdup    zmm15, zmm2
-    vpmuldq      zmm18, zmm2, [rax]
-    vpmuldq      zmm2, zmm2, [rax + 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
+    vpmuldq      zmm18, zmm8, [rax - 128]
+    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm8, zmm8, zmm0
+    vpsubd       zmm8, zmm18, zmm8
+    vpmuldq      zmm18, zmm15, [rax - 128]
+    vpmuldq      zmm15, zmm15, [rax - 64]
     vpmuldq      zmm15, zmm15, zmm0
     vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm15
-    vpaddd       zmm15, zmm16, zmm3                  ; layer 6
-    vpsubd       zmm3, zmm16, zmm3
-    vmovshdup    zmm16, zmm3
+    vmovshdup    zmm15{k2}, zmm8
+    vpaddd       zmm8, zmm16, zmm1                   ; layer 6
+    vpsubd       zmm1, zmm16, zmm1
+    vmovshdup    zmm16, zmm1
+    vpmuldq      zmm18, zmm1, [rax]
+    vpmuldq      zmm1, zmm1, [rax + 64]
+    vpmuldq      zmm1, zmm1, zmm0
+    vpsubd       zmm1, zmm18, zmm1
+    vpmuldq      zmm18, zmm16, [rax]
+    vpmuldq      zmm16, zmm16, [rax + 64]
+    vpmuldq      zmm16, zmm16, zmm0
+    vpsubd       zmm16, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm1
+    vpaddd       zmm1, zmm17, zmm2                   ; layer 6
+    vpsubd       zmm2, zmm17, zmm2
+    vmovshdup    zmm17, zmm2
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2304
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm16
-    vpaddd       zmm16, zmm17, zmm4                  ; layer 6
-    vpsubd       zmm4, zmm17, zmm4
-    vmovshdup    zmm17, zmm4
-    vpmuldq      zmm18, zmm4, [rax]
-    vpmuldq      zmm4, zmm4, [rax + 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm17
-    vpaddd       zmm17, zmm13, zmm5                  ; layer 6
-    vpsubd       zmm5, zmm13, zmm5
-    vmovshdup    zmm13, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2560
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm13, [rax - 128]
-    vpmuldq      zmm13, zmm13, [rax - 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm13
-    vpaddd       zmm13, zmm10, zmm6                  ; layer 6
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    vpmuldq      zmm18, zmm6, [rax]
-    vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm10
-    vpaddd       zmm10, zmm11, zmm7                  ; layer 6
-    vpsubd       zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2816
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm7{k1}, zmm7, zmm11
-    vpaddd       zmm11, zmm12, zmm8                  ; layer 6
-    vpsubd       zmm8, zmm12, zmm8
-    vmovshdup    zmm12, zmm8
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm12, [rax]
-    vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm8, zmm8
-    vpblendmd    zmm8{k1}, zmm8, zmm12
-    vpunpcklqdq  zmm12, zmm9, zmm1
-    vpunpckhqdq  zmm1, zmm9, zmm1
-    vpunpcklqdq  zmm9, zmm14, zmm2
-    vpunpckhqdq  zmm2, zmm14, zmm2
-    vpunpcklqdq  zmm14, zmm15, zmm3
-    vpunpckhqdq  zmm3, zmm15, zmm3
-    vpunpcklqdq  zmm15, zmm16, zmm4
-    vpunpckhqdq  zmm4, zmm16, zmm4
-    vpunpcklqdq  zmm16, zmm17, zmm5
-    vpunpckhqdq  zmm5, zmm17, zmm5
-    vpunpcklqdq  zmm17, zmm13, zmm6
-    vpunpckhqdq  zmm6, zmm13, zmm6
-    vpunpcklqdq  zmm13, zmm10, zmm7
-    vpunpckhqdq  zmm7, zmm10, zmm7
-    vpunpcklqdq  zmm10, zmm11, zmm8
-    vpunpckhqdq  zmm8, zmm11, zmm8
-    vpaddd       zmm11, zmm12, zmm1                  ; layer 5
-    vpsubd       zmm1, zmm12, zmm1
-    vmovshdup    zmm12, zmm1
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3072
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm12, [rax - 128]
-    vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm12
-    vpaddd       zmm12, zmm9, zmm2                   ; layer 5
-    vpsubd       zmm2, zmm9, zmm2
-    vmovshdup    zmm9, zmm2
-    vpmuldq      zmm18, zmm2, [rax]
-    vpmuldq      zmm2, zmm2, [rax + 64]
+    vpmuldq      zmm18, zmm2, [rax - 128]
+    vpmuldq      zmm2, zmm2, [rax - 64]
     vpmuldq      zmm2, zmm2, zmm0
     vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm9
-    vpaddd       zmm9, zmm14, zmm3                   ; layer 5
-    vpsubd       zmm3, zmm14, zmm3
-    vmovshdup    zmm14, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3328
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm14
-    vpaddd       zmm14, zmm15, zmm4                  ; layer 5
-    vpsubd       zmm4, zmm15, zmm4
-    vmovshdup    zmm15, zmm4
-    vpmuldq      zmm18, zmm4, [rax]
-    vpmuldq      zmm4, zmm4, [rax + 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm15
-    vpaddd       zmm15, zmm16, zmm5                  ; layer 5
-    vpsubd       zmm5, zmm16, zmm5
-    vmovshdup    zmm16, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3584
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm16
-    vpaddd       zmm16, zmm17, zmm6                  ; layer 5
-    vpsubd       zmm6, zmm17, zmm6
-    vmovshdup    zmm17, zmm6
-    vpmuldq      zmm18, zmm6, [rax]
-    vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm17
-    vpaddd       zmm17, zmm13, zmm7                  ; layer 5
-    vpsubd       zmm7, zmm13, zmm7
-    vmovshdup    zmm13, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3968] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3840
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm13, [rax - 128]
-    vpmuldq      zmm13, zmm13, [rax - 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm7{k1}, zmm7, zmm13
-    vpaddd       zmm13, zmm10, zmm8                  ; layer 5
-    vpsubd       zmm8, zmm10, zmm8
-    vmovshdup    zmm10, zmm8
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm8, zmm8
-    vpblendmd    zmm8{k1}, zmm8, zmm10
-    vshufi64x2   zmm10, zmm11, zmm1, 34
-    vshufi64x2   zmm10, zmm10, zmm10, 141
-    vshufi64x2   zmm1, zmm11, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm11, zmm12, zmm2, 34
-    vshufi64x2   zmm11, zmm11, zmm11, 141
-    vshufi64x2   zmm2, zmm12, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm12, zmm9, zmm3, 34
-    vshufi64x2   zmm12, zmm12, zmm12, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm14, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm14, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm14, zmm15, zmm5, 34
-    vshufi64x2   zmm14, zmm14, zmm14, 141
-    vshufi64x2   zmm5, zmm15, zmm5, 119
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm15, zmm16, zmm6, 34
-    vshufi64x2   zmm15, zmm15, zmm15, 141
-    vshufi64x2   zmm6, zmm16, zmm6, 119
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm16, zmm17, zmm7, 34
-    vshufi64x2   zmm16, zmm16, zmm16, 141
-    vshufi64x2   zmm7, zmm17, zmm7, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm17, zmm13, zmm8, 34
-    vshufi64x2   zmm17, zmm17, zmm17, 141
-    vshufi64x2   zmm8, zmm13, zmm8, 119
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vpaddd       zmm13, zmm10, zmm1                  ; layer 4
-    vpsubd       zmm1, zmm10, zmm1
-    vmovshdup    zmm10, zmm1
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4224] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4096
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm10, [rax - 128]
-    vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm10
-    vpaddd       zmm10, zmm11, zmm2                  ; layer 4
-    vpsubd       zmm2, zmm11, zmm2
-    vmovshdup    zmm11, zmm2
-    vpmuldq      zmm18, zmm2, [rax]
-    vpmuldq      zmm2, zmm2, [rax + 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm11
-    vpaddd       zmm11, zmm12, zmm3                  ; layer 4
-    vpsubd       zmm3, zmm12, zmm3
-    vmovshdup    zmm12, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4352
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm12, [rax - 128]
-    vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm12
-    vpaddd       zmm12, zmm9, zmm4                   ; layer 4
-    vpsubd       zmm4, zmm9, zmm4
-    vmovshdup    zmm9, zmm4
-    vpmuldq      zmm18, zmm4, [rax]
-    vpmuldq      zmm4, zmm4, [rax + 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm9
-    vpaddd       zmm9, zmm14, zmm5                   ; layer 4
-    vpsubd       zmm5, zmm14, zmm5
-    vmovshdup    zmm14, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4736] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4608
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm14
-    vpaddd       zmm14, zmm15, zmm6                  ; layer 4
-    vpsubd       zmm6, zmm15, zmm6
-    vmovshdup    zmm15, zmm6
-    vpmuldq      zmm18, zmm6, [rax]
-    vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm15
-    vpaddd       zmm15, zmm16, zmm7                  ; layer 4
-    vpsubd       zmm7, zmm16, zmm7
-    vmovshdup    zmm16, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4992] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4864
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm7{k1}, zmm7, zmm16
-    vpaddd       zmm16, zmm17, zmm8                  ; layer 4
-    vpsubd       zmm8, zmm17, zmm8
-    vmovshdup    zmm17, zmm8
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm8, zmm8
-    vpblendmd    zmm8{k1}, zmm8, zmm17
-    vshufi64x2   zmm17, zmm13, zmm1, 68
-    vshufi64x2   zmm1, zmm13, zmm1, 238
-    vshufi64x2   zmm13, zmm10, zmm2, 68
-    vshufi64x2   zmm2, zmm10, zmm2, 238
-    vshufi64x2   zmm10, zmm11, zmm3, 68
-    vshufi64x2   zmm3, zmm11, zmm3, 238
-    vshufi64x2   zmm11, zmm12, zmm4, 68
-    vshufi64x2   zmm4, zmm12, zmm4, 238
-    vshufi64x2   zmm12, zmm9, zmm5, 68
-    vshufi64x2   zmm5, zmm9, zmm5, 238
-    vshufi64x2   zmm9, zmm14, zmm6, 68
-    vshufi64x2   zmm6, zmm14, zmm6, 238
-    vshufi64x2   zmm14, zmm15, zmm7, 68
-    vshufi64x2   zmm7, zmm15, zmm7, 238
-    vshufi64x2   zmm15, zmm16, zmm8, 68
-    vshufi64x2   zmm8, zmm16, zmm8, 238
-    vpaddd       zmm16, zmm17, zmm1                  ; layer 3
-    vpsubd       zmm1, zmm17, zmm1
-    vmovshdup    zmm17, zmm1
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5248] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5120
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
     vpmuldq      zmm18, zmm17, [rax - 128]
     vpmuldq      zmm17, zmm17, [rax - 64]
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm17
-    vpaddd       zmm17, zmm13, zmm2                  ; layer 3
-    vpsubd       zmm2, zmm13, zmm2
-    vmovshdup    zmm13, zmm2
-    vpmuldq      zmm18, zmm2, [rax]
-    vpmuldq      zmm2, zmm2, [rax + 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm13
-    vpaddd       zmm13, zmm10, zmm3                  ; layer 3
-    vpsubd       zmm3, zmm10, zmm3
-    vmovshdup    zmm10, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5504] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5376
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
+    vmovshdup    zmm17{k2}, zmm2
+    vpaddd       zmm2, zmm14, zmm3                   ; layer 6
+    vpsubd       zmm3, zmm14, zmm3
+    vmovshdup    zmm14, zmm3
+    vpmuldq      zmm18, zmm3, [rax]
+    vpmuldq      zmm3, zmm3, [rax + 64]
     vpmuldq      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm14, [rax]
+    vpmuldq      zmm14, zmm14, [rax + 64]
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm3
+    vpaddd       zmm3, zmm10, zmm4                   ; layer 6
+    vpsubd       zmm4, zmm10, zmm4
+    vmovshdup    zmm10, zmm4
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2560
+    vpmuldq      zmm18, zmm4, [rax - 128]
+    vpmuldq      zmm4, zmm4, [rax - 64]
+    vpmuldq      zmm4, zmm4, zmm0
+    vpsubd       zmm4, zmm18, zmm4
     vpmuldq      zmm18, zmm10, [rax - 128]
     vpmuldq      zmm10, zmm10, [rax - 64]
     vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm10
-    vpaddd       zmm10, zmm11, zmm4                  ; layer 3
-    vpsubd       zmm4, zmm11, zmm4
-    vmovshdup    zmm11, zmm4
-    vpmuldq      zmm18, zmm4, [rax]
-    vpmuldq      zmm4, zmm4, [rax + 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
+    vmovshdup    zmm10{k2}, zmm4
+    vpaddd       zmm4, zmm11, zmm5                   ; layer 6
+    vpsubd       zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm5
+    vpmuldq      zmm18, zmm5, [rax]
+    vpmuldq      zmm5, zmm5, [rax + 64]
+    vpmuldq      zmm5, zmm5, zmm0
+    vpsubd       zmm5, zmm18, zmm5
     vpmuldq      zmm18, zmm11, [rax]
     vpmuldq      zmm11, zmm11, [rax + 64]
     vpmuldq      zmm11, zmm11, zmm0
     vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm11
-    vpaddd       zmm11, zmm12, zmm5                  ; layer 3
-    vpsubd       zmm5, zmm12, zmm5
-    vmovshdup    zmm12, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5632
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
+    vmovshdup    zmm11{k2}, zmm5
+    vpaddd       zmm5, zmm12, zmm6                   ; layer 6
+    vpsubd       zmm6, zmm12, zmm6
+    vmovshdup    zmm12, zmm6
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2816
+    vpmuldq      zmm18, zmm6, [rax - 128]
+    vpmuldq      zmm6, zmm6, [rax - 64]
+    vpmuldq      zmm6, zmm6, zmm0
+    vpsubd       zmm6, zmm18, zmm6
     vpmuldq      zmm18, zmm12, [rax - 128]
     vpmuldq      zmm12, zmm12, [rax - 64]
     vpmuldq      zmm12, zmm12, zmm0
     vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm12
-    vpaddd       zmm12, zmm9, zmm6                   ; layer 3
-    vpsubd       zmm6, zmm9, zmm6
-    vmovshdup    zmm9, zmm6
-    vpmuldq      zmm18, zmm6, [rax]
-    vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm9
-    vpaddd       zmm9, zmm14, zmm7                   ; layer 3
-    vpsubd       zmm7, zmm14, zmm7
-    vmovshdup    zmm14, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6016] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5888
+    vmovshdup    zmm12{k2}, zmm6
+    vpaddd       zmm6, zmm13, zmm7                   ; layer 6
+    vpsubd       zmm7, zmm13, zmm7
+    vmovshdup    zmm13, zmm7
+    vpmuldq      zmm18, zmm7, [rax]
+    vpmuldq      zmm7, zmm7, [rax + 64]
+    vpmuldq      zmm7, zmm7, zmm0
+    vpsubd       zmm7, zmm18, zmm7
+    vpmuldq      zmm18, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm0
+    vpsubd       zmm13, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm7
+    vpunpcklqdq  zmm7, zmm9, zmm15
+    vpunpckhqdq  zmm9, zmm9, zmm15
+    vpunpcklqdq  zmm15, zmm8, zmm16
+    vpunpckhqdq  zmm8, zmm8, zmm16
+    vpunpcklqdq  zmm16, zmm1, zmm17
+    vpunpckhqdq  zmm1, zmm1, zmm17
+    vpunpcklqdq  zmm17, zmm2, zmm14
+    vpunpckhqdq  zmm2, zmm2, zmm14
+    vpunpcklqdq  zmm14, zmm3, zmm10
+    vpunpckhqdq  zmm3, zmm3, zmm10
+    vpunpcklqdq  zmm10, zmm4, zmm11
+    vpunpckhqdq  zmm4, zmm4, zmm11
+    vpunpcklqdq  zmm11, zmm5, zmm12
+    vpunpckhqdq  zmm5, zmm5, zmm12
+    vpunpcklqdq  zmm12, zmm6, zmm13
+    vpunpckhqdq  zmm6, zmm6, zmm13
+    vpaddd       zmm13, zmm7, zmm9                   ; layer 5
+    vpsubd       zmm7, zmm7, zmm9
+    vmovshdup    zmm9, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3072
     vpmuldq      zmm18, zmm7, [rax - 128]
     vpmuldq      zmm7, zmm7, [rax - 64]
     vpmuldq      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm7{k1}, zmm7, zmm14
-    vpaddd       zmm14, zmm15, zmm8                  ; layer 3
+    vpmuldq      zmm18, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm7
+    vpaddd       zmm7, zmm15, zmm8                   ; layer 5
     vpsubd       zmm8, zmm15, zmm8
     vmovshdup    zmm15, zmm8
     vpmuldq      zmm18, zmm8, [rax]
@@ -7429,12 +6736,395 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm15, zmm15, [rax + 64]
     vpmuldq      zmm15, zmm15, zmm0
     vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm8, zmm8
-    vpblendmd    zmm8{k1}, zmm8, zmm15
-    vpaddd       zmm15, zmm16, zmm17                 ; layer 2
+    vmovshdup    zmm15{k2}, zmm8
+    vpaddd       zmm8, zmm16, zmm1                   ; layer 5
+    vpsubd       zmm1, zmm16, zmm1
+    vmovshdup    zmm16, zmm1
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3328
+    vpmuldq      zmm18, zmm1, [rax - 128]
+    vpmuldq      zmm1, zmm1, [rax - 64]
+    vpmuldq      zmm1, zmm1, zmm0
+    vpsubd       zmm1, zmm18, zmm1
+    vpmuldq      zmm18, zmm16, [rax - 128]
+    vpmuldq      zmm16, zmm16, [rax - 64]
+    vpmuldq      zmm16, zmm16, zmm0
+    vpsubd       zmm16, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm1
+    vpaddd       zmm1, zmm17, zmm2                   ; layer 5
+    vpsubd       zmm2, zmm17, zmm2
+    vmovshdup    zmm17, zmm2
+    vpmuldq      zmm18, zmm2, [rax]
+    vpmuldq      zmm2, zmm2, [rax + 64]
+    vpmuldq      zmm2, zmm2, zmm0
+    vpsubd       zmm2, zmm18, zmm2
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm2
+    vpaddd       zmm2, zmm14, zmm3                   ; layer 5
+    vpsubd       zmm3, zmm14, zmm3
+    vmovshdup    zmm14, zmm3
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3584
+    vpmuldq      zmm18, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm0
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm14, [rax - 128]
+    vpmuldq      zmm14, zmm14, [rax - 64]
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm3
+    vpaddd       zmm3, zmm10, zmm4                   ; layer 5
+    vpsubd       zmm4, zmm10, zmm4
+    vmovshdup    zmm10, zmm4
+    vpmuldq      zmm18, zmm4, [rax]
+    vpmuldq      zmm4, zmm4, [rax + 64]
+    vpmuldq      zmm4, zmm4, zmm0
+    vpsubd       zmm4, zmm18, zmm4
+    vpmuldq      zmm18, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm0
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm4
+    vpaddd       zmm4, zmm11, zmm5                   ; layer 5
+    vpsubd       zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3968] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3840
+    vpmuldq      zmm18, zmm5, [rax - 128]
+    vpmuldq      zmm5, zmm5, [rax - 64]
+    vpmuldq      zmm5, zmm5, zmm0
+    vpsubd       zmm5, zmm18, zmm5
+    vpmuldq      zmm18, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm0
+    vpsubd       zmm11, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm5
+    vpaddd       zmm5, zmm12, zmm6                   ; layer 5
+    vpsubd       zmm6, zmm12, zmm6
+    vmovshdup    zmm12, zmm6
+    vpmuldq      zmm18, zmm6, [rax]
+    vpmuldq      zmm6, zmm6, [rax + 64]
+    vpmuldq      zmm6, zmm6, zmm0
+    vpsubd       zmm6, zmm18, zmm6
+    vpmuldq      zmm18, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm6
+    vshufi64x2   zmm6, zmm13, zmm9, 34
+    vshufi64x2   zmm6, zmm6, zmm6, 141
+    vshufi64x2   zmm9, zmm13, zmm9, 119
+    vshufi64x2   zmm9, zmm9, zmm9, 141
+    vshufi64x2   zmm13, zmm7, zmm15, 34
+    vshufi64x2   zmm13, zmm13, zmm13, 141
+    vshufi64x2   zmm7, zmm7, zmm15, 119
+    vshufi64x2   zmm7, zmm7, zmm7, 141
+    vshufi64x2   zmm15, zmm8, zmm16, 34
+    vshufi64x2   zmm15, zmm15, zmm15, 141
+    vshufi64x2   zmm8, zmm8, zmm16, 119
+    vshufi64x2   zmm8, zmm8, zmm8, 141
+    vshufi64x2   zmm16, zmm1, zmm17, 34
+    vshufi64x2   zmm16, zmm16, zmm16, 141
+    vshufi64x2   zmm1, zmm1, zmm17, 119
+    vshufi64x2   zmm1, zmm1, zmm1, 141
+    vshufi64x2   zmm17, zmm2, zmm14, 34
+    vshufi64x2   zmm17, zmm17, zmm17, 141
+    vshufi64x2   zmm2, zmm2, zmm14, 119
+    vshufi64x2   zmm2, zmm2, zmm2, 141
+    vshufi64x2   zmm14, zmm3, zmm10, 34
+    vshufi64x2   zmm14, zmm14, zmm14, 141
+    vshufi64x2   zmm3, zmm3, zmm10, 119
+    vshufi64x2   zmm3, zmm3, zmm3, 141
+    vshufi64x2   zmm10, zmm4, zmm11, 34
+    vshufi64x2   zmm10, zmm10, zmm10, 141
+    vshufi64x2   zmm4, zmm4, zmm11, 119
+    vshufi64x2   zmm4, zmm4, zmm4, 141
+    vshufi64x2   zmm11, zmm5, zmm12, 34
+    vshufi64x2   zmm11, zmm11, zmm11, 141
+    vshufi64x2   zmm5, zmm5, zmm12, 119
+    vshufi64x2   zmm5, zmm5, zmm5, 141
+    vpaddd       zmm12, zmm6, zmm9                   ; layer 4
+    vpsubd       zmm6, zmm6, zmm9
+    vmovshdup    zmm9, zmm6
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4224] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4096
+    vpmuldq      zmm18, zmm6, [rax - 128]
+    vpmuldq      zmm6, zmm6, [rax - 64]
+    vpmuldq      zmm6, zmm6, zmm0
+    vpsubd       zmm6, zmm18, zmm6
+    vpmuldq      zmm18, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm6
+    vpaddd       zmm6, zmm13, zmm7                   ; layer 4
+    vpsubd       zmm7, zmm13, zmm7
+    vmovshdup    zmm13, zmm7
+    vpmuldq      zmm18, zmm7, [rax]
+    vpmuldq      zmm7, zmm7, [rax + 64]
+    vpmuldq      zmm7, zmm7, zmm0
+    vpsubd       zmm7, zmm18, zmm7
+    vpmuldq      zmm18, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm0
+    vpsubd       zmm13, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm7
+    vpaddd       zmm7, zmm15, zmm8                   ; layer 4
+    vpsubd       zmm8, zmm15, zmm8
+    vmovshdup    zmm15, zmm8
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4352
+    vpmuldq      zmm18, zmm8, [rax - 128]
+    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm8, zmm8, zmm0
+    vpsubd       zmm8, zmm18, zmm8
+    vpmuldq      zmm18, zmm15, [rax - 128]
+    vpmuldq      zmm15, zmm15, [rax - 64]
+    vpmuldq      zmm15, zmm15, zmm0
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm8
+    vpaddd       zmm8, zmm16, zmm1                   ; layer 4
+    vpsubd       zmm1, zmm16, zmm1
+    vmovshdup    zmm16, zmm1
+    vpmuldq      zmm18, zmm1, [rax]
+    vpmuldq      zmm1, zmm1, [rax + 64]
+    vpmuldq      zmm1, zmm1, zmm0
+    vpsubd       zmm1, zmm18, zmm1
+    vpmuldq      zmm18, zmm16, [rax]
+    vpmuldq      zmm16, zmm16, [rax + 64]
+    vpmuldq      zmm16, zmm16, zmm0
+    vpsubd       zmm16, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm1
+    vpaddd       zmm1, zmm17, zmm2                   ; layer 4
+    vpsubd       zmm2, zmm17, zmm2
+    vmovshdup    zmm17, zmm2
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4736] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4608
+    vpmuldq      zmm18, zmm2, [rax - 128]
+    vpmuldq      zmm2, zmm2, [rax - 64]
+    vpmuldq      zmm2, zmm2, zmm0
+    vpsubd       zmm2, zmm18, zmm2
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm2
+    vpaddd       zmm2, zmm14, zmm3                   ; layer 4
+    vpsubd       zmm3, zmm14, zmm3
+    vmovshdup    zmm14, zmm3
+    vpmuldq      zmm18, zmm3, [rax]
+    vpmuldq      zmm3, zmm3, [rax + 64]
+    vpmuldq      zmm3, zmm3, zmm0
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm14, [rax]
+    vpmuldq      zmm14, zmm14, [rax + 64]
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm3
+    vpaddd       zmm3, zmm10, zmm4                   ; layer 4
+    vpsubd       zmm4, zmm10, zmm4
+    vmovshdup    zmm10, zmm4
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4992] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4864
+    vpmuldq      zmm18, zmm4, [rax - 128]
+    vpmuldq      zmm4, zmm4, [rax - 64]
+    vpmuldq      zmm4, zmm4, zmm0
+    vpsubd       zmm4, zmm18, zmm4
+    vpmuldq      zmm18, zmm10, [rax - 128]
+    vpmuldq      zmm10, zmm10, [rax - 64]
+    vpmuldq      zmm10, zmm10, zmm0
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm4
+    vpaddd       zmm4, zmm11, zmm5                   ; layer 4
+    vpsubd       zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm5
+    vpmuldq      zmm18, zmm5, [rax]
+    vpmuldq      zmm5, zmm5, [rax + 64]
+    vpmuldq      zmm5, zmm5, zmm0
+    vpsubd       zmm5, zmm18, zmm5
+    vpmuldq      zmm18, zmm11, [rax]
+    vpmuldq      zmm11, zmm11, [rax + 64]
+    vpmuldq      zmm11, zmm11, zmm0
+    vpsubd       zmm11, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm5
+    vshufi64x2   zmm5, zmm12, zmm9, 68
+    vshufi64x2   zmm9, zmm12, zmm9, 238
+    vshufi64x2   zmm12, zmm6, zmm13, 68
+    vshufi64x2   zmm6, zmm6, zmm13, 238
+    vshufi64x2   zmm13, zmm7, zmm15, 68
+    vshufi64x2   zmm7, zmm7, zmm15, 238
+    vshufi64x2   zmm15, zmm8, zmm16, 68
+    vshufi64x2   zmm8, zmm8, zmm16, 238
+    vshufi64x2   zmm16, zmm1, zmm17, 68
+    vshufi64x2   zmm1, zmm1, zmm17, 238
+    vshufi64x2   zmm17, zmm2, zmm14, 68
+    vshufi64x2   zmm2, zmm2, zmm14, 238
+    vshufi64x2   zmm14, zmm3, zmm10, 68
+    vshufi64x2   zmm3, zmm3, zmm10, 238
+    vshufi64x2   zmm10, zmm4, zmm11, 68
+    vshufi64x2   zmm4, zmm4, zmm11, 238
+    vpaddd       zmm11, zmm5, zmm9                   ; layer 3
+    vpsubd       zmm5, zmm5, zmm9
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5248] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5120
+    vpmuldq      zmm18, zmm5, [rax - 128]
+    vpmuldq      zmm5, zmm5, [rax - 64]
+    vpmuldq      zmm5, zmm5, zmm0
+    vpsubd       zmm5, zmm18, zmm5
+    vpmuldq      zmm18, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm5
+    vpaddd       zmm5, zmm12, zmm6                   ; layer 3
+    vpsubd       zmm6, zmm12, zmm6
+    vmovshdup    zmm12, zmm6
+    vpmuldq      zmm18, zmm6, [rax]
+    vpmuldq      zmm6, zmm6, [rax + 64]
+    vpmuldq      zmm6, zmm6, zmm0
+    vpsubd       zmm6, zmm18, zmm6
+    vpmuldq      zmm18, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm6
+    vpaddd       zmm6, zmm13, zmm7                   ; layer 3
+    vpsubd       zmm7, zmm13, zmm7
+    vmovshdup    zmm13, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5504] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5376
+    vpmuldq      zmm18, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm0
+    vpsubd       zmm7, zmm18, zmm7
+    vpmuldq      zmm18, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm0
+    vpsubd       zmm13, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm7
+    vpaddd       zmm7, zmm15, zmm8                   ; layer 3
+    vpsubd       zmm8, zmm15, zmm8
+    vmovshdup    zmm15, zmm8
+    vpmuldq      zmm18, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm0
+    vpsubd       zmm8, zmm18, zmm8
+    vpmuldq      zmm18, zmm15, [rax]
+    vpmuldq      zmm15, zmm15, [rax + 64]
+    vpmuldq      zmm15, zmm15, zmm0
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm8
+    vpaddd       zmm8, zmm16, zmm1                   ; layer 3
+    vpsubd       zmm1, zmm16, zmm1
+    vmovshdup    zmm16, zmm1
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5632
+    vpmuldq      zmm18, zmm1, [rax - 128]
+    vpmuldq      zmm1, zmm1, [rax - 64]
+    vpmuldq      zmm1, zmm1, zmm0
+    vpsubd       zmm1, zmm18, zmm1
+    vpmuldq      zmm18, zmm16, [rax - 128]
+    vpmuldq      zmm16, zmm16, [rax - 64]
+    vpmuldq      zmm16, zmm16, zmm0
+    vpsubd       zmm16, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm1
+    vpaddd       zmm1, zmm17, zmm2                   ; layer 3
+    vpsubd       zmm2, zmm17, zmm2
+    vmovshdup    zmm17, zmm2
+    vpmuldq      zmm18, zmm2, [rax]
+    vpmuldq      zmm2, zmm2, [rax + 64]
+    vpmuldq      zmm2, zmm2, zmm0
+    vpsubd       zmm2, zmm18, zmm2
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm0
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm2
+    vpaddd       zmm2, zmm14, zmm3                   ; layer 3
+    vpsubd       zmm3, zmm14, zmm3
+    vmovshdup    zmm14, zmm3
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6016] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5888
+    vpmuldq      zmm18, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm0
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm14, [rax - 128]
+    vpmuldq      zmm14, zmm14, [rax - 64]
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm3
+    vpaddd       zmm3, zmm10, zmm4                   ; layer 3
+    vpsubd       zmm4, zmm10, zmm4
+    vmovshdup    zmm10, zmm4
+    vpmuldq      zmm18, zmm4, [rax]
+    vpmuldq      zmm4, zmm4, [rax + 64]
+    vpmuldq      zmm4, zmm4, zmm0
+    vpsubd       zmm4, zmm18, zmm4
+    vpmuldq      zmm18, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm0
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm4
+    vpaddd       zmm4, zmm11, zmm5                   ; layer 2
+    vpsubd       zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6272] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6144
+    vpmuldq      zmm18, zmm5, [rax - 128]
+    vpmuldq      zmm5, zmm5, [rax - 64]
+    vpmuldq      zmm5, zmm5, zmm0
+    vpsubd       zmm5, zmm18, zmm5
+    vpmuldq      zmm18, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm0
+    vpsubd       zmm11, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm5
+    vpaddd       zmm5, zmm9, zmm12                   ; layer 2
+    vpsubd       zmm9, zmm9, zmm12
+    vmovshdup    zmm12, zmm9
+    vpmuldq      zmm18, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vpmuldq      zmm18, zmm12, [rax - 128]
+    vpmuldq      zmm12, zmm12, [rax - 64]
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm9
+    vpaddd       zmm9, zmm6, zmm7                    ; layer 2
+    vpsubd       zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm6
+    vpmuldq      zmm18, zmm6, [rax]
+    vpmuldq      zmm6, zmm6, [rax + 64]
+    vpmuldq      zmm6, zmm6, zmm0
+    vpsubd       zmm6, zmm18, zmm6
+    vpmuldq      zmm18, zmm7, [rax]
+    vpmuldq      zmm7, zmm7, [rax + 64]
+    vpmuldq      zmm7, zmm7, zmm0
+    vpsubd       zmm7, zmm18, zmm7
+    vmovshdup    zmm7{k2}, zmm6
+    vpaddd       zmm6, zmm13, zmm15                  ; layer 2
+    vpsubd       zmm13, zmm13, zmm15
+    vmovshdup    zmm15, zmm13
+    vpmuldq      zmm18, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm0
+    vpsubd       zmm13, zmm18, zmm13
+    vpmuldq      zmm18, zmm15, [rax]
+    vpmuldq      zmm15, zmm15, [rax + 64]
+    vpmuldq      zmm15, zmm15, zmm0
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm13
+    vpaddd       zmm13, zmm8, zmm1                   ; layer 2
+    vpsubd       zmm1, zmm8, zmm1
+    vmovshdup    zmm8, zmm1
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6528] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6400
+    vpmuldq      zmm18, zmm1, [rax - 128]
+    vpmuldq      zmm1, zmm1, [rax - 64]
+    vpmuldq      zmm1, zmm1, zmm0
+    vpsubd       zmm1, zmm18, zmm1
+    vpmuldq      zmm18, zmm8, [rax - 128]
+    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm8, zmm8, zmm0
+    vpsubd       zmm8, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm1
+    vpaddd       zmm1, zmm16, zmm17                  ; layer 2
     vpsubd       zmm16, zmm16, zmm17
     vmovshdup    zmm17, zmm16
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6272] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6144
     vpmuldq      zmm18, zmm16, [rax - 128]
     vpmuldq      zmm16, zmm16, [rax - 64]
     vpmuldq      zmm16, zmm16, zmm0
@@ -7443,374 +7133,173 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm17, zmm17, [rax - 64]
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm16, zmm16
-    vpblendmd    zmm16{k1}, zmm16, zmm17
-    vpaddd       zmm17, zmm1, zmm2                   ; layer 2
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm2, [rax - 128]
-    vpmuldq      zmm2, zmm2, [rax - 64]
+    vmovshdup    zmm17{k2}, zmm16
+    vpaddd       zmm16, zmm2, zmm3                   ; layer 2
+    vpsubd       zmm2, zmm2, zmm3
+    vmovshdup    zmm3, zmm2
+    vpmuldq      zmm18, zmm2, [rax]
+    vpmuldq      zmm2, zmm2, [rax + 64]
     vpmuldq      zmm2, zmm2, zmm0
     vpsubd       zmm2, zmm18, zmm2
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm2
-    vpaddd       zmm2, zmm13, zmm10                  ; layer 2
-    vpsubd       zmm10, zmm13, zmm10
-    vmovshdup    zmm13, zmm10
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm10, zmm10
-    vpblendmd    zmm10{k1}, zmm10, zmm13
-    vpaddd       zmm13, zmm3, zmm4                   ; layer 2
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
     vpmuldq      zmm18, zmm3, [rax]
     vpmuldq      zmm3, zmm3, [rax + 64]
     vpmuldq      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm4, [rax]
-    vpmuldq      zmm4, zmm4, [rax + 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm4
-    vpaddd       zmm4, zmm11, zmm12                  ; layer 2
-    vpsubd       zmm11, zmm11, zmm12
-    vmovshdup    zmm12, zmm11
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6528] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6400
-    vpmuldq      zmm18, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vpmuldq      zmm18, zmm12, [rax - 128]
-    vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm11, zmm11
-    vpblendmd    zmm11{k1}, zmm11, zmm12
-    vpaddd       zmm12, zmm5, zmm6                   ; layer 2
-    vpsubd       zmm5, zmm5, zmm6
-    vmovshdup    zmm6, zmm5
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm6, [rax - 128]
-    vpmuldq      zmm6, zmm6, [rax - 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm6
-    vpaddd       zmm6, zmm9, zmm14                   ; layer 2
-    vpsubd       zmm9, zmm9, zmm14
-    vmovshdup    zmm14, zmm9
-    vpmuldq      zmm18, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm3{k2}, zmm2
+    vpaddd       zmm2, zmm14, zmm10                  ; layer 2
+    vpsubd       zmm10, zmm14, zmm10
+    vmovshdup    zmm14, zmm10
+    vpmuldq      zmm18, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm0
+    vpsubd       zmm10, zmm18, zmm10
     vpmuldq      zmm18, zmm14, [rax]
     vpmuldq      zmm14, zmm14, [rax + 64]
     vpmuldq      zmm14, zmm14, zmm0
     vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm9, zmm9
-    vpblendmd    zmm9{k1}, zmm9, zmm14
-    vpaddd       zmm14, zmm7, zmm8                   ; layer 2
-    vpsubd       zmm7, zmm7, zmm8
-    vmovshdup    zmm8, zmm7
-    vpmuldq      zmm18, zmm7, [rax]
-    vpmuldq      zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm14{k2}, zmm10
+    vpaddd       zmm10, zmm4, zmm9                   ; layer 1
+    vpsubd       zmm4, zmm4, zmm9
+    vmovshdup    zmm9, zmm4
+    vpmuldq      zmm18, zmm4, zmm23
+    vpmuldq      zmm4, zmm4, zmm24
+    vpmuldq      zmm4, zmm4, zmm0
+    vpsubd       zmm4, zmm18, zmm4
+    vpmuldq      zmm18, zmm9, zmm23
+    vpmuldq      zmm9, zmm9, zmm24
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm4
+    vpaddd       zmm4, zmm5, zmm6                    ; layer 1
+    vpsubd       zmm5, zmm5, zmm6
+    vmovshdup    zmm6, zmm5
+    vpmuldq      zmm18, zmm5, zmm23
+    vpmuldq      zmm5, zmm5, zmm24
+    vpmuldq      zmm5, zmm5, zmm0
+    vpsubd       zmm5, zmm18, zmm5
+    vpmuldq      zmm18, zmm6, zmm23
+    vpmuldq      zmm6, zmm6, zmm24
+    vpmuldq      zmm6, zmm6, zmm0
+    vpsubd       zmm6, zmm18, zmm6
+    vmovshdup    zmm6{k2}, zmm5
+    vpaddd       zmm5, zmm11, zmm7                   ; layer 1
+    vpsubd       zmm7, zmm11, zmm7
+    vmovshdup    zmm11, zmm7
+    vpmuldq      zmm18, zmm7, zmm23
+    vpmuldq      zmm7, zmm7, zmm24
     vpmuldq      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm7{k1}, zmm7, zmm8
-    vpaddd       zmm8, zmm15, zmm2                   ; layer 1
-    vpsubd       zmm2, zmm15, zmm2
-    vmovshdup    zmm15, zmm2
-    vpmuldq      zmm18, zmm2, zmm23
-    vpmuldq      zmm2, zmm2, zmm24
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
+    vpmuldq      zmm18, zmm11, zmm23
+    vpmuldq      zmm11, zmm11, zmm24
+    vpmuldq      zmm11, zmm11, zmm0
+    vpsubd       zmm11, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm7
+    vpaddd       zmm7, zmm12, zmm15                  ; layer 1
+    vpsubd       zmm12, zmm12, zmm15
+    vmovshdup    zmm15, zmm12
+    vpmuldq      zmm18, zmm12, zmm23
+    vpmuldq      zmm12, zmm12, zmm24
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm12, zmm18, zmm12
     vpmuldq      zmm18, zmm15, zmm23
     vpmuldq      zmm15, zmm15, zmm24
     vpmuldq      zmm15, zmm15, zmm0
     vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm15
-    vpaddd       zmm15, zmm17, zmm13                 ; layer 1
-    vpsubd       zmm13, zmm17, zmm13
-    vmovshdup    zmm17, zmm13
-    vpmuldq      zmm18, zmm13, zmm23
-    vpmuldq      zmm13, zmm13, zmm24
+    vmovshdup    zmm15{k2}, zmm12
+    vpaddd       zmm12, zmm13, zmm16                 ; layer 1
+    vpsubd       zmm13, zmm13, zmm16
+    vmovshdup    zmm16, zmm13
+    vpmuldq      zmm18, zmm13, zmm25
+    vpmuldq      zmm13, zmm13, zmm26
     vpmuldq      zmm13, zmm13, zmm0
     vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm17, zmm23
-    vpmuldq      zmm17, zmm17, zmm24
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm13, zmm13
-    vpblendmd    zmm13{k1}, zmm13, zmm17
-    vpaddd       zmm17, zmm16, zmm10                 ; layer 1
-    vpsubd       zmm10, zmm16, zmm10
-    vmovshdup    zmm16, zmm10
-    vpmuldq      zmm18, zmm10, zmm23
-    vpmuldq      zmm10, zmm10, zmm24
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm16, zmm23
-    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm18, zmm16, zmm25
+    vpmuldq      zmm16, zmm16, zmm26
     vpmuldq      zmm16, zmm16, zmm0
     vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm10, zmm10
-    vpblendmd    zmm10{k1}, zmm10, zmm16
-    vpaddd       zmm16, zmm1, zmm3                   ; layer 1
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuldq      zmm18, zmm1, zmm23
-    vpmuldq      zmm1, zmm1, zmm24
+    vmovshdup    zmm16{k2}, zmm13
+    vpaddd       zmm13, zmm1, zmm2                   ; layer 1
+    vpsubd       zmm1, zmm1, zmm2
+    vmovshdup    zmm2, zmm1
+    vpmuldq      zmm18, zmm1, zmm25
+    vpmuldq      zmm1, zmm1, zmm26
     vpmuldq      zmm1, zmm1, zmm0
     vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm3, zmm23
-    vpmuldq      zmm3, zmm3, zmm24
+    vpmuldq      zmm18, zmm2, zmm25
+    vpmuldq      zmm2, zmm2, zmm26
+    vpmuldq      zmm2, zmm2, zmm0
+    vpsubd       zmm2, zmm18, zmm2
+    vmovshdup    zmm2{k2}, zmm1
+    vpaddd       zmm1, zmm8, zmm3                    ; layer 1
+    vpsubd       zmm3, zmm8, zmm3
+    vmovshdup    zmm8, zmm3
+    vpmuldq      zmm18, zmm3, zmm25
+    vpmuldq      zmm3, zmm3, zmm26
     vpmuldq      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm18, zmm3
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpaddd       zmm3, zmm4, zmm6                    ; layer 1
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuldq      zmm18, zmm4, zmm25
-    vpmuldq      zmm4, zmm4, zmm26
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm6, zmm25
-    vpmuldq      zmm6, zmm6, zmm26
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vmovshdup    zmm4, zmm4
-    vpblendmd    zmm4{k1}, zmm4, zmm6
-    vpaddd       zmm6, zmm12, zmm14                  ; layer 1
-    vpsubd       zmm12, zmm12, zmm14
-    vmovshdup    zmm14, zmm12
-    vpmuldq      zmm18, zmm12, zmm25
-    vpmuldq      zmm12, zmm12, zmm26
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
+    vpmuldq      zmm18, zmm8, zmm25
+    vpmuldq      zmm8, zmm8, zmm26
+    vpmuldq      zmm8, zmm8, zmm0
+    vpsubd       zmm8, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm3
+    vpaddd       zmm3, zmm17, zmm14                  ; layer 1
+    vpsubd       zmm14, zmm17, zmm14
+    vmovshdup    zmm17, zmm14
     vpmuldq      zmm18, zmm14, zmm25
     vpmuldq      zmm14, zmm14, zmm26
     vpmuldq      zmm14, zmm14, zmm0
     vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm12, zmm12
-    vpblendmd    zmm12{k1}, zmm12, zmm14
-    vpaddd       zmm14, zmm11, zmm9                  ; layer 1
-    vpsubd       zmm9, zmm11, zmm9
-    vmovshdup    zmm11, zmm9
-    vpmuldq      zmm18, zmm9, zmm25
-    vpmuldq      zmm9, zmm9, zmm26
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm11, zmm25
-    vpmuldq      zmm11, zmm11, zmm26
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm9, zmm9
-    vpblendmd    zmm9{k1}, zmm9, zmm11
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 1
-    vpsubd       zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm5
-    vpmuldq      zmm18, zmm5, zmm25
-    vpmuldq      zmm5, zmm5, zmm26
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm7, zmm25
-    vpmuldq      zmm7, zmm7, zmm26
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vmovshdup    zmm5, zmm5
-    vpblendmd    zmm5{k1}, zmm5, zmm7
-    vpaddd       zmm7, zmm8, zmm3                    ; layer 0
-    vpsubd       zmm3, zmm8, zmm3
-    vmovshdup    zmm8, zmm3
-    vpmuldq      zmm18, zmm3, zmm19
-    vpmuldq      zmm3, zmm3, zmm20
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm8, zmm19
-    vpmuldq      zmm8, zmm8, zmm20
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm3, zmm3
-    vpblendmd    zmm3{k1}, zmm3, zmm8
-    vmovshdup    zmm8, zmm7
-    vpmuldq      zmm18, zmm7, zmm21
-    vpmuldq      zmm7, zmm7, zmm22
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm8, zmm21
-    vpmuldq      zmm8, zmm8, zmm22
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm7, zmm7
-    vpblendmd    zmm7{k1}, zmm7, zmm8
-    vpaddd       zmm8, zmm15, zmm6                   ; layer 0
-    vpsubd       zmm6, zmm15, zmm6
-    vmovshdup    zmm15, zmm6
-    vpmuldq      zmm18, zmm6, zmm19
-    vpmuldq      zmm6, zmm6, zmm20
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm15, zmm19
-    vpmuldq      zmm15, zmm15, zmm20
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm6, zmm6
-    vpblendmd    zmm6{k1}, zmm6, zmm15
-    vmovshdup    zmm15, zmm8
-    vpmuldq      zmm18, zmm8, zmm21
-    vpmuldq      zmm8, zmm8, zmm22
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm15, zmm21
-    vpmuldq      zmm15, zmm15, zmm22
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm8, zmm8
-    vpblendmd    zmm8{k1}, zmm8, zmm15
-    vpaddd       zmm15, zmm17, zmm14                 ; layer 0
-    vpsubd       zmm14, zmm17, zmm14
-    vmovshdup    zmm17, zmm14
-    vpmuldq      zmm18, zmm14, zmm19
-    vpmuldq      zmm14, zmm14, zmm20
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
+    vpmuldq      zmm18, zmm17, zmm25
+    vpmuldq      zmm17, zmm17, zmm26
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm14, zmm14
-    vpblendmd    zmm14{k1}, zmm14, zmm17
-    vmovshdup    zmm17, zmm15
-    vpmuldq      zmm18, zmm15, zmm21
-    vpmuldq      zmm15, zmm15, zmm22
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm17, zmm21
-    vpmuldq      zmm17, zmm17, zmm22
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm15, zmm15
-    vpblendmd    zmm15{k1}, zmm15, zmm17
-    vpaddd       zmm17, zmm16, zmm11                 ; layer 0
-    vpsubd       zmm11, zmm16, zmm11
-    vmovshdup    zmm16, zmm11
-    vpmuldq      zmm18, zmm11, zmm19
-    vpmuldq      zmm11, zmm11, zmm20
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vpmuldq      zmm18, zmm16, zmm19
-    vpmuldq      zmm16, zmm16, zmm20
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm11, zmm11
-    vpblendmd    zmm11{k1}, zmm11, zmm16
-    vmovshdup    zmm16, zmm17
-    vpmuldq      zmm18, zmm17, zmm21
-    vpmuldq      zmm17, zmm17, zmm22
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vpmuldq      zmm18, zmm16, zmm21
-    vpmuldq      zmm16, zmm16, zmm22
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm17, zmm17
-    vpblendmd    zmm16{k1}, zmm17, zmm16
-    vpaddd       zmm17, zmm2, zmm4                   ; layer 0
-    vpsubd       zmm2, zmm2, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuldq      zmm18, zmm2, zmm19
-    vpmuldq      zmm2, zmm2, zmm20
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm4, zmm19
-    vpmuldq      zmm4, zmm4, zmm20
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vmovshdup    zmm4, zmm17
-    vpmuldq      zmm18, zmm17, zmm21
-    vpmuldq      zmm17, zmm17, zmm22
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vpmuldq      zmm18, zmm4, zmm21
-    vpmuldq      zmm4, zmm4, zmm22
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vmovshdup    zmm17, zmm17
-    vpblendmd    zmm4{k1}, zmm17, zmm4
-    vpaddd       zmm17, zmm13, zmm12                 ; layer 0
-    vpsubd       zmm12, zmm13, zmm12
-    vmovshdup    zmm13, zmm12
-    vpmuldq      zmm18, zmm12, zmm19
-    vpmuldq      zmm12, zmm12, zmm20
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm13, zmm19
-    vpmuldq      zmm13, zmm13, zmm20
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm12, zmm12
-    vpblendmd    zmm12{k1}, zmm12, zmm13
-    vmovshdup    zmm13, zmm17
-    vpmuldq      zmm18, zmm17, zmm21
-    vpmuldq      zmm17, zmm17, zmm22
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vpmuldq      zmm18, zmm13, zmm21
-    vpmuldq      zmm13, zmm13, zmm22
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm17, zmm17
-    vpblendmd    zmm13{k1}, zmm17, zmm13
-    vpaddd       zmm17, zmm10, zmm9                  ; layer 0
-    vpsubd       zmm9, zmm10, zmm9
-    vmovshdup    zmm10, zmm9
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm17{k2}, zmm14
+    vpaddd       zmm14, zmm10, zmm12                 ; layer 0
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm12, zmm10
     vpmuldq      zmm18, zmm10, zmm19
     vpmuldq      zmm10, zmm10, zmm20
     vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm9, zmm9
-    vpblendmd    zmm9{k1}, zmm9, zmm10
-    vmovshdup    zmm10, zmm17
-    vpmuldq      zmm18, zmm17, zmm21
-    vpmuldq      zmm17, zmm17, zmm22
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
+    vpmuldq      zmm18, zmm12, zmm19
+    vpmuldq      zmm12, zmm12, zmm20
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm10
+    vmovshdup    zmm10, zmm14
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
     vpmuldq      zmm18, zmm10, zmm21
     vpmuldq      zmm10, zmm10, zmm22
     vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm17, zmm17
-    vpblendmd    zmm10{k1}, zmm17, zmm10
-    vpaddd       zmm17, zmm1, zmm5                   ; layer 0
-    vpsubd       zmm1, zmm1, zmm5
+    vmovshdup    zmm10{k2}, zmm14
+    vpaddd       zmm14, zmm4, zmm13                  ; layer 0
+    vpsubd       zmm4, zmm4, zmm13
+    vmovshdup    zmm13, zmm4
+    vpmuldq      zmm18, zmm4, zmm19
+    vpmuldq      zmm4, zmm4, zmm20
+    vpmuldq      zmm4, zmm4, zmm0
+    vpsubd       zmm4, zmm18, zmm4
+    vpmuldq      zmm18, zmm13, zmm19
+    vpmuldq      zmm13, zmm13, zmm20
+    vpmuldq      zmm13, zmm13, zmm0
+    vpsubd       zmm13, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm4
+    vmovshdup    zmm4, zmm14
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm4, zmm21
+    vpmuldq      zmm4, zmm4, zmm22
+    vpmuldq      zmm4, zmm4, zmm0
+    vpsubd       zmm4, zmm18, zmm4
+    vmovshdup    zmm4{k2}, zmm14
+    vpaddd       zmm14, zmm5, zmm1                   ; layer 0
+    vpsubd       zmm1, zmm5, zmm1
     vmovshdup    zmm5, zmm1
     vpmuldq      zmm18, zmm1, zmm19
     vpmuldq      zmm1, zmm1, zmm20
@@ -7820,35 +7309,143 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm5, zmm5, zmm20
     vpmuldq      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm18, zmm5
-    vmovshdup    zmm1, zmm1
-    vpblendmd    zmm1{k1}, zmm1, zmm5
-    vmovshdup    zmm5, zmm17
-    vpmuldq      zmm18, zmm17, zmm21
-    vpmuldq      zmm17, zmm17, zmm22
+    vmovshdup    zmm5{k2}, zmm1
+    vmovshdup    zmm1, zmm14
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm1, zmm21
+    vpmuldq      zmm1, zmm1, zmm22
+    vpmuldq      zmm1, zmm1, zmm0
+    vpsubd       zmm1, zmm18, zmm1
+    vmovshdup    zmm1{k2}, zmm14
+    vpaddd       zmm14, zmm7, zmm3                   ; layer 0
+    vpsubd       zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm3
+    vpmuldq      zmm18, zmm3, zmm19
+    vpmuldq      zmm3, zmm3, zmm20
+    vpmuldq      zmm3, zmm3, zmm0
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm7, zmm19
+    vpmuldq      zmm7, zmm7, zmm20
+    vpmuldq      zmm7, zmm7, zmm0
+    vpsubd       zmm7, zmm18, zmm7
+    vmovshdup    zmm7{k2}, zmm3
+    vmovshdup    zmm3, zmm14
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm3, zmm21
+    vpmuldq      zmm3, zmm3, zmm22
+    vpmuldq      zmm3, zmm3, zmm0
+    vpsubd       zmm3, zmm18, zmm3
+    vmovshdup    zmm3{k2}, zmm14
+    vpaddd       zmm14, zmm9, zmm16                  ; layer 0
+    vpsubd       zmm9, zmm9, zmm16
+    vmovshdup    zmm16, zmm9
+    vpmuldq      zmm18, zmm9, zmm19
+    vpmuldq      zmm9, zmm9, zmm20
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vpmuldq      zmm18, zmm16, zmm19
+    vpmuldq      zmm16, zmm16, zmm20
+    vpmuldq      zmm16, zmm16, zmm0
+    vpsubd       zmm16, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm9
+    vmovshdup    zmm9, zmm14
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm9, zmm21
+    vpmuldq      zmm9, zmm9, zmm22
+    vpmuldq      zmm9, zmm9, zmm0
+    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm14
+    vpaddd       zmm14, zmm6, zmm2                   ; layer 0
+    vpsubd       zmm2, zmm6, zmm2
+    vmovshdup    zmm6, zmm2
+    vpmuldq      zmm18, zmm2, zmm19
+    vpmuldq      zmm2, zmm2, zmm20
+    vpmuldq      zmm2, zmm2, zmm0
+    vpsubd       zmm2, zmm18, zmm2
+    vpmuldq      zmm18, zmm6, zmm19
+    vpmuldq      zmm6, zmm6, zmm20
+    vpmuldq      zmm6, zmm6, zmm0
+    vpsubd       zmm6, zmm18, zmm6
+    vmovshdup    zmm6{k2}, zmm2
+    vmovshdup    zmm2, zmm14
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm2, zmm21
+    vpmuldq      zmm2, zmm2, zmm22
+    vpmuldq      zmm2, zmm2, zmm0
+    vpsubd       zmm2, zmm18, zmm2
+    vmovshdup    zmm2{k2}, zmm14
+    vpaddd       zmm14, zmm11, zmm8                  ; layer 0
+    vpsubd       zmm8, zmm11, zmm8
+    vmovshdup    zmm11, zmm8
+    vpmuldq      zmm18, zmm8, zmm19
+    vpmuldq      zmm8, zmm8, zmm20
+    vpmuldq      zmm8, zmm8, zmm0
+    vpsubd       zmm8, zmm18, zmm8
+    vpmuldq      zmm18, zmm11, zmm19
+    vpmuldq      zmm11, zmm11, zmm20
+    vpmuldq      zmm11, zmm11, zmm0
+    vpsubd       zmm11, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm8
+    vmovshdup    zmm8, zmm14
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm8, zmm21
+    vpmuldq      zmm8, zmm8, zmm22
+    vpmuldq      zmm8, zmm8, zmm0
+    vpsubd       zmm8, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm14
+    vpaddd       zmm14, zmm15, zmm17                 ; layer 0
+    vpsubd       zmm15, zmm15, zmm17
+    vmovshdup    zmm17, zmm15
+    vpmuldq      zmm18, zmm15, zmm19
+    vpmuldq      zmm15, zmm15, zmm20
+    vpmuldq      zmm15, zmm15, zmm0
+    vpsubd       zmm15, zmm18, zmm15
+    vpmuldq      zmm18, zmm17, zmm19
+    vpmuldq      zmm17, zmm17, zmm20
     vpmuldq      zmm17, zmm17, zmm0
     vpsubd       zmm17, zmm18, zmm17
-    vpmuldq      zmm18, zmm5, zmm21
-    vpmuldq      zmm5, zmm5, zmm22
-    vpmuldq      zmm0, zmm5, zmm0
+    vmovshdup    zmm17{k2}, zmm15
+    vmovshdup    zmm15, zmm14
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm15, zmm21
+    vpmuldq      zmm15, zmm15, zmm22
+    vpmuldq      zmm0, zmm15, zmm0
     vpsubd       zmm0, zmm18, zmm0
-    vmovshdup    zmm5, zmm17
-    vpblendmd    zmm0{k1}, zmm5, zmm0
-    vmovdqu64    [rdi], zmm7
-    vmovdqu64    [rdi + 64], zmm8
-    vmovdqu64    [rdi + 128], zmm15
-    vmovdqu64    [rdi + 192], zmm16
-    vmovdqu64    [rdi + 256], zmm4
-    vmovdqu64    [rdi + 320], zmm13
-    vmovdqu64    [rdi + 384], zmm10
+    vmovshdup    zmm0{k2}, zmm14
+    vmovdqu64    [rdi], zmm10
+    vmovdqu64    [rdi + 64], zmm4
+    vmovdqu64    [rdi + 128], zmm1
+    vmovdqu64    [rdi + 192], zmm3
+    vmovdqu64    [rdi + 256], zmm9
+    vmovdqu64    [rdi + 320], zmm2
+    vmovdqu64    [rdi + 384], zmm8
     vmovdqu64    [rdi + 448], zmm0
-    vmovdqu64    [rdi + 512], zmm3
-    vmovdqu64    [rdi + 576], zmm6
-    vmovdqu64    [rdi + 640], zmm14
-    vmovdqu64    [rdi + 704], zmm11
-    vmovdqu64    [rdi + 768], zmm2
-    vmovdqu64    [rdi + 832], zmm12
-    vmovdqu64    [rdi + 896], zmm9
-    vmovdqu64    [rdi + 960], zmm1
+    vmovdqu64    [rdi + 512], zmm12
+    vmovdqu64    [rdi + 576], zmm13
+    vmovdqu64    [rdi + 640], zmm5
+    vmovdqu64    [rdi + 704], zmm7
+    vmovdqu64    [rdi + 768], zmm16
+    vmovdqu64    [rdi + 832], zmm6
+    vmovdqu64    [rdi + 896], zmm11
+    vmovdqu64    [rdi + 960], zmm17
     vzeroupper
     ret
 .end:
@@ -8338,26 +7935,25 @@ kg_mldsa8380417_freeze_avx512:
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-5}, k1, r11, flags
+;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_mulmod_shoup_avx512.end - kg_mldsa8380417_mulmod_shoup_avx512)
 align 32
 kg_mldsa8380417_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8367,11 +7963,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 64]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 64]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8381,11 +7976,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 128]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 128]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8395,11 +7989,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 192]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 192]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8409,11 +8002,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 256]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 256]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8423,11 +8015,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 320]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 320]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8437,11 +8028,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 384]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 384]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8451,11 +8041,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 448]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 448]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8465,11 +8054,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 512]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 512]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8479,11 +8067,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 576]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 576]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8493,11 +8080,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 640]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 640]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8507,11 +8093,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 704]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 704]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8521,11 +8106,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 768]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 768]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8535,11 +8119,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 832]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 832]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8549,11 +8132,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 896]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 896]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8563,11 +8145,10 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 960]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 960]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm2, zmm0
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
@@ -8584,7 +8165,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-6}, k1, r11, flags
+;   clobbers: zmm{0-6}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_muladd_shoup_avx512.end - kg_mldsa8380417_muladd_shoup_avx512)
 align 32
@@ -8592,19 +8173,18 @@ kg_mldsa8380417_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm5, [rel pd_16760834]             ; held in a register: read 16 times
     vmovdqu64    zmm6, [rel pd_8380417]              ; held in a register: read 16 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8617,11 +8197,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 64]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 64]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 64]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8634,11 +8213,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 128]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 128]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 128]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8651,11 +8229,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 192]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 192]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 192]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8668,11 +8245,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 256]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 256]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 256]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8685,11 +8261,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 320]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 320]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 320]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8702,11 +8277,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 384]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 384]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 384]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8719,11 +8293,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 448]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 448]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 448]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8736,11 +8309,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 512]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 512]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 512]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8753,11 +8325,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 576]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 576]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 576]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8770,11 +8341,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 640]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 640]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 640]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8787,11 +8357,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 704]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 704]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 704]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8804,11 +8373,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 768]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 768]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 768]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8821,11 +8389,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 832]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 832]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 832]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8838,11 +8405,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 896]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 896]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 896]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -8855,11 +8421,10 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 960]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 960]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm2, zmm0
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpaddd       zmm0, zmm0, [r8 + 960]
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)

@@ -2414,6 +2414,11 @@ pd_8388608:
     dd 8388608, 8388608, 8388608, 8388608, 8388608, 8388608, 8388608, 8388608
 
 align 32
+pd_even_lanes:
+    dd 1, 0, 1, 0, 1, 0, 1, 0
+    dd 1, 0, 1, 0, 1, 0, 1, 0
+
+align 32
 pd_m1073479679:
     dd -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679
     dd -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679
@@ -2430,7 +2435,7 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-21}, k1, rax, r11, flags
+;   clobbers: zmm{0-21}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 128 vector reductions
@@ -2461,6 +2466,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovdqu64    zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3904] ; held in a register: read 8 times
     vmovdqu64    zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360] ; held in a register: read 8 times
     vmovdqu64    zmm21, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816] ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm1, [rdi]
     vmovdqu64    zmm2, [rdi + 512]
@@ -2468,11 +2475,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovdqu64    zmm4, [rdi + 1536]
     vmovshdup    zmm5, zmm3
     vpmuludq     zmm6, zmm3, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm12
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm13
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -2481,9 +2485,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm6, zmm4, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm12
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm13
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -2494,9 +2497,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm5, zmm3
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm6, zmm4, zmm14
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm14
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm16
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -2507,9 +2509,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm4
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm6, zmm2, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm2, zmm2, zmm4
@@ -2526,9 +2527,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovdqu64    zmm4, [rdi + 1600]
     vmovshdup    zmm5, zmm3
     vpmuludq     zmm6, zmm3, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm13
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -2537,9 +2537,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm6, zmm4, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm12
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm13
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -2550,9 +2549,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm5, zmm3
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm6, zmm4, zmm14
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm14
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm16
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -2563,9 +2561,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm4
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm6, zmm2, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm2, zmm2, zmm4
@@ -2582,9 +2579,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovdqu64    zmm4, [rdi + 1664]
     vmovshdup    zmm5, zmm3
     vpmuludq     zmm6, zmm3, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm13
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -2593,9 +2589,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm6, zmm4, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm12
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm13
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -2606,9 +2601,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm5, zmm3
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm6, zmm4, zmm14
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm14
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm16
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -2619,9 +2613,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm4
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm6, zmm2, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm2, zmm2, zmm4
@@ -2638,9 +2631,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovdqu64    zmm4, [rdi + 1728]
     vmovshdup    zmm5, zmm3
     vpmuludq     zmm6, zmm3, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm13
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -2649,9 +2641,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm6, zmm4, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm12
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm13
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -2662,9 +2653,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm5, zmm3
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm6, zmm4, zmm14
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm14
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm16
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -2675,9 +2665,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm4
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm6, zmm2, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm2, zmm2, zmm4
@@ -2694,9 +2683,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovdqu64    zmm4, [rdi + 1792]
     vmovshdup    zmm5, zmm3
     vpmuludq     zmm6, zmm3, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm13
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -2705,9 +2693,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm6, zmm4, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm12
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm13
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -2718,9 +2705,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm5, zmm3
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm6, zmm4, zmm14
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm14
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm16
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -2731,9 +2717,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm4
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm6, zmm2, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm2, zmm2, zmm4
@@ -2750,9 +2735,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovdqu64    zmm4, [rdi + 1856]
     vmovshdup    zmm5, zmm3
     vpmuludq     zmm6, zmm3, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm13
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -2761,9 +2745,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm6, zmm4, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm12
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm13
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -2774,9 +2757,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm5, zmm3
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm6, zmm4, zmm14
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm14
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm16
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -2787,9 +2769,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm4
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm6, zmm2, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm2, zmm2, zmm4
@@ -2806,9 +2787,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovdqu64    zmm4, [rdi + 1920]
     vmovshdup    zmm5, zmm3
     vpmuludq     zmm6, zmm3, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm13
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -2817,9 +2797,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm6, zmm4, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm12
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm13
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -2830,9 +2809,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm5, zmm3
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm6, zmm4, zmm14
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm14
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm16
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -2843,9 +2821,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm4
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm6, zmm2, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm2, zmm2, zmm4
@@ -2862,9 +2839,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovdqu64    zmm4, [rdi + 1984]
     vmovshdup    zmm5, zmm3
     vpmuludq     zmm6, zmm3, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm13
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -2873,9 +2849,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm6, zmm4, zmm12
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm12
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm13
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -2886,9 +2861,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm5, zmm3
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm6, zmm4, zmm14
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm14
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm4, zmm4, zmm16
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -2899,9 +2873,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm4
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm6, zmm2, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm2, zmm2, zmm4
@@ -2924,9 +2897,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm9
     vmovshdup    zmm9, zmm5
     vpmuludq     zmm10, zmm5, zmm18
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, zmm18
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 512] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 384
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
@@ -2938,9 +2910,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm2, zmm2, zmm5
     vmovshdup    zmm5, zmm6
     vpmuludq     zmm10, zmm6, zmm18
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm18
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm6, zmm5
@@ -2951,9 +2922,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm3, zmm5
     vmovshdup    zmm5, zmm7
     vpmuludq     zmm10, zmm7, zmm18
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm18
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm7, zmm5
@@ -2964,9 +2934,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm4, zmm4, zmm5
     vmovshdup    zmm5, zmm8
     vpmuludq     zmm10, zmm8, zmm18
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm18
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm8, zmm5
@@ -2977,9 +2946,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm9, zmm5
     vmovshdup    zmm9, zmm7
     vpmuludq     zmm10, zmm7, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax + 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm7, zmm7, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm7, zmm7, zmm9
@@ -2990,9 +2958,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm6, zmm6, zmm7
     vmovshdup    zmm7, zmm8
     vpmuludq     zmm10, zmm8, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm8, zmm7
@@ -3004,9 +2971,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 768] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 640
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -3017,9 +2983,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm2, zmm2, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm3, zmm3, [rax - 64]
-    vpblendmd    zmm3{k1}, zmm10, zmm3
+    vmovshdup    zmm3{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -3030,9 +2995,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm9, zmm3
     vmovshdup    zmm9, zmm8
     vpmuludq     zmm10, zmm8, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax + 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm8, zmm8, zmm9
@@ -3044,9 +3008,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm6
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1024] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 896
     vpmuludq     zmm10, zmm6, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax - 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm6, zmm6, zmm8
@@ -3057,9 +3020,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm6, zmm7, zmm6
     vmovshdup    zmm7, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm4, zmm4, zmm7
@@ -3071,9 +3033,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1152
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
@@ -3092,9 +3053,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm2, zmm2, zmm6
     vmovshdup    zmm6, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm6
@@ -3106,9 +3066,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm5
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1536] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1408
     vpmuludq     zmm10, zmm5, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm5, zmm5, zmm9
@@ -3119,9 +3078,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm8, zmm5
     vmovshdup    zmm8, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
@@ -3133,9 +3091,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1792] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1664
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm1, zmm1, zmm7
@@ -3162,9 +3119,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm5, zmm7
     vmovshdup    zmm7, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm2, zmm2, zmm7
@@ -3176,9 +3132,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2048] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1920
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm6
@@ -3189,9 +3144,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm9, zmm5
     vmovshdup    zmm9, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax + 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm4, zmm4, zmm9
@@ -3203,9 +3157,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2304] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2176
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax - 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm8
@@ -3224,9 +3177,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm5, zmm8
     vmovshdup    zmm8, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2432]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm2, zmm2, zmm8
@@ -3238,9 +3190,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2624] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2496
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -3252,9 +3203,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2688
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm4, zmm4, zmm6
@@ -3266,9 +3216,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3008] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2880
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm1, zmm1, zmm9
@@ -3288,9 +3237,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3200] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3072
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm2, zmm2, zmm9
@@ -3302,9 +3250,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3392] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3264
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm3, zmm3, zmm8
@@ -3316,9 +3263,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3584] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3456
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm4, zmm4, zmm7
@@ -3330,9 +3276,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3776] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3648
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm1, zmm1, zmm6
@@ -3383,9 +3328,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm9
     vmovshdup    zmm9, zmm5
     vpmuludq     zmm10, zmm5, zmm19
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, zmm19
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax + 64]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm5, zmm5, zmm9
@@ -3396,9 +3340,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm2, zmm2, zmm5
     vmovshdup    zmm5, zmm6
     vpmuludq     zmm10, zmm6, zmm19
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm19
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax + 64]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm6, zmm5
@@ -3409,9 +3352,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm3, zmm5
     vmovshdup    zmm5, zmm7
     vpmuludq     zmm10, zmm7, zmm19
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm19
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm7, zmm7, [rax + 64]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm7, zmm5
@@ -3422,9 +3364,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm4, zmm4, zmm5
     vmovshdup    zmm5, zmm8
     vpmuludq     zmm10, zmm8, zmm19
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm19
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax + 64]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm8, zmm5
@@ -3436,9 +3377,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm7
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4096] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3968
     vpmuludq     zmm10, zmm7, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm7, zmm7, zmm9
@@ -3449,9 +3389,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm6, zmm6, zmm7
     vmovshdup    zmm7, zmm8
     vpmuludq     zmm10, zmm8, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm8, zmm7
@@ -3462,9 +3401,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm7
     vmovshdup    zmm7, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -3475,9 +3413,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm2, zmm2, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm3, zmm3, [rax + 64]
-    vpblendmd    zmm3{k1}, zmm10, zmm3
+    vmovshdup    zmm3{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -3489,9 +3426,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm8
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4352] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4224
     vpmuludq     zmm10, zmm8, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm8, zmm8, zmm9
@@ -3502,9 +3438,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm5, zmm8
     vmovshdup    zmm8, zmm6
     vpmuludq     zmm10, zmm6, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm6, zmm6, zmm8
@@ -3516,9 +3451,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4608] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4480
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm4, zmm4, zmm7
@@ -3529,9 +3463,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm6
     vmovshdup    zmm6, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
@@ -3551,9 +3484,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4736
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm6
@@ -3564,9 +3496,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm9, zmm3
     vmovshdup    zmm9, zmm5
     vpmuludq     zmm10, zmm5, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax + 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm5, zmm5, zmm9
@@ -3578,9 +3509,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5120] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4992
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax - 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
@@ -3591,9 +3521,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm7, zmm5
     vmovshdup    zmm7, zmm1
     vpmuludq     zmm10, zmm1, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm1, zmm1, zmm7
@@ -3621,9 +3550,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5376] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5248
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm2, zmm2, zmm7
@@ -3634,9 +3562,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm6, zmm5
     vmovshdup    zmm6, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm6
@@ -3648,9 +3575,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5504
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm4, zmm4, zmm9
@@ -3661,9 +3587,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm8, zmm5
     vmovshdup    zmm8, zmm1
     vpmuludq     zmm10, zmm1, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm8
@@ -3683,9 +3608,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5888] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5760
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm2, zmm2, zmm8
@@ -3697,9 +3621,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6080] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5952
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -3711,9 +3634,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6272] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6144
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm4, zmm4, zmm6
@@ -3725,9 +3647,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6464] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6336
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm1, zmm1, zmm9
@@ -3747,9 +3668,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6656] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6528
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm2, zmm2, zmm9
@@ -3761,9 +3681,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6848] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6720
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm3, zmm3, zmm8
@@ -3775,9 +3694,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7040] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6912
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm4, zmm4, zmm7
@@ -3789,9 +3707,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7232] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7104
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm1, zmm1, zmm6
@@ -3842,9 +3759,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm9
     vmovshdup    zmm9, zmm5
     vpmuludq     zmm10, zmm5, zmm20
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, zmm20
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax + 64]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm5, zmm5, zmm9
@@ -3855,9 +3771,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm2, zmm2, zmm5
     vmovshdup    zmm5, zmm6
     vpmuludq     zmm10, zmm6, zmm20
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm20
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax + 64]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm6, zmm5
@@ -3868,9 +3783,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm3, zmm5
     vmovshdup    zmm5, zmm7
     vpmuludq     zmm10, zmm7, zmm20
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm20
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm7, zmm7, [rax + 64]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm7, zmm5
@@ -3881,9 +3795,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm4, zmm4, zmm5
     vmovshdup    zmm5, zmm8
     vpmuludq     zmm10, zmm8, zmm20
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm20
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax + 64]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm8, zmm5
@@ -3895,9 +3808,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm7
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7552] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7424
     vpmuludq     zmm10, zmm7, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm7, zmm7, zmm9
@@ -3908,9 +3820,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm6, zmm6, zmm7
     vmovshdup    zmm7, zmm8
     vpmuludq     zmm10, zmm8, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm8, zmm7
@@ -3921,9 +3832,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm7
     vmovshdup    zmm7, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -3934,9 +3844,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm2, zmm2, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm3, zmm3, [rax + 64]
-    vpblendmd    zmm3{k1}, zmm10, zmm3
+    vmovshdup    zmm3{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -3948,9 +3857,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm8
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7808] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7680
     vpmuludq     zmm10, zmm8, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm8, zmm8, zmm9
@@ -3961,9 +3869,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm5, zmm8
     vmovshdup    zmm8, zmm6
     vpmuludq     zmm10, zmm6, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm6, zmm6, zmm8
@@ -3975,9 +3882,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8064] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7936
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm4, zmm4, zmm7
@@ -3988,9 +3894,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm6
     vmovshdup    zmm6, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
@@ -4010,9 +3915,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8320] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8192
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm6
@@ -4023,9 +3927,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm9, zmm3
     vmovshdup    zmm9, zmm5
     vpmuludq     zmm10, zmm5, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax + 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm5, zmm5, zmm9
@@ -4037,9 +3940,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8576] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8448
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax - 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
@@ -4050,9 +3952,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm7, zmm5
     vmovshdup    zmm7, zmm1
     vpmuludq     zmm10, zmm1, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm1, zmm1, zmm7
@@ -4080,9 +3981,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8832] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8704
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm2, zmm2, zmm7
@@ -4093,9 +3993,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm6, zmm5
     vmovshdup    zmm6, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm6
@@ -4107,9 +4006,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9088] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8960
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm4, zmm4, zmm9
@@ -4120,9 +4018,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm8, zmm5
     vmovshdup    zmm8, zmm1
     vpmuludq     zmm10, zmm1, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm8
@@ -4142,9 +4039,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9344] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9216
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm2, zmm2, zmm8
@@ -4156,9 +4052,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9536] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9408
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -4170,9 +4065,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9728] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9600
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm4, zmm4, zmm6
@@ -4184,9 +4078,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9920] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9792
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm1, zmm1, zmm9
@@ -4206,9 +4099,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10112] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9984
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm2, zmm2, zmm9
@@ -4220,9 +4112,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10304] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10176
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm3, zmm3, zmm8
@@ -4234,9 +4125,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10496] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10368
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm4, zmm4, zmm7
@@ -4248,9 +4138,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10688] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10560
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm1, zmm1, zmm6
@@ -4301,9 +4190,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm9
     vmovshdup    zmm9, zmm5
     vpmuludq     zmm10, zmm5, zmm21
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, zmm21
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax + 64]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm5, zmm5, zmm9
@@ -4314,9 +4202,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm2, zmm2, zmm5
     vmovshdup    zmm5, zmm6
     vpmuludq     zmm10, zmm6, zmm21
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm21
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax + 64]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm6, zmm5
@@ -4327,9 +4214,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm3, zmm5
     vmovshdup    zmm5, zmm7
     vpmuludq     zmm10, zmm7, zmm21
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm21
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm7, zmm7, [rax + 64]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm7, zmm5
@@ -4340,9 +4226,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm4, zmm4, zmm5
     vmovshdup    zmm5, zmm8
     vpmuludq     zmm10, zmm8, zmm21
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm21
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax + 64]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm8, zmm5
@@ -4354,9 +4239,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm7
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11008] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10880
     vpmuludq     zmm10, zmm7, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm7, zmm7, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm7, zmm7, zmm9
@@ -4367,9 +4251,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm6, zmm6, zmm7
     vmovshdup    zmm7, zmm8
     vpmuludq     zmm10, zmm8, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm8, zmm7
@@ -4380,9 +4263,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm7
     vmovshdup    zmm7, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -4393,9 +4275,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm2, zmm2, zmm3
     vmovshdup    zmm3, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm3, zmm3, [rax + 64]
-    vpblendmd    zmm3{k1}, zmm10, zmm3
+    vmovshdup    zmm3{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm3, zmm4, zmm3
@@ -4407,9 +4288,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm8
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11264] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11136
     vpmuludq     zmm10, zmm8, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm8, zmm8, zmm9
@@ -4420,9 +4300,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm5, zmm8
     vmovshdup    zmm8, zmm6
     vpmuludq     zmm10, zmm6, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm6, zmm6, zmm8
@@ -4434,9 +4313,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11520] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11392
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm4, zmm4, zmm7
@@ -4447,9 +4325,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm1, zmm1, zmm6
     vmovshdup    zmm6, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
@@ -4469,9 +4346,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11776] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11648
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm6
@@ -4482,9 +4358,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm3, zmm9, zmm3
     vmovshdup    zmm9, zmm5
     vpmuludq     zmm10, zmm5, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax + 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm5, zmm5, zmm9
@@ -4496,9 +4371,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12032] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11904
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax - 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
@@ -4509,9 +4383,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm7, zmm5
     vmovshdup    zmm7, zmm1
     vpmuludq     zmm10, zmm1, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm1, zmm1, zmm7
@@ -4539,9 +4412,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12288] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12160
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm2, zmm2, zmm7
@@ -4552,9 +4424,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm6, zmm5
     vmovshdup    zmm6, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm6
@@ -4566,9 +4437,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12544] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12416
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm4, zmm4, zmm9
@@ -4579,9 +4449,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpminud      zmm5, zmm8, zmm5
     vmovshdup    zmm8, zmm1
     vpmuludq     zmm10, zmm1, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm8
@@ -4601,9 +4470,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12800] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12672
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm2, zmm2, zmm8
@@ -4615,9 +4483,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12992] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12864
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -4629,9 +4496,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13184] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13056
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm4, zmm4, zmm6
@@ -4643,9 +4509,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13376] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13248
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm1, zmm1, zmm9
@@ -4665,9 +4530,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm9, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13568] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13440
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm2, zmm2, zmm9
@@ -4679,9 +4543,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm8, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13760] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13632
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm3, zmm3, zmm8
@@ -4693,9 +4556,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13952] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13824
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm4, zmm4, zmm7
@@ -4707,9 +4569,8 @@ kg_nfl1073479681_ntt_forward_avx512:
     vmovshdup    zmm6, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 14144] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 14016
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm0, zmm6, zmm0
     vpsubd       zmm0, zmm1, zmm0
@@ -4761,7 +4622,7 @@ kg_nfl1073479681_ntt_forward_avx512:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-10}, k1, r11, flags
+;   clobbers: zmm{0-10}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_basemul_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_basemul_avx512.end - kg_nfl1073479681_basemul_avx512)
 align 32
@@ -4769,6 +4630,8 @@ kg_nfl1073479681_basemul_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm9, [rel pd_m1073479679]          ; held in a register: read 64 times
     vmovdqu64    zmm10, [rel pd_2146959362]          ; held in a register: read 32 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
@@ -4792,18 +4655,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi], zmm1
     vmovdqu64    [rdi + 64], zmm2
     vmovdqu64    zmm1, [rdx + 128]
@@ -4828,16 +4687,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    [rdi + 192], zmm2
     vmovdqu64    zmm1, [rdx + 256]
@@ -4862,16 +4719,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    [rdi + 320], zmm2
     vmovdqu64    zmm1, [rdx + 384]
@@ -4896,16 +4751,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    [rdi + 448], zmm2
     vmovdqu64    zmm1, [rdx + 512]
@@ -4930,16 +4783,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 512], zmm1
     vmovdqu64    [rdi + 576], zmm2
     vmovdqu64    zmm1, [rdx + 640]
@@ -4964,16 +4815,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 640], zmm1
     vmovdqu64    [rdi + 704], zmm2
     vmovdqu64    zmm1, [rdx + 768]
@@ -4998,16 +4847,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 768], zmm1
     vmovdqu64    [rdi + 832], zmm2
     vmovdqu64    zmm1, [rdx + 896]
@@ -5032,16 +4879,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 896], zmm1
     vmovdqu64    [rdi + 960], zmm2
     vmovdqu64    zmm1, [rdx + 1024]
@@ -5066,16 +4911,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 1024], zmm1
     vmovdqu64    [rdi + 1088], zmm2
     vmovdqu64    zmm1, [rdx + 1152]
@@ -5100,16 +4943,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 1152], zmm1
     vmovdqu64    [rdi + 1216], zmm2
     vmovdqu64    zmm1, [rdx + 1280]
@@ -5134,16 +4975,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 1280], zmm1
     vmovdqu64    [rdi + 1344], zmm2
     vmovdqu64    zmm1, [rdx + 1408]
@@ -5168,16 +5007,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 1408], zmm1
     vmovdqu64    [rdi + 1472], zmm2
     vmovdqu64    zmm1, [rdx + 1536]
@@ -5202,16 +5039,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 1536], zmm1
     vmovdqu64    [rdi + 1600], zmm2
     vmovdqu64    zmm1, [rdx + 1664]
@@ -5236,16 +5071,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 1664], zmm1
     vmovdqu64    [rdi + 1728], zmm2
     vmovdqu64    zmm1, [rdx + 1792]
@@ -5270,16 +5103,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm2{k1}, zmm2, zmm4
-    vpsrad       zmm3, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm4, zmm2, 31                      ; lift: the output range asked for
-    vpandq       zmm3, zmm3, zmm10
-    vpandq       zmm4, zmm4, zmm10
-    vpaddd       zmm1, zmm1, zmm3
-    vpaddd       zmm2, zmm2, zmm4
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm4{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm4, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
+    vpandq       zmm2, zmm2, zmm10
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm2, zmm4, zmm2
     vmovdqu64    [rdi + 1792], zmm1
     vmovdqu64    [rdi + 1856], zmm2
     vmovdqu64    zmm1, [rdx + 1920]
@@ -5304,16 +5135,14 @@ kg_nfl1073479681_basemul_avx512:
     vpmuldq      zmm0, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm0, zmm4, zmm0
-    vmovshdup    zmm1, zmm1
-    vmovshdup    zmm2, zmm2
-    vpblendmd    zmm1{k1}, zmm1, zmm3
-    vpblendmd    zmm0{k1}, zmm2, zmm0
-    vpsrad       zmm2, zmm1, 31                      ; lift: the output range asked for
-    vpsrad       zmm3, zmm0, 31                      ; lift: the output range asked for
+    vmovshdup    zmm3{k2}, zmm1
+    vmovshdup    zmm0{k2}, zmm2
+    vpsrad       zmm1, zmm3, 31                      ; lift: the output range asked for
+    vpsrad       zmm2, zmm0, 31                      ; lift: the output range asked for
+    vpandq       zmm1, zmm1, zmm10
     vpandq       zmm2, zmm2, zmm10
-    vpandq       zmm3, zmm3, zmm10
-    vpaddd       zmm1, zmm1, zmm2
-    vpaddd       zmm0, zmm0, zmm3
+    vpaddd       zmm1, zmm3, zmm1
+    vpaddd       zmm0, zmm0, zmm2
     vmovdqu64    [rdi + 1920], zmm1
     vmovdqu64    [rdi + 1984], zmm0
     vzeroupper
@@ -5329,7 +5158,7 @@ kg_nfl1073479681_basemul_avx512:
 ;             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-23}, k1, rax, r11, flags
+;   clobbers: zmm{0-23}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 160 vector reductions
@@ -5361,6 +5190,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovdqu64    zmm21, [rax - 128]                  ; held in a register: read 8 times
     vmovdqu64    zmm22, [rax - 64]                   ; held in a register: read 8 times
     vmovdqu64    zmm23, [rax + 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm1, [rdi]
     vmovdqu64    zmm2, [rdi + 128]
@@ -5380,19 +5211,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 0
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax]
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
     vmovshdup    zmm5, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm9, zmm5
@@ -5402,17 +5229,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm6, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 320] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 192
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
     vmovshdup    zmm6, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, zmm12
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm6, zmm9, zmm6
@@ -5422,17 +5247,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 512] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 384
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
     vmovshdup    zmm7, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, zmm12
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm9, zmm7
@@ -5442,17 +5265,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm8, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 704] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 576
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
     vmovshdup    zmm8, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, zmm12
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm8, zmm9, zmm8
@@ -5478,9 +5299,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 768
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm1, zmm1, zmm9
@@ -5489,9 +5309,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm6, zmm2
     vmovshdup    zmm6, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
@@ -5501,9 +5320,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1024
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -5512,9 +5330,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm8, zmm4
     vmovshdup    zmm8, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
@@ -5536,9 +5353,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1280
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm1, zmm1, zmm7
@@ -5551,9 +5367,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -5567,9 +5382,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1536
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -5582,9 +5396,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -5614,9 +5427,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1792
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
@@ -5629,9 +5441,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -5645,9 +5456,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2048
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -5660,9 +5470,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -5684,9 +5493,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2304
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
@@ -5699,9 +5507,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -5715,9 +5522,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2560
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -5730,9 +5536,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -5746,9 +5551,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm6, zmm5
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2816
     vpmuludq     zmm10, zmm5, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm5, zmm5, zmm6
@@ -5757,9 +5561,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm2, zmm2, [rax - 64]
-    vpblendmd    zmm2{k1}, zmm10, zmm2
+    vmovshdup    zmm2{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -5772,9 +5575,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, zmm7
     vmovshdup    zmm7, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm2, zmm2, zmm7
@@ -5783,9 +5585,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm4, zmm4, [rax + 64]
-    vpblendmd    zmm4{k1}, zmm10, zmm4
+    vmovshdup    zmm4{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -5798,9 +5599,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm4, zmm8
     vmovshdup    zmm8, zmm4
     vpmuludq     zmm10, zmm4, zmm18
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, zmm18
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3072
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
@@ -5814,9 +5614,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm6, zmm6, zmm7
     vmovshdup    zmm7, zmm6
     vpmuludq     zmm10, zmm6, zmm18
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, zmm18
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm6, zmm6, zmm7
@@ -5825,9 +5624,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, zmm18
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm18
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -5836,9 +5634,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm1
     vpmuludq     zmm10, zmm1, zmm18
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm3, zmm3, zmm18
-    vpblendmd    zmm3{k1}, zmm10, zmm3
+    vmovshdup    zmm3{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm3
@@ -5867,17 +5664,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm5, zmm1
     vmovshdup    zmm5, zmm1
     vpmuludq     zmm10, zmm1, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3328]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
     vmovshdup    zmm5, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm9, zmm5
@@ -5887,17 +5682,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm6, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3392
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
     vmovshdup    zmm6, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, zmm12
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm6, zmm9, zmm6
@@ -5907,17 +5700,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3584
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
     vmovshdup    zmm7, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, zmm12
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm9, zmm7
@@ -5927,17 +5718,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm8, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3904] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3776
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
     vmovshdup    zmm8, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, zmm12
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm8, zmm9, zmm8
@@ -5963,9 +5752,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3968
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm1, zmm1, zmm9
@@ -5974,9 +5762,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm6, zmm2
     vmovshdup    zmm6, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
@@ -5986,9 +5773,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4352] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4224
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -5997,9 +5783,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm8, zmm4
     vmovshdup    zmm8, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
@@ -6021,9 +5806,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4608] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4480
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm1, zmm1, zmm7
@@ -6036,9 +5820,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -6052,9 +5835,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4864] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4736
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -6067,9 +5849,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -6099,9 +5880,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5120] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4992
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
@@ -6114,9 +5894,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -6130,9 +5909,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5376] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5248
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -6145,9 +5923,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -6169,9 +5946,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5632] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5504
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
@@ -6184,9 +5960,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -6200,9 +5975,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5888] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5760
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -6215,9 +5989,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -6231,9 +6004,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm6, zmm5
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6144] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6016
     vpmuludq     zmm10, zmm5, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm5, zmm5, zmm6
@@ -6242,9 +6014,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm2, zmm2, [rax - 64]
-    vpblendmd    zmm2{k1}, zmm10, zmm2
+    vmovshdup    zmm2{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -6257,9 +6028,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, zmm7
     vmovshdup    zmm7, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm2, zmm2, zmm7
@@ -6268,9 +6038,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm4, zmm4, [rax + 64]
-    vpblendmd    zmm4{k1}, zmm10, zmm4
+    vmovshdup    zmm4{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -6283,9 +6052,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm4, zmm8
     vmovshdup    zmm8, zmm4
     vpmuludq     zmm10, zmm4, zmm19
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, zmm19
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6400] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6272
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
@@ -6299,9 +6067,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm6, zmm6, zmm7
     vmovshdup    zmm7, zmm6
     vpmuludq     zmm10, zmm6, zmm19
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, zmm19
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm6, zmm6, zmm7
@@ -6310,9 +6077,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, zmm19
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm19
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -6321,9 +6087,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm1
     vpmuludq     zmm10, zmm1, zmm19
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm3, zmm3, zmm19
-    vpblendmd    zmm3{k1}, zmm10, zmm3
+    vmovshdup    zmm3{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm3
@@ -6352,17 +6117,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm5, zmm1
     vmovshdup    zmm5, zmm1
     vpmuludq     zmm10, zmm1, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6528]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
     vmovshdup    zmm5, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm9, zmm5
@@ -6372,17 +6135,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm6, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6720] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6592
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
     vmovshdup    zmm6, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, zmm12
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm6, zmm9, zmm6
@@ -6392,17 +6153,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6912] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6784
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
     vmovshdup    zmm7, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, zmm12
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm9, zmm7
@@ -6412,17 +6171,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm8, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7104] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6976
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
     vmovshdup    zmm8, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, zmm12
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm8, zmm9, zmm8
@@ -6448,9 +6205,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7296] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7168
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm1, zmm1, zmm9
@@ -6459,9 +6215,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm6, zmm2
     vmovshdup    zmm6, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
@@ -6471,9 +6226,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7552] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7424
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -6482,9 +6236,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm8, zmm4
     vmovshdup    zmm8, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
@@ -6506,9 +6259,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7808] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7680
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm1, zmm1, zmm7
@@ -6521,9 +6273,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -6537,9 +6288,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8064] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7936
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -6552,9 +6302,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -6584,9 +6333,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8320] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8192
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
@@ -6599,9 +6347,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -6615,9 +6362,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8576] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8448
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -6630,9 +6376,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -6654,9 +6399,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8832] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8704
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
@@ -6669,9 +6413,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -6685,9 +6428,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9088] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8960
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -6700,9 +6442,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -6716,9 +6457,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm6, zmm5
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9344] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9216
     vpmuludq     zmm10, zmm5, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm5, zmm5, zmm6
@@ -6727,9 +6467,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm2, zmm2, [rax - 64]
-    vpblendmd    zmm2{k1}, zmm10, zmm2
+    vmovshdup    zmm2{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -6742,9 +6481,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, zmm7
     vmovshdup    zmm7, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm2, zmm2, zmm7
@@ -6753,9 +6491,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm4, zmm4, [rax + 64]
-    vpblendmd    zmm4{k1}, zmm10, zmm4
+    vmovshdup    zmm4{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -6768,9 +6505,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm4, zmm8
     vmovshdup    zmm8, zmm4
     vpmuludq     zmm10, zmm4, zmm20
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, zmm20
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9600] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9472
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
@@ -6784,9 +6520,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm6, zmm6, zmm7
     vmovshdup    zmm7, zmm6
     vpmuludq     zmm10, zmm6, zmm20
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, zmm20
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm6, zmm6, zmm7
@@ -6795,9 +6530,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, zmm20
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm20
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -6806,9 +6540,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm1
     vpmuludq     zmm10, zmm1, zmm20
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm3, zmm3, zmm20
-    vpblendmd    zmm3{k1}, zmm10, zmm3
+    vmovshdup    zmm3{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm3
@@ -6837,17 +6570,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm5, zmm1
     vmovshdup    zmm5, zmm1
     vpmuludq     zmm10, zmm1, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9728]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
     vmovshdup    zmm5, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm12
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm5, zmm9, zmm5
@@ -6857,17 +6588,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm6, zmm2
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9792
     vpmuludq     zmm10, zmm2, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
     vmovshdup    zmm6, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, zmm12
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm6, zmm9, zmm6
@@ -6877,17 +6606,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10112] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9984
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
     vmovshdup    zmm7, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, zmm12
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm7, zmm9, zmm7
@@ -6897,17 +6624,15 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm8, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10304] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10176
     vpmuludq     zmm10, zmm4, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
     vmovshdup    zmm8, zmm9
     vpmuludq     zmm10, zmm9, zmm12
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, zmm12
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm9, zmm9, zmm14
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm8, zmm9, zmm8
@@ -6933,9 +6658,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10496] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10368
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vpblendmd    zmm9{k1}, zmm10, zmm9
+    vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm9, zmm9, zmm0
     vpsubd       zmm1, zmm1, zmm9
@@ -6944,9 +6668,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm6, zmm2
     vmovshdup    zmm6, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax + 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm2, zmm2, zmm6
@@ -6956,9 +6679,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10624
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm3, zmm3, zmm7
@@ -6967,9 +6689,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm8, zmm4
     vmovshdup    zmm8, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm8, zmm8, zmm0
     vpsubd       zmm4, zmm4, zmm8
@@ -6991,9 +6712,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm7, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11008] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10880
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm1, zmm1, zmm7
@@ -7006,9 +6726,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -7022,9 +6741,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11136
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -7037,9 +6755,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -7069,9 +6786,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11392
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
@@ -7084,9 +6800,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -7100,9 +6815,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11776] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11648
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -7115,9 +6829,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -7139,9 +6852,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12032] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11904
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm1, zmm1, zmm5
@@ -7154,9 +6866,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -7170,9 +6881,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm5, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12288] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12160
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax - 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm3, zmm3, zmm5
@@ -7185,9 +6895,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm5, zmm4
     vmovshdup    zmm5, zmm4
     vpmuludq     zmm10, zmm4, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, [rax + 64]
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm4, zmm4, zmm5
@@ -7201,9 +6910,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovshdup    zmm6, zmm5
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12544] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12416
     vpmuludq     zmm10, zmm5, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vpblendmd    zmm6{k1}, zmm10, zmm6
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm6, zmm6, zmm0
     vpsubd       zmm5, zmm5, zmm6
@@ -7212,9 +6920,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm10, zmm1, [rax - 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm2, zmm2, [rax - 64]
-    vpblendmd    zmm2{k1}, zmm10, zmm2
+    vmovshdup    zmm2{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7227,9 +6934,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, zmm7
     vmovshdup    zmm7, zmm2
     vpmuludq     zmm10, zmm2, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm2, zmm2, zmm7
@@ -7238,9 +6944,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm10, zmm3, [rax + 64]
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm4, zmm4, [rax + 64]
-    vpblendmd    zmm4{k1}, zmm10, zmm4
+    vmovshdup    zmm4{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax]
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -7253,9 +6958,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm4, zmm4, zmm8
     vmovshdup    zmm8, zmm4
     vpmuludq     zmm10, zmm4, zmm21
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm8, zmm8, zmm21
-    vpblendmd    zmm8{k1}, zmm10, zmm8
+    vmovshdup    zmm8{k2}, zmm10
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12800] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12672
     vpmulld      zmm4, zmm4, [rax - 128]
     vpmulld      zmm8, zmm8, zmm0
@@ -7269,9 +6973,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm6, zmm6, zmm7
     vmovshdup    zmm7, zmm6
     vpmuludq     zmm10, zmm6, zmm21
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm7, zmm7, zmm21
-    vpblendmd    zmm7{k1}, zmm10, zmm7
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm7, zmm7, zmm0
     vpsubd       zmm6, zmm6, zmm7
@@ -7280,9 +6983,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm5, zmm2
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm10, zmm2, zmm21
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm5, zmm5, zmm21
-    vpblendmd    zmm5{k1}, zmm10, zmm5
+    vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm2, zmm2, [rax - 128]
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -7291,9 +6993,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm1
     vpmuludq     zmm10, zmm1, zmm21
-    vmovshdup    zmm10, zmm10
     vpmuludq     zmm3, zmm3, zmm21
-    vpblendmd    zmm3{k1}, zmm10, zmm3
+    vmovshdup    zmm3{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm3
@@ -7318,9 +7019,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm15
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm22
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7333,9 +7033,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, zmm3
     vmovshdup    zmm3, zmm2
     vpmuludq     zmm6, zmm2, zmm16
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm16
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm23
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm2, zmm2, zmm3
@@ -7348,9 +7047,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm6, zmm3, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm13
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -7359,9 +7057,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm13
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm17
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7382,9 +7079,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm15
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm22
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7397,9 +7093,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, zmm3
     vmovshdup    zmm3, zmm2
     vpmuludq     zmm6, zmm2, zmm16
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm16
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm23
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm2, zmm2, zmm3
@@ -7412,9 +7107,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm6, zmm3, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm13
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -7423,9 +7117,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm13
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm17
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7446,9 +7139,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm15
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm22
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7461,9 +7153,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, zmm3
     vmovshdup    zmm3, zmm2
     vpmuludq     zmm6, zmm2, zmm16
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm16
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm23
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm2, zmm2, zmm3
@@ -7476,9 +7167,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm6, zmm3, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm13
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -7487,9 +7177,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm13
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm17
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7510,9 +7199,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm15
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm15
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm22
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7525,9 +7213,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, zmm3
     vmovshdup    zmm3, zmm2
     vpmuludq     zmm6, zmm2, zmm16
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm3, zmm3, zmm16
-    vpblendmd    zmm3{k1}, zmm6, zmm3
+    vmovshdup    zmm3{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm23
     vpmulld      zmm3, zmm3, zmm0
     vpsubd       zmm2, zmm2, zmm3
@@ -7540,9 +7227,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm6, zmm3, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm13
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -7551,9 +7237,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm13
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm17
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7568,9 +7253,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, [rdi + 768]
     vmovshdup    zmm4, zmm1
     vpmuludq     zmm5, zmm1, zmm15
-    vmovshdup    zmm5, zmm5
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm5, zmm4
+    vmovshdup    zmm4{k2}, zmm5
     vpmulld      zmm1, zmm1, zmm22
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm4
@@ -7579,9 +7263,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, [rdi + 1792]
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm6, zmm2, zmm16
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm16
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm23
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -7594,9 +7277,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm6, zmm3, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm13
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -7605,9 +7287,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm13
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm17
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7622,9 +7303,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, [rdi + 832]
     vmovshdup    zmm4, zmm1
     vpmuludq     zmm5, zmm1, zmm15
-    vmovshdup    zmm5, zmm5
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm5, zmm4
+    vmovshdup    zmm4{k2}, zmm5
     vpmulld      zmm1, zmm1, zmm22
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm4
@@ -7633,9 +7313,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, [rdi + 1856]
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm6, zmm2, zmm16
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm16
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm23
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -7648,9 +7327,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm6, zmm3, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm13
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -7659,9 +7337,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm13
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm17
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7676,9 +7353,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, [rdi + 896]
     vmovshdup    zmm4, zmm1
     vpmuludq     zmm5, zmm1, zmm15
-    vmovshdup    zmm5, zmm5
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm5, zmm4
+    vmovshdup    zmm4{k2}, zmm5
     vpmulld      zmm1, zmm1, zmm22
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm4
@@ -7687,9 +7363,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, [rdi + 1920]
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm6, zmm2, zmm16
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm16
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm23
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -7702,9 +7377,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm6, zmm3, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm13
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -7713,9 +7387,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm13
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm17
     vpmulld      zmm2, zmm2, zmm0
     vpsubd       zmm1, zmm1, zmm2
@@ -7730,9 +7403,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, [rdi + 960]
     vmovshdup    zmm4, zmm1
     vpmuludq     zmm5, zmm1, zmm15
-    vmovshdup    zmm5, zmm5
     vpmuludq     zmm4, zmm4, zmm15
-    vpblendmd    zmm4{k1}, zmm5, zmm4
+    vmovshdup    zmm4{k2}, zmm5
     vpmulld      zmm1, zmm1, zmm22
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm4
@@ -7741,9 +7413,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm2, zmm2, [rdi + 1984]
     vmovshdup    zmm5, zmm2
     vpmuludq     zmm6, zmm2, zmm16
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm5, zmm5, zmm16
-    vpblendmd    zmm5{k1}, zmm6, zmm5
+    vmovshdup    zmm5{k2}, zmm6
     vpmulld      zmm2, zmm2, zmm23
     vpmulld      zmm5, zmm5, zmm0
     vpsubd       zmm2, zmm2, zmm5
@@ -7756,9 +7427,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
     vpmuludq     zmm6, zmm3, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm4, zmm4, zmm13
-    vpblendmd    zmm4{k1}, zmm6, zmm4
+    vmovshdup    zmm4{k2}, zmm6
     vpmulld      zmm3, zmm3, zmm17
     vpmulld      zmm4, zmm4, zmm0
     vpsubd       zmm3, zmm3, zmm4
@@ -7767,9 +7437,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm1, zmm1, zmm2
     vmovshdup    zmm2, zmm1
     vpmuludq     zmm6, zmm1, zmm13
-    vmovshdup    zmm6, zmm6
     vpmuludq     zmm2, zmm2, zmm13
-    vpblendmd    zmm2{k1}, zmm6, zmm2
+    vmovshdup    zmm2{k2}, zmm6
     vpmulld      zmm1, zmm1, zmm17
     vpmulld      zmm0, zmm2, zmm0
     vpsubd       zmm0, zmm1, zmm0
@@ -7789,7 +7458,7 @@ kg_nfl1073479681_ntt_inverse_avx512:
 ;   ensures:  every a[i] in [0, 2146959361] (proven over all 2^32 inputs), congruent to the input mod 1073479681
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-5}, k1, r11, flags
+;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_reduce_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_reduce_shoup_avx512.end - kg_nfl1073479681_reduce_shoup_avx512)
 align 32
@@ -7798,14 +7467,13 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm3, [rel pd_4]                    ; held in a register: read 64 times
     vmovdqu64    zmm4, [rel pd_1]                    ; held in a register: read 32 times
     vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 32 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rdi]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7813,9 +7481,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 64]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7823,9 +7490,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 128]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7833,9 +7499,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 192]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7843,9 +7508,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 256]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7853,9 +7517,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 320]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7863,9 +7526,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 384]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7873,9 +7535,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 448]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7883,9 +7544,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 512]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7893,9 +7553,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 576]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7903,9 +7562,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 640]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7913,9 +7571,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 704]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7923,9 +7580,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 768]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7933,9 +7589,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 832]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7943,9 +7598,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 896]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7953,9 +7607,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 960]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7963,9 +7616,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1024]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7973,9 +7625,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1088]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7983,9 +7634,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1152]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -7993,9 +7643,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1216]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8003,9 +7652,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1280]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8013,9 +7661,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1344]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8023,9 +7670,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1408]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8033,9 +7679,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1472]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8043,9 +7688,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1536]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8053,9 +7697,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1600]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8063,9 +7706,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1664]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8073,9 +7715,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1728]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8083,9 +7724,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1792]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8093,9 +7733,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1856]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8103,9 +7742,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1920]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8113,9 +7751,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
     vmovdqu64    zmm0, [rdi + 1984]
     vmovshdup    zmm1, zmm0                          ; shoup
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm4
     vpmulld      zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm1
@@ -8132,7 +7769,7 @@ kg_nfl1073479681_reduce_shoup_avx512:
 ;   ensures:  every a[i] in [0, 1073479680] (proven over all 2^32 inputs), congruent to the input mod 1073479681: the canonical representative
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-5}, k1, r11, flags
+;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_freeze_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_freeze_avx512.end - kg_nfl1073479681_freeze_avx512)
 align 32
@@ -8141,14 +7778,13 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm3, [rel pd_4]                    ; held in a register: read 64 times
     vmovdqu64    zmm4, [rel pd_1073479681]           ; held in a register: read 64 times
     vmovdqu64    zmm5, [rel pd_1]                    ; held in a register: read 32 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rdi]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8158,9 +7794,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 64]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8170,9 +7805,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 128]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8182,9 +7816,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 192]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8194,9 +7827,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 256]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8206,9 +7838,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 320]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8218,9 +7849,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 384]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8230,9 +7860,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 448]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8242,9 +7871,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 512]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8254,9 +7882,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 576]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8266,9 +7893,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 640]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8278,9 +7904,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 704]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8290,9 +7915,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 768]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8302,9 +7926,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 832]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8314,9 +7937,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 896]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8326,9 +7948,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 960]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8338,9 +7959,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1024]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8350,9 +7970,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1088]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8362,9 +7981,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1152]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8374,9 +7992,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1216]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8386,9 +8003,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1280]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8398,9 +8014,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1344]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8410,9 +8025,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1408]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8422,9 +8036,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1472]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8434,9 +8047,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1536]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8446,9 +8058,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1600]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8458,9 +8069,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1664]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8470,9 +8080,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1728]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8482,9 +8091,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1792]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8494,9 +8102,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1856]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8506,9 +8113,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1920]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8518,9 +8124,8 @@ kg_nfl1073479681_freeze_avx512:
     vmovdqu64    zmm0, [rdi + 1984]
     vmovshdup    zmm1, zmm0                          ; freeze
     vpmuludq     zmm2, zmm0, zmm3
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm1, zmm1, zmm3
-    vpblendmd    zmm1{k1}, zmm2, zmm1
+    vmovshdup    zmm1{k2}, zmm2
     vpmulld      zmm0, zmm0, zmm5
     vpmulld      zmm1, zmm1, zmm4
     vpsubd       zmm0, zmm0, zmm1
@@ -8539,26 +8144,25 @@ kg_nfl1073479681_freeze_avx512:
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-5}, k1, r11, flags
+;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_mulmod_shoup_avx512.end - kg_nfl1073479681_mulmod_shoup_avx512)
 align 32
 kg_nfl1073479681_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 32 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8568,11 +8172,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 64]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 64]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8582,11 +8185,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 128]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 128]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8596,11 +8198,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 192]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 192]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8610,11 +8211,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 256]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 256]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8624,11 +8224,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 320]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 320]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8638,11 +8237,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 384]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 384]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8652,11 +8250,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 448]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 448]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8666,11 +8263,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 512]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 512]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8680,11 +8276,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 576]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 576]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8694,11 +8289,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 640]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 640]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8708,11 +8302,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 704]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 704]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8722,11 +8315,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 768]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 768]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8736,11 +8328,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 832]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 832]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8750,11 +8341,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 896]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 896]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8764,11 +8354,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 960]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 960]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8778,11 +8367,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1024]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1024]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1024]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8792,11 +8380,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1088]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1088]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1088]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8806,11 +8393,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1152]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1152]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1152]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8820,11 +8406,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1216]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1216]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1216]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8834,11 +8419,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1280]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1280]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1280]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8848,11 +8432,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1344]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1344]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1344]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8862,11 +8445,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1408]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1408]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1408]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8876,11 +8458,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1472]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1472]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1472]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8890,11 +8471,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1536]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1536]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1536]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8904,11 +8484,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1600]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1600]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1600]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8918,11 +8497,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1664]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1664]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1664]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8932,11 +8510,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1728]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1728]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1728]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8946,11 +8523,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1792]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1792]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1792]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8960,11 +8536,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1856]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1856]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1856]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8974,11 +8549,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1920]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1920]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1920]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8988,11 +8562,10 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1984]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1984]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1984]
-    vpmulld      zmm0, zmm2, zmm0
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
@@ -9009,7 +8582,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-6}, k1, r11, flags
+;   clobbers: zmm{0-6}, k2, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_muladd_shoup_avx512.end - kg_nfl1073479681_muladd_shoup_avx512)
 align 32
@@ -9017,19 +8590,18 @@ kg_nfl1073479681_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm5, [rel pd_2146959362]           ; held in a register: read 32 times
     vmovdqu64    zmm6, [rel pd_1073479681]           ; held in a register: read 32 times
+    vmovdqu64    zmm0, [rel pd_even_lanes]
+    vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    mov          r11d, 0xaaaa
-    kmovd        k1, r11d
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9042,11 +8614,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 64]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 64]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 64]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9059,11 +8630,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 128]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 128]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 128]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9076,11 +8646,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 192]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 192]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 192]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9093,11 +8662,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 256]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 256]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 256]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9110,11 +8678,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 320]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 320]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 320]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9127,11 +8694,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 384]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 384]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 384]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9144,11 +8710,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 448]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 448]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 448]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9161,11 +8726,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 512]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 512]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 512]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9178,11 +8742,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 576]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 576]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 576]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9195,11 +8758,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 640]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 640]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 640]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9212,11 +8774,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 704]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 704]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 704]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9229,11 +8790,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 768]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 768]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 768]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9246,11 +8806,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 832]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 832]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 832]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9263,11 +8822,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 896]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 896]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 896]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9280,11 +8838,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 960]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 960]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 960]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9297,11 +8854,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1024]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1024]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1024]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1024]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9314,11 +8870,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1088]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1088]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1088]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1088]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9331,11 +8886,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1152]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1152]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1152]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1152]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9348,11 +8902,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1216]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1216]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1216]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1216]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9365,11 +8918,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1280]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1280]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1280]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1280]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9382,11 +8934,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1344]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1344]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1344]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1344]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9399,11 +8950,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1408]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1408]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1408]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1408]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9416,11 +8966,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1472]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1472]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1472]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1472]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9433,11 +8982,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1536]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1536]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1536]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1536]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9450,11 +8998,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1600]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1600]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1600]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1600]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9467,11 +9014,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1664]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1664]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1664]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1664]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9484,11 +9030,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1728]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1728]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1728]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1728]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9501,11 +9046,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1792]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1792]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1792]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1792]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9518,11 +9062,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1856]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1856]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1856]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1856]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9535,11 +9078,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1920]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1920]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1920]
-    vpmulld      zmm2, zmm2, zmm0
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1920]
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
@@ -9552,11 +9094,10 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovshdup    zmm3, [rsi + 1984]
     vmovshdup    zmm4, zmm2
     vpmuludq     zmm2, zmm2, [rsi + 1984]
-    vmovshdup    zmm2, zmm2
     vpmuludq     zmm3, zmm3, zmm4
-    vpblendmd    zmm2{k1}, zmm2, zmm3
+    vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1984]
-    vpmulld      zmm0, zmm2, zmm0
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpaddd       zmm0, zmm0, [r8 + 1984]
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
