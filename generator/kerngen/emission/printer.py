@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.instr import ArgBase, Imm, Instr, Mem, PhysReg, StackBase, TableBase
-from ..machine.ops import spec
+from ..machine.ops import masked_operands, spec
 from ..machine.registers import GPR_NAMES, VECTOR
 from ..machine.target import Target
 
@@ -95,8 +95,8 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     # sub-vector memory operands need a size keyword (broadcasts, 64-bit moves)
     if s.selector_first:
         operands = operands + (operands[1],)
-    parts = [operand_text(o, target, isinstance(o, Mem) and o.size < 16 and s.cls != "address", dialect)
-             for o in operands]
+    parts = masked_operands(s, [operand_text(o, target, isinstance(o, Mem) and o.size < 16 and s.cls != "address",
+                                             dialect) for o in operands])
     line = f"{form.mnemonic:<12} " + ", ".join(parts)
     if ins.comment and dialect is NASM:
         line = f"{line:<48} ; {ins.comment}"

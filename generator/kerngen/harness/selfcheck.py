@@ -29,7 +29,7 @@ import numpy as np
 from ..ir.lanes import SPLIT, move_lanes
 from ..machine.encoding import EVEX, LEGACY, Form
 from ..machine.isa import cpuinfo_name
-from ..machine.ops import TABLE, Arith, InstructionTable, Op, lane_range, unsigned
+from ..machine.ops import TABLE, Arith, InstructionTable, Op, lane_range, masked_operands, unsigned
 from ..errors import HarnessError
 from .toolchain import assemble_shared
 
@@ -194,10 +194,7 @@ def function_text(case: Case, symbol: str) -> str:
     if op.lines is not None:
         body = [line.format(*texts) for line in op.lines]
     else:
-        spelt = list(texts)
-        if op.masking is not None:  # the mask decorates the destination: {k1}, and {z} for zeroing
-            spelt[0] = f"{dest}{{{spelt[1]}}}" + ("{z}" if op.masking == "zero" else "")
-            del spelt[1]
+        spelt = masked_operands(op, texts)
         if op.ties(form):
             del spelt[1]
         if op.selector_first:

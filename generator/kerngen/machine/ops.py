@@ -204,6 +204,9 @@ CMPGTU = _binary(lambda a, b, w: (unsigned(a, w) > unsigned(b, w)) * -1,
 # the same comparison into an opmask: the lane's bit (monotone in each source, so its extremes are at corners)
 CMPGT_MASK = _binary(lambda a, b, w: (a > b) * 1,
                      lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(1, w), z3.BitVecVal(0, w)), corners=True)
+# unsigned a > b into an opmask: the lane's bit (a carry or borrow, as a mask register's bit)
+CMPGTU_MASK = _binary(lambda a, b, w: (unsigned(a, w) > unsigned(b, w)) * 1,
+                      lambda z3, a, b, w: z3.If(z3.UGT(a, b), z3.BitVecVal(1, w), z3.BitVecVal(0, w)))
 # the product of the low 32-bit halves of two elements, exact in 64 bits (vpmuludq on 64-bit lanes)
 _LOW32 = (1 << 32) - 1
 MUL32 = _binary(lambda a, b, w: (a & _LOW32) * (b & _LOW32),
@@ -682,18 +685,28 @@ def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=Non
                     on_gpr, lines, scratch_lines, blocks=blocks))
 
 
-def _masked_row(name: str, masking: str) -> None:
+def _masked_row(name: str, masking: str, generic: str | None = None) -> None:
     """Row `name` under an opmask, as its EVEX forms encode it (`name_merge`,
     `name_zero`): the mask read after the destination, which merge-masking
     reads too; the semantics the row's own (`Arith.masked`). Not commutative:
-    its second and third operands are the mask and a source."""
+    its second and third operands are the mask and a source. `generic`: the
+    width-neutral name builders ask for it by ("add_merge")."""
     op = next(row for row in _ROWS if row.name == name)
     dst, *rest = op.slots
     access = "rw" if masking == "merge" else dst.access
     slots = (Slot(access, dst.kind), Slot("r", "k"), *rest)
     arith = op.arith.masked(zeroing=masking == "zero", accumulating="r" in dst.access)
     _ROWS.append(Op(f"{name}_{masking}", slots, op.cls, tuple(f for f in op.forms if f.encoding is EVEX), op.elem,
-                    None, arith, None, False, None, op.halves, masking=masking))
+                    generic, arith, None, False, None, op.halves, masking=masking))
+
+
+def masked_operands(op: Op, texts: list[str]) -> list[str]:
+    """The operand texts of a masked row as assembly writes them: the mask decorating the destination
+    ({k2}), and {z} where a vector destination is zero-masked (a mask destination always is)."""
+    if op.masking is None:
+        return list(texts)
+    zeroing = "{z}" if op.masking == "zero" and op.slots[0].kind != "k" else ""
+    return [f"{texts[0]}{{{texts[1]}}}{zeroing}", *texts[2:]]
 
 
 # Each row's forms: `_forms` the usual legacy and VEX ones, `_vex` a VEX form alone, `_gpr` a general-register
@@ -802,10 +815,14 @@ _row("vpmadd52huq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52huq", "AVX512IFMA"), 
 _row("vpshrdq", _VEX3I, "alu", _evex("vpshrdq", "AVX512VBMI2"), elem=64, generic="shift_right_pair",
      arith=SHIFT_RIGHT_PAIR)
 _row("vpcmpgtq_k", "w:k,r:v,r:vm", "alu", _evex("vpcmpgtq"), elem=64, generic="cmpgt_mask", arith=CMPGT_MASK)
+# unsigned a > b (vpcmpuq's predicate 6, "not less or equal"): a carry or borrow into an opmask
+_row("vpcmpuq_k", "w:k,r:v,r:vm", "alu", _evex("vpcmpnleuq"), elem=64, generic="cmpgtu_mask", arith=CMPGTU_MASK)
 _row("vpaddq_evex", _VEX3, "alu", _evex("vpaddq"), elem=64, arith=ADD, commutative=True)
-for _name in ("vpaddq_evex", "vpmadd52luq"):
-    _masked_row(_name, "merge")
-    _masked_row(_name, "zero")
+# where its mask bit is set, the old lane plus a constant (a carry's or borrow's correction): "add_merge"
+_masked_row("vpaddq_evex", "merge", "add_merge")
+_masked_row("vpaddq_evex", "zero")
+for _masking in ("merge", "zero"):
+    _masked_row("vpmadd52luq", _masking)
 
 # shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):

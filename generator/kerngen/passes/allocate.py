@@ -4,7 +4,9 @@ Kernels are fully unrolled, so the whole future is known: when a register is
 needed and none is free, the value whose next use is furthest away is evicted
 (Belady's rule). Values that are copies of constant memory are rematerialised
 by reloading them instead of being spilled; others go to 32-byte stack slots
-(a general register's value to the first 8 bytes of one).
+(a general register's value to the first 8 bytes of one). Opmasks live a few
+instructions each (a comparison and the masked operation reading it): they are
+never spilled, and running out of them is an AllocationError.
 Reads from a slot that accepts memory are folded into the instruction, except
 a constant that is read again soon.
 """
@@ -15,9 +17,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..errors import AllocationError
-from ..ir.instr import SLOT_BYTES, GReg, Instr, Mem, Operand, PhysReg, StackBase, TableBase, VReg
+from ..ir.instr import SLOT_BYTES, GReg, Instr, KReg, Mem, Operand, PhysReg, StackBase, TableBase, VReg
 from ..machine.ops import spec
-from ..machine.registers import GENERAL, VECTOR
+from ..machine.registers import GENERAL, MASK, VECTOR
 
 # An evicted constant read again within this many instructions is reloaded
 # into a register instead of folded: once folded it is never resident again
@@ -43,10 +45,11 @@ class RegisterPools:
     # whether a general register's value may go to the stack (lanes on general registers); else running
     # out of them is an AllocationError, on which a family may retry with more registers or another plan
     spill_gprs: bool = False
+    mask: tuple[int, ...] = ()  # opmasks (AVX-512)
 
 
 def _virtual(op: Operand) -> bool:
-    return isinstance(op, (VReg, GReg))
+    return isinstance(op, (VReg, GReg, KReg))
 
 
 def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> Allocation:
@@ -76,15 +79,13 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
     out: list[Instr] = []
 
     def kind(v: Operand) -> str:
-        return VECTOR if isinstance(v, VReg) else GENERAL
+        return VECTOR if isinstance(v, VReg) else MASK if isinstance(v, KReg) else GENERAL
 
     def pool(k: str) -> tuple[int, ...]:
-        return pools.vector if k == VECTOR else pools.gpr
+        return {VECTOR: pools.vector, MASK: pools.mask}.get(k, pools.gpr)
 
     def phys(v: Operand) -> PhysReg:
-        k = kind(v)
-        bits = v.bits if isinstance(v, VReg) else 64
-        return PhysReg(k, reg_of[v], bits)
+        return PhysReg(kind(v), reg_of[v], 64 if isinstance(v, GReg) else v.bits)
 
     def release(v: Operand) -> None:
         r = reg_of.pop(v, None)
@@ -113,8 +114,8 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             raise AllocationError(f"no {k} register can be freed at instruction {now}")
         r = reg_of[best]
         if best not in home and best_use < (1 << 60):
-            if k != VECTOR and not pools.spill_gprs:
-                raise AllocationError("no general register can be freed without a spill, and none is allowed")
+            if k == MASK or k == GENERAL and not pools.spill_gprs:
+                raise AllocationError(f"no {k} register can be freed without a spill, and none is allowed")
             slot = spill_slot()
             if k == VECTOR:
                 out.append(Instr("store_aligned", (slot, phys(best)), "spill"))
@@ -135,7 +136,8 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             r = evict(k, now, pinned)
         reg_of[v] = r
         holder[(k, r)] = v
-        (used_vec if k == VECTOR else used_gpr).add(r)
+        if k != MASK:  # opmasks are volatile in every ABI: the frame saves none
+            (used_vec if k == VECTOR else used_gpr).add(r)
         return r
 
     for i, ins in enumerate(body):

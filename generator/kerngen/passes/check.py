@@ -10,19 +10,21 @@ kernels are static, so this is a complete check of memory safety.
 from __future__ import annotations
 
 from ..errors import CheckError
-from ..ir.instr import SLOT_BYTES, ArgBase, ArgSpec, GReg, Imm, Instr, Mem, PhysReg, StackBase, Table, TableBase, VReg
+from ..ir.instr import (SLOT_BYTES, ArgBase, ArgSpec, GReg, Imm, Instr, KReg, Mem, PhysReg, StackBase, Table, TableBase,
+                        VReg)
 from ..machine.ops import spec
 from ..ir.stream import run_stream
 from ..machine.abi import Abi
-from ..machine.registers import GENERAL, VECTOR
+from ..machine.registers import GENERAL, MASK, VECTOR
 
 
 def _fits(kind: str, op) -> bool:
     vec = isinstance(op, VReg) or (isinstance(op, PhysReg) and op.kind == VECTOR)
     gpr = isinstance(op, GReg) or (isinstance(op, PhysReg) and op.kind == GENERAL)
+    mask = isinstance(op, KReg) or (isinstance(op, PhysReg) and op.kind == MASK)
     return {
         "v": vec, "vm": vec or isinstance(op, Mem), "m": isinstance(op, Mem), "i": isinstance(op, Imm),
-        "g": gpr, "gm": gpr or isinstance(op, Mem),
+        "g": gpr, "gm": gpr or isinstance(op, Mem), "k": mask,
     }[kind]
 
 
@@ -31,7 +33,7 @@ def check_operands(body: tuple[Instr, ...] | list[Instr], nargs: int, allocated:
     for i, ins in enumerate(body):
         where = f"instruction {i} ({ins.op} {ins.comment})"
         for slot, op in zip(spec(ins.op).slots, ins.operands):
-            if isinstance(op, (VReg, GReg)) and allocated:
+            if isinstance(op, (VReg, GReg, KReg)) and allocated:
                 raise CheckError(f"{where}: virtual register after allocation")
             if isinstance(op, PhysReg) and not allocated:
                 raise CheckError(f"{where}: physical register before allocation")

@@ -25,7 +25,7 @@ from ..core.progress import PROGRESS_AFTER, progress
 from ..errors import AllocationError, CheckError
 from ..ir.instr import ArgSpec, Builder, Instr, Kernel
 from ..machine.abi import RBP
-from ..machine.registers import GENERAL, VECTOR
+from ..machine.registers import GENERAL, MASK, VECTOR
 from ..machine.target import Target
 from .allocate import RegisterPools, allocate
 from .check import check_encoding, check_memory, check_operands
@@ -77,7 +77,8 @@ def _allocate(u: Unit) -> None:
     saved = abi.saved(GENERAL)
     extra = tuple(r for r in saved if r != RBP) if u.callee_saved or use.callee_saved_general else ()
     scratch = abi.scratch_gprs(len(u.args))[use.roll_general:]
-    pools = RegisterPools(vector=u.target.pool(VECTOR), gpr=scratch + extra, spill_gprs=use.spill_general)
+    pools = RegisterPools(vector=u.target.pool(VECTOR), gpr=scratch + extra, spill_gprs=use.spill_general,
+                          mask=u.target.pool(MASK))
     result = allocate(u.body, pools)
     u.body, u.spill_slots = list(result.body), result.spill_slots
 
