@@ -13,7 +13,7 @@ import pytest
 from kerngen.harness.cpu import cpu_flags
 from kerngen.harness.selfcheck import forms, selfcheck, shipped_immediates, why_not_modelled
 from kerngen.machine.isa import cpuinfo_name
-from kerngen.machine.ops import MULHRS, SRL, TABLE, Arith, InstructionTable, spec
+from kerngen.machine.ops import CMPGT_MASK, MULHRS, SRL, TABLE, Arith, InstructionTable, spec
 
 from conftest import REPO
 
@@ -54,6 +54,7 @@ def _modulo_shift() -> Arith:
     ("vpmulhw", dict(arith=MULHRS), False),  # rounding where the CPU truncates
     ("vpsrlq", dict(arith=_modulo_shift()), True),  # a count at or above 64 gives zero, not a rotation of counts
     ("vpunpcklqdq", dict(move=spec("vpunpckhqdq").move), False),  # the high halves where the low ones go
+    ("vpcmpuq_k", dict(arith=CMPGT_MASK), False),  # a signed comparison into the opmask where it is unsigned
 ])
 def test_a_wrong_row_fails_with_a_witness(workdir: Path, name: str, fields: dict, imm: bool) -> None:
     if not all(cpuinfo_name(e) in cpu_flags() for e in spec(name).forms[0].extensions):

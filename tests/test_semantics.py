@@ -272,15 +272,16 @@ def test_the_verifier_carries_intervals_through_an_undecided_mask():
 
 def test_the_evex_rows_are_only_the_evex_isas_choice():
     evex_only = {name for name, op in OPS.items() if op.forms and all(f.encoding is EVEX for f in op.forms)}
-    assert evex_only == {"vpternlogd", "vpternlogq", "vpmadd52luq", "vpmadd52huq", "vpcmpgtq_k", "vpaddq_evex",
-                         "vpaddq_evex_merge", "vpaddq_evex_zero", "vpmadd52luq_merge", "vpmadd52luq_zero", "vshufi64x2",
-                         "valignq", "vbroadcasti64x4", "vextracti64x4", "vpshrdq", "vpsraq", "mullo64", "minu64",
-                         "vpblendmw_imm", "vpblendmd_imm", "zero", "vptestmd_k", "vmovshdup_merge"}
+    assert evex_only == {"vpternlogd", "vpternlogq", "vpmadd52luq", "vpmadd52huq", "vpcmpgtq_k", "vpcmpuq_k",
+                         "vpaddq_evex", "vpaddq_evex_merge", "vpaddq_evex_zero", "vpmadd52luq_merge", "vpmadd52luq_zero",
+                         "vshufi64x2", "valignq", "vbroadcasti64x4", "vextracti64x4", "vpshrdq", "vpsraq", "mullo64",
+                         "minu64", "vpblendmw_imm", "vpblendmd_imm", "zero", "vptestmd_k", "vmovshdup_merge"}
     generics = {(op.generic, op.elem or 0) for op in OPS.values() if op.generic}
     for isa in ISAS.values():
         chosen = {name for generic, bits in generics for name in isa.candidates(generic, bits)} & evex_only
         if isa.encoding is EVEX:
-            assert {"minu64", "mullo64", "vpblendmw_imm", "vpblendmd_imm", "vpternlogq"} <= chosen
+            assert {"minu64", "mullo64", "vpblendmw_imm", "vpblendmd_imm", "vpternlogq", "vpcmpuq_k",
+                    "vpaddq_evex_merge"} <= chosen
         elif isa.register_use.lanes == GENERAL:  # 64-bit rows lowered onto general registers, not their EVEX form
             assert chosen <= {"minu64", "mullo64"}, isa.name
         else:

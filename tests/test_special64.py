@@ -1,31 +1,52 @@
 """Primes q = 2^64 - 2^b + 1 on 64-bit lanes (Goldilocks): the special form's
-kernels pass `kerngen test`, its templates' proofs refuse a wrong constant, and
-a q above 2^62 of no such form is refused with the shapes that are taken."""
+kernels pass `kerngen test` on every ISA (AVX-512 on this CPU, or on the
+machine model where it lacks AVX-512), its templates' proofs refuse a wrong
+constant, and a q above 2^62 of no such form is refused with the shapes that
+are taken."""
 
 import dataclasses
 
 import pytest
 
+from kerngen.commands import test as test_command
+from kerngen.harness.cpu import cpu_flags
+from kerngen.machine.isa import ISAS
 from kerngen.passes import special64
 
 GOLDILOCKS = (1 << 64) - (1 << 32) + 1
 Q40 = (1 << 64) - (1 << 40) + 1
 
 
-def _params(tmp_path, name: str, q: int, isas: str = '["avx2", "scalar"]') -> str:
+def _params(tmp_path, name: str, q: int, isas: str = '["avx512", "avx2", "scalar"]') -> str:
     path = tmp_path / f"{name}.toml"
     path.write_text(f'name = "{name}"\nfamily = "ntt"\nn = 16\nq = {q}\nwidth = 64\nisa = {isas}\n')
     return path
 
 
-@pytest.mark.parametrize("q", [GOLDILOCKS, Q40], ids=["goldilocks", "2^64-2^40+1"])
-def test_special_form_bundles_pass_kerngen_test(tmp_path, kerngen_cli, q):
+# the second set as on a CPU without AVX-512: its AVX-512 kernels run on the machine model
+@pytest.mark.parametrize("q,avx512_cpu", [(GOLDILOCKS, True), (Q40, False)], ids=["goldilocks", "2^64-2^40+1"])
+def test_special_form_bundles_pass_kerngen_test(tmp_path, kerngen_cli, monkeypatch, q, avx512_cpu):
+    if not avx512_cpu:
+        monkeypatch.setattr(test_command, "cpu_flags", lambda: {f for f in cpu_flags() if not f.startswith("avx512")})
     r = kerngen_cli("test", _params(tmp_path, "special", q))
     assert r.returncode == 0, r.stdout + r.stderr
     last = r.stdout.strip().splitlines()[-1]
     assert last.endswith(" passed, 0 failed") and int(last.split()[0]) > 0
     # forward, base multiplication, inverse and freeze on each ISA: no Shoup kernels, whose 2q leaves the lane
-    assert "of 8 functions" in r.stderr
+    assert "emitted and verified 12 kernels" in r.stderr
+    modelled = "running kg_special_ntt_forward_avx512 on the machine model" in r.stderr
+    assert modelled == (not avx512_cpu or "avx512f" not in cpu_flags())
+
+
+def test_avx512_templates_correct_carries_under_opmasks():
+    """On AVX-512 a carry or borrow is an opmask and its correction one merge-masked addition: no lane
+    mask is and-ed with a constant, and the templates are shorter than AVX2's."""
+    masked, lanes = (special64.templates(GOLDILOCKS, special64.Lowering.of(ISAS[isa])) for isa in ("avx512", "avx2"))
+    for kind in special64.KINDS:
+        ops = [step[0] for step in masked[kind].steps]
+        assert "add_merge" in ops and "cmpgtu_mask" in ops and not {"and", "cmpgt", "xor"} & set(ops), ops
+        assert len(masked[kind].steps) < len(lanes[kind].steps)
+        special64.prove(masked[kind])
 
 
 def test_special_form_is_found_from_q():

@@ -301,9 +301,11 @@ class Builder:
     def emit(self, op: str, *operands: Operand, comment: str = "", idiom: IdiomTag | None = None) -> None:
         self.instrs.append(Instr(op, tuple(operands), comment, idiom))
 
-    def op(self, op: str, *sources: Operand, comment: str = "", idiom: IdiomTag | None = None, bits: int | None = None) -> VReg:
-        """Emit `op` with a fresh vector destination and return it."""
-        dst = self.vreg(bits)
+    def op(self, op: str, *sources: Operand, comment: str = "", idiom: IdiomTag | None = None,
+           bits: int | None = None) -> VReg | KReg:
+        """Emit `op` with a fresh destination of its row's kind (a vector register, or an opmask for a
+        comparison into one) and return it."""
+        dst = self.kreg(bits) if spec(op).slots[0].kind == "k" else self.vreg(bits)
         self.emit(op, dst, *sources, comment=comment, idiom=idiom)
         return dst
 

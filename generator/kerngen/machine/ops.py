@@ -205,6 +205,9 @@ CMPGTU = _binary(lambda a, b, w: (unsigned(a, w) > unsigned(b, w)) * -1,
 # the same comparison into an opmask: the lane's bit (monotone in each source, so its extremes are at corners)
 CMPGT_MASK = _binary(lambda a, b, w: (a > b) * 1,
                      lambda z3, a, b, w: z3.If(a > b, z3.BitVecVal(1, w), z3.BitVecVal(0, w)), corners=True)
+# unsigned a > b into an opmask: the lane's bit (a carry or borrow, as a mask register's bit)
+CMPGTU_MASK = _binary(lambda a, b, w: (unsigned(a, w) > unsigned(b, w)) * 1,
+                      lambda z3, a, b, w: z3.If(z3.UGT(a, b), z3.BitVecVal(1, w), z3.BitVecVal(0, w)))
 # the product of the low 32-bit halves of two elements, exact in 64 bits (vpmuludq on 64-bit lanes)
 _LOW32 = (1 << 32) - 1
 MUL32 = _binary(lambda a, b, w: (a & _LOW32) * (b & _LOW32),
@@ -704,13 +707,14 @@ def _moved_under_mask(route: Callable, elem: int, zeroing: bool) -> Callable:
     return masked
 
 
-def _masked_row(name: str, masking: str) -> None:
+def _masked_row(name: str, masking: str, generic: str | None = None) -> None:
     """Row `name` under an opmask, as its EVEX forms encode it (`name_merge`,
     `name_zero`): the mask read after the destination, which merge-masking
     reads too; the semantics the row's own (`Arith.masked`, `_moved_under_mask`).
     Not commutative: its second and third operands are the mask and a source.
-    Its width-neutral name is the row's with the masking after it
-    (duplicate_odd_merge), so that an ISA says whether it has it (`Isa.has`)."""
+    Its width-neutral name, by which an ISA says whether it has it (`Isa.has`),
+    is `generic` ("add_merge" for a row builders do not otherwise ask for), else
+    the row's with the masking after it (duplicate_odd_merge)."""
     op = next(row for row in _ROWS if row.name == name)
     dst, *rest = op.slots
     access = "rw" if masking == "merge" else dst.access
@@ -723,7 +727,7 @@ def _masked_row(name: str, masking: str) -> None:
             raise ValueError(f"{name}: a masked movement reads the mask's bits where the immediate would be")
         move = Move(op.move.unit, _moved_under_mask(op.move.route, op.elem, zeroing))
     _ROWS.append(Op(f"{name}_{masking}", slots, op.cls, tuple(f for f in op.forms if f.encoding is EVEX), op.elem,
-                    op.generic and f"{op.generic}_{masking}", arith, move, False, None, op.halves,
+                    generic or op.generic and f"{op.generic}_{masking}", arith, move, False, None, op.halves,
                     masking=masking))
 
 
@@ -833,10 +837,14 @@ _row("vpmadd52huq", "rw:v,r:v,r:vm", "mul", _evex("vpmadd52huq", "AVX512IFMA"), 
 _row("vpshrdq", _VEX3I, "alu", _evex("vpshrdq", "AVX512VBMI2"), elem=64, generic="shift_right_pair",
      arith=SHIFT_RIGHT_PAIR)
 _row("vpcmpgtq_k", "w:k,r:v,r:vm", "alu", _evex("vpcmpgtq"), elem=64, generic="cmpgt_mask", arith=CMPGT_MASK)
+# unsigned a > b (vpcmpuq's predicate 6, "not less or equal"): a carry or borrow into an opmask
+_row("vpcmpuq_k", "w:k,r:v,r:vm", "alu", _evex("vpcmpnleuq"), elem=64, generic="cmpgtu_mask", arith=CMPGTU_MASK)
 _row("vpaddq_evex", _VEX3, "alu", _evex("vpaddq"), elem=64, arith=ADD, commutative=True)
-for _name in ("vpaddq_evex", "vpmadd52luq"):
-    _masked_row(_name, "merge")
-    _masked_row(_name, "zero")
+# where its mask bit is set, the old lane plus a constant (a carry's or borrow's correction): "add_merge"
+_masked_row("vpaddq_evex", "merge", "add_merge")
+_masked_row("vpaddq_evex", "zero")
+for _masking in ("merge", "zero"):
+    _masked_row("vpmadd52luq", _masking)
 
 # shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):

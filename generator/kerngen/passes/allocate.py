@@ -4,8 +4,9 @@ Kernels are fully unrolled, so the whole future is known: when a register is
 needed and none is free, the value whose next use is furthest away is evicted
 (Belady's rule). Values that are copies of constant memory are rematerialised
 by reloading them instead of being spilled; others go to 32-byte stack slots
-(a general register's value to the first 8 bytes of one); opmasks, a few
-constant selectors held for a whole kernel, are never spilled.
+(a general register's value to the first 8 bytes of one). Opmasks are never
+spilled: a kernel holds a few constant selectors and comparisons that the next
+masked operation reads; running out of them is an AllocationError.
 Reads from a slot that accepts memory are folded into the instruction, except
 a constant that is read again soon.
 """
@@ -41,7 +42,7 @@ class Allocation:
 class RegisterPools:
     vector: tuple[int, ...] = tuple(range(16))
     gpr: tuple[int, ...] = ()
-    mask: tuple[int, ...] = ()  # opmasks: never spilled (a kernel holds a few constant selectors at most)
+    mask: tuple[int, ...] = ()  # opmasks: never spilled (constant selectors, and comparisons read soon)
     # whether a general register's value may go to the stack (lanes on general registers); else running
     # out of them is an AllocationError, on which a family may retry with more registers or another plan
     spill_gprs: bool = False

@@ -9,16 +9,22 @@ e = 2^b - 1 (`special_form` finds b from q). Three templates, as data:
   products) is folded while H can exceed 1: H*2^64 + L = H*e + L, whose own
   high half is hi(H*e) plus the carry out of lo(H*e) + L (a fold whose
   product fits 64 bits leaves only that carry); then the carry c (0 or 1)
-  twice more, c*2^64 + s = s + c*e, the second without a carry (s < e after
-  a first); then a conditional subtraction of q. Where 64-bit products are
-  not one instruction (vector lanes), H*e is H*2^b - H from shifts.
-- `ADD`: a + b, e added where the sum carried out, then a conditional subtraction of q.
+  once more, c*2^64 + s = s + c*e, which cannot carry again (where c is
+  set, s < top*e for the last H's bound top, and (top + 1)*e <= 2^64 for
+  every b up to MAX_B); then a conditional subtraction of q. Where 64-bit
+  products are not one instruction (vector lanes), H*e is H*2^b - H from
+  shifts.
+- `ADD`: a + b, e added where the sum carried out, then a conditional subtraction of q;
+  with opmasks, a + b - q (= a + b + e) where it is below a, else a + b.
 - `SUB`: a - b, e subtracted where it borrowed (2^64 - e = q).
 
 A carry is an unsigned comparison into a mask (a subtraction with borrow on
-general registers; on vector lanes a signed comparison of the values with
-their sign bits flipped), and the conditional subtraction is an unsigned
-minimum where the ISA has one, else q masked by that comparison. Builders
+general registers; on AVX2's lanes a signed comparison of the values with
+their sign bits flipped, all ones where it holds; on AVX-512 a comparison
+into an opmask, one bit a lane), a correction where it is set the mask
+and-ed with the constant and added, or one addition under the opmask, and
+the conditional subtraction is an unsigned minimum where the ISA has one,
+else q masked by that comparison. Builders
 emit a template (`emit`), products through `wide.Product` (one instruction
 each on general registers, templates of 32-bit pieces on vector lanes), the
 verifier finds it in a lane's term (`match`), and `prove` shows, by an SMT
@@ -35,6 +41,7 @@ from dataclasses import dataclass
 
 from ..core.compile_cache import memo
 from ..ir.instr import Builder, Imm, Mem, VReg
+from ..machine.isa import ISAS, Isa
 from ..machine.ops import by_width
 from . import wide
 from .lemmas import SMT_TIMEOUT_MS, LemmaError
@@ -46,7 +53,7 @@ MAX_B = 40  # 2^64 - 2^b + 1 with b at most this: H folded at most twice, each t
 MUL, ADD, SUB = "special_mul", "special_add", "special_sub"  # the tag kinds
 KINDS = (MUL, ADD, SUB)
 
-Step = tuple[str, str, str | int, str | int]
+Step = tuple  # (op, dst, *sources): sources in the row's order, names or constants (shift counts: immediates)
 
 
 class SpecialFormError(LemmaError):
@@ -68,6 +75,15 @@ class Lowering:
     unsigned_min: bool  # one instruction (else q masked by a comparison)
     # 64-bit products one instruction each (else H*e = H*2^b - H by shifts: products from pieces cost more)
     native_products: bool = True
+    # comparisons into opmasks, and additions under them (AVX-512): a correction where a carry is set is
+    # one merge-masked addition (else the comparison's all-ones lanes, and-ed with the constant and added)
+    masks: bool = False
+
+    @classmethod
+    def of(cls, isa: Isa, bits: int = BITS) -> Lowering:
+        """What `isa` has of these on `bits`-bit lanes."""
+        return cls(isa.has("cmpgtu", bits), isa.has("minu", bits), isa.has("mullo", bits) and isa.has("mulhu", bits),
+                   isa.has("cmpgtu_mask", bits) and isa.has("add_merge", bits))
 
 
 @dataclass(frozen=True)
@@ -89,7 +105,9 @@ class Template:
 
 
 def _less(lw: Lowering, dst: str, a: str | int, b: str | int) -> tuple[Step, ...]:
-    """dst = all ones where a < b unsigned."""
+    """dst = all ones where a < b unsigned (an opmask's bit, with masks)."""
+    if lw.masks:
+        return (("cmpgtu_mask", dst, b, a),)
     if lw.unsigned_compare:
         return (("cmpgtu", dst, b, a),)
     flip = [(v ^ SIGN, ()) if isinstance(v, int) else (f"{dst}_{v}", (("xor", f"{dst}_{v}", v, SIGN),))
@@ -101,8 +119,17 @@ def canonical(lw: Lowering, q: int, dst: str = "r", s: str = "x") -> tuple[Step,
     """dst = s - q where s >= q, else s, for any lane value s (s - q wraps exactly where s < q)."""
     if lw.unsigned_min:
         return (("sub", f"{dst}_d", s, q), ("minu", dst, s, f"{dst}_d"))
-    return (("sub", f"{dst}_d", s, q), *_less(lw, f"{dst}_m", s, q), ("and", f"{dst}_k", f"{dst}_m", q),
-            ("add", dst, f"{dst}_d", f"{dst}_k"))
+    return (("sub", f"{dst}_d", s, q), *_less(lw, f"{dst}_m", s, q), *_add_where(lw, dst, f"{dst}_d", f"{dst}_m", q))
+
+
+def _add_where(lw: Lowering, dst: str, s: str, c: str, value: int) -> tuple[Step, ...]:
+    """dst = s + value where the mask c (of `_less`) is set, else s (wrapping). An all-ones mask is
+    2^64 - 1 itself: value 2^64 - 1 adds it, value 1 subtracts it."""
+    if lw.masks:
+        return (("add_merge", dst, s, c, s, value),)
+    if value in (LANE - 1, 1):
+        return (("add" if value > 1 else "sub", dst, s, c),)
+    return (("and", f"{dst}_k", c, value), ("add", dst, s, f"{dst}_k"))
 
 
 def _times_e(lw: Lowering, k: int, h: str, b: int, high: bool) -> tuple[Step, ...]:
@@ -112,13 +139,8 @@ def _times_e(lw: Lowering, k: int, h: str, b: int, high: bool) -> tuple[Step, ..
     if lw.native_products:
         return (("mullo", f"p{k}", h, e), *((("mulhu", f"g{k}", h, e),) if high else ()))
     low = (("sll", f"t{k}", h, b), ("sub", f"p{k}", f"t{k}", h))
-    return low + ((("srl", f"u{k}", h, BITS - b), *_less(lw, f"v{k}", f"t{k}", h), ("add", f"g{k}", f"u{k}", f"v{k}"))
-                  if high else ())
-
-
-def _carry(lw: Lowering, dst: str, s: str, c: str, e: int, carried: bool) -> tuple[Step, ...]:
-    """dst = s + c*e (c: the mask `carried` of a carry, 0 or all ones), and its own carry's mask."""
-    return (("and", f"{dst}_k", c, e), ("add", dst, s, f"{dst}_k"), *(_less(lw, f"{dst}_c", dst, s) if carried else ()))
+    return low + ((("srl", f"u{k}", h, BITS - b), *_less(lw, f"v{k}", f"t{k}", h),
+                   *_add_where(lw, f"g{k}", f"u{k}", f"v{k}", LANE - 1)) if high else ())
 
 
 @memo(maxsize=64)
@@ -138,24 +160,29 @@ def templates(q: int, lw: Lowering) -> dict[str, Template]:
             folds.append((f"c{k}", f"l{k}", h, low))
             low = f"l{k}"
             break
-        steps += [("sub", f"h{k}", f"g{k}", f"c{k}")]  # the carry added (the mask is -1)
+        steps += _add_where(lw, f"h{k}", f"g{k}", f"c{k}", 1)  # the carry added
         folds.append((f"h{k}", f"l{k}", h, low))
         h, low, top = f"h{k}", f"l{k}", (top * e + LANE - 1) >> BITS
         folded.append(h)
     carry = f"c{k}"
-    steps += [*_carry(lw, "s1", low, carry, e, True), *_carry(lw, "s2", "s1", "s1_c", e, False)]
-    steps += canonical(lw, q, "r", "s2")
-    folds += [("s1_c", "s1", carry, low), (None, "s2", "s1_c", "s1")]
-    mul = Template(MUL, q, ("x", "w"), tuple(steps), tuple((1, v) for v in (*folded, carry, "s1_c")), tuple(folds))
-    add = Template(ADD, q, ("a", "b"), (("add", "s", "a", "b"), *_less(lw, "c", "s", "a"),
-                                        *_carry(lw, "t", "s", "c", e, False), *canonical(lw, q, "r", "t")),
-                   ((1, "c"),))
-    sub = Template(SUB, q, ("a", "b"), (("sub", "d", "a", "b"), *_less(lw, "m", "a", "b"), ("and", "k", "m", e),
-                                        ("sub", "r", "d", "k")), ((-1, "m"),))
+    steps += [*_add_where(lw, "s", low, carry, e), *canonical(lw, q, "r", "s")]
+    folds.append((None, "s", carry, low))
+    mul = Template(MUL, q, ("x", "w"), tuple(steps), tuple((1, v) for v in (*folded, carry)), tuple(folds))
+    if lw.masks:  # a + b - q (its sum with e, wrapping) is below a exactly where a + b >= q
+        add_steps = (("add", "s", "a", "b"), ("add", "t", "s", e), *_less(lw, "c", "t", "a"),
+                     *_add_where(lw, "r", "s", "c", e))
+        sub_steps = (("sub", "d", "a", "b"), *_less(lw, "m", "a", "b"), *_add_where(lw, "r", "d", "m", q))
+    else:
+        add_steps = (("add", "s", "a", "b"), *_less(lw, "c", "s", "a"), *_add_where(lw, "t", "s", "c", e),
+                     *canonical(lw, q, "r", "t"))
+        sub_steps = (("sub", "d", "a", "b"), *_less(lw, "m", "a", "b"), ("and", "k", "m", e), ("sub", "r", "d", "k"))
+    add = Template(ADD, q, ("a", "b"), add_steps, ((1, "c"),))
+    sub = Template(SUB, q, ("a", "b"), sub_steps, ((-1, "m"),))
     return {t.kind: t for t in (mul, add, sub)}
 
 
-LOWERINGS = tuple(Lowering(c, m, p) for c in (True, False) for m in (True, False) for p in (True, False))
+# the lowerings kernels are built in: those of the ISAs (the verifier matches a group against each)
+LOWERINGS = tuple(dict.fromkeys(Lowering.of(isa) for isa in ISAS.values()))
 
 
 # -- emission
@@ -176,27 +203,30 @@ def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], nati
             return env[v]
         return b.op("load", const(v)) if first else const(v)  # a constant first source: into a register
 
-    for i, (op, dst, x, y) in enumerate(template.steps):
+    for i, (op, dst, x, *rest) in enumerate(template.steps):
         if op in ("mulhu", "mullo"):
+            y = rest[0]
             prod = wide.HIGH if op == "mulhu" else wide.LOW
             high = p.high_half(y) if isinstance(y, int) else c_high if y == template.inputs[1] else None
             env[dst] = p.emit(prod, value(x), value(y), high, next(notes, ""))
             continue
-        name, xs = by_width(op, BITS), value(x, first=True)
-        ys = Imm(y) if op in ("srl", "sll") else value(y)
-        env[dst] = p.end(name, xs, ys) if i == last else p.op(name, xs, ys, notes)
+        name = by_width(op, BITS)
+        if wide.in_place(name) and (x in template.inputs or any(x in later[2:] for later in template.steps[i + 1:])):
+            raise SpecialFormError(f"{template.kind} mod {template.q}: {op} writes {x} in place, which is read again")
+        sources = (value(x, first=True), *(Imm(v) if op in ("srl", "sll") else value(v) for v in rest))
+        env[dst] = p.end(name, *sources) if i == last else p.op(name, *sources, notes=notes)
     return env[template.result]
 
 
-# -- recognition in the verifier's lane terms (`wide.recognise`'s): ("leaf", value, lane) or (op, term, term)
+# -- recognition in the verifier's lane terms (`wide.recognise`'s): ("leaf", value, lane) or (op, term, ...)
 
 
 def expand(template: Template, x: tuple, y: tuple) -> tuple:
     """The template's result as a term over the leaves x and y."""
     env = dict(zip(template.inputs, (x, y)))
-    for op, dst, a, b in template.steps:
+    for op, dst, *sources in template.steps:
         env[dst] = (op, *(env[v] if isinstance(v, str) else ("imm", v) if op in ("srl", "sll") else ("const", v)
-                          for v in (a, b)))
+                          for v in sources))
     return env[template.result]
 
 
@@ -270,11 +300,18 @@ def prove(template: Template) -> None:
     else:
         a, b = var(0, q - 1), var(0, q - 1)
         env, want = {"a": a, "b": b}, (a + b if template.kind == ADD else a - b)
-    for op, dst, x, y in steps:
+    for op, dst, *sources in steps:
+        if op == "add_merge":  # where the mask is set, the sum (wrapping); else the old value
+            old, mask, *sources = sources
+        x, y = sources
         vx, vy = (env[v] if isinstance(v, str) else z3.IntVal(v) for v in (x, y))
-        if op in ("add", "sub"):
-            out, k = wrapped(vx + vy if op == "add" else vx - vy)
-            solver.add(z3.Or(k == 0, k == (1 if op == "add" else -1)))
+        if op in ("add", "sub", "add_merge"):
+            out, k = wrapped(vx - vy if op == "sub" else vx + vy)
+            solver.add(z3.Or(k == 0, k == (-1 if op == "sub" else 1)))
+            if op == "add_merge" and mask in masks:
+                out = z3.If(env[mask] == 0, env[old], out)
+            elif op == "add_merge":
+                raise SpecialFormError(f"{template.kind} mod {q}: {dst} is added under {mask}, which is no mask")
         elif op in ("mullo", "mulhu") and isinstance(y, int):
             high, low_half = var(0, LANE - 1), var(0, LANE - 1)
             solver.add(vx * y == high * LANE + low_half)
@@ -287,6 +324,8 @@ def prove(template: Template) -> None:
             solver.add(vx == out * (1 << y) + below)
         elif op == "cmpgtu":
             out = z3.If(vx > vy, LANE - 1, 0)
+        elif op == "cmpgtu_mask":  # an opmask's bit
+            out = z3.If(vx > vy, 1, 0)
         elif op == "cmpgt" and all(isinstance(v, int) or v in flipped for v in (x, y)):
             _prove_flipped_comparison()  # of values with their signs flipped: the unsigned comparison
             ux, uy = (z3.IntVal(v ^ SIGN) if isinstance(v, int) else flipped[v] for v in (x, y))
@@ -303,7 +342,7 @@ def prove(template: Template) -> None:
             out = z3.If(vx <= vy, vx, vy)
         else:
             raise SpecialFormError(f"{template.kind} mod {q}: no proof rule for {op} of {x} and {y}")
-        if op in ("cmpgtu", "cmpgt"):
+        if op in ("cmpgtu", "cmpgt", "cmpgtu_mask"):
             masks.add(dst)
         env[dst] = out
     r = env[template.result]

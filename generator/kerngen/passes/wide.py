@@ -28,7 +28,7 @@ from functools import cached_property
 
 from ..core.compile_cache import memo
 from ..ir.instr import Builder, IdiomTag, Imm, Mem, VReg
-from ..machine.ops import by_width
+from ..machine.ops import by_width, spec
 
 BITS = 64
 HALF = 32
@@ -98,45 +98,62 @@ class Product:
     _shared: dict = field(default_factory=dict)
     _started: bool = False
 
-    def op(self, name: str, a, c, notes=None) -> VReg:
-        """`name` on a and c inside the product (computed once; a new
-        instruction takes its comment from `notes`)."""
-        key = (name, a, c)
+    def op(self, name: str, *sources, notes=None) -> VReg:
+        """`name` on `sources` inside the product (computed once; a new
+        instruction takes its comment from `notes`). A row that reads its
+        destination (merge-masked, accumulating) writes its first source in
+        place: that value is then gone, so never shared."""
+        key = (name, *sources)
         if key not in self._shared:
             role, self._started = ("body" if self._started else "start"), True
-            self._shared[key] = self.b.op(name, a, c, idiom=IdiomTag(self.group, self.kind, role, 1),
-                                          comment=next(notes, "") if notes is not None else "")
+            made = self._made(name, sources, role, next(notes, "") if notes is not None else "")
+            if not in_place(name):
+                self._shared[key] = made
+            return made
         return self._shared[key]
 
     def high_half(self, v: int) -> Mem | None:
         """A constant y's yh = y >> 32 for `emit`; None where the product is native (nothing to supply)."""
         return None if self.native else self.const(v >> HALF)
 
-    def end(self, name: str, a, c) -> VReg:
-        return self.b.op(name, a, c, idiom=IdiomTag(self.group, self.kind, "end", 1))
+    def end(self, name: str, *sources) -> VReg:
+        return self._made(name, sources, "end", "")
+
+    def _made(self, name: str, sources: tuple, role: str, comment: str) -> VReg:
+        tag = IdiomTag(self.group, self.kind, role, 1)
+        if in_place(name):
+            self.b.emit(name, *sources, comment=comment, idiom=tag)
+            return sources[0]
+        return self.b.op(name, *sources, idiom=tag, comment=comment)
 
     def emit(self, template: Template, x, y, yh=None, comment: str = "") -> VReg:
         """`template` for x*y (`yh`: y >> 32 as an operand, or None to
         compute it); the first instruction emitted carries `comment`."""
         notes = iter((comment,))
         if self.native:
-            return self.op(by_width(template.name, BITS), x, y, notes)
+            return self.op(by_width(template.name, BITS), x, y, notes=notes)
         env = {"x": x, "y": y}
         if yh is not None:
             env["yh"] = yh
 
         def value(name: str):
             if name not in env:  # y >> 32, computed where first read (x's pieces come first)
-                env[name] = self.op(by_width("srl", BITS), y, Imm(HALF), notes)
+                env[name] = self.op(by_width("srl", BITS), y, Imm(HALF), notes=notes)
             return env[name]
 
         for op, dst, a, c in template.steps:
             src_c = value(c) if isinstance(c, str) else Imm(c) if op in ("srl", "sll") else self.const(c)
-            env[dst] = self.op(by_width(op, BITS), value(a), src_c, notes)
+            env[dst] = self.op(by_width(op, BITS), value(a), src_c, notes=notes)
         return env[template.result]
 
 
-# -- recognition in the verifier's lane terms: ("leaf", value, lane), ("imm", k) or (op, term, term)
+def in_place(name: str) -> bool:
+    """Whether row `name` reads its destination (merge-masked, accumulating): its first source is written."""
+    return "r" in spec(name).slots[0].access
+
+
+# -- recognition in the verifier's lane terms: ("leaf", value, lane), ("imm", k) or (op, term, ...): an
+# operation's sources in its row's order (a merge-masked row's old value and mask first)
 
 _COMMUTATIVE = {"add", "mul32", "and", "mullo", "mulhu", "minu", "xor"}
 
@@ -208,9 +225,9 @@ def _same(actual: tuple, expected: tuple, constant, seen: dict) -> bool:
         # y >> 32 supplied from a table: the same constant
         y, yh = constant(expected[1]) if expected[1][0] == "leaf" else None, constant(actual)
         return y is not None and yh is not None and all(h == v >> HALF for h, v in zip(yh, y, strict=True))
-    if actual[0] != expected[0]:
+    if actual[0] != expected[0] or len(actual) != len(expected):
         return False
-    if same_term(actual[1], expected[1], constant, seen) and same_term(actual[2], expected[2], constant, seen):
+    if all(same_term(a, e, constant, seen) for a, e in zip(actual[1:], expected[1:])):
         return True
     return expected[0] in _COMMUTATIVE and same_term(actual[1], expected[2], constant, seen) and \
         same_term(actual[2], expected[1], constant, seen)

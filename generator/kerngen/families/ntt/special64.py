@@ -50,7 +50,7 @@ class SpecialForm64:
 
     @cached_property
     def templates(self) -> dict[str, special64.Template]:
-        return special64.templates(self.q, lowering(self.isa, self.bits))
+        return special64.templates(self.q, special64.Lowering.of(self.isa, self.bits))
 
     @property
     def native(self) -> bool:
@@ -158,7 +158,7 @@ class CanonicalReducer:
 
     @cached_property
     def step(self) -> Canonical:
-        return Canonical(self.q, self.bits, lowering(self.isa, self.bits))
+        return Canonical(self.q, self.bits, special64.Lowering.of(self.isa, self.bits))
 
     @property
     def instructions(self) -> int:
@@ -173,8 +173,3 @@ class CanonicalReducer:
     def describe(self) -> str:
         return self.step.describe()
 
-
-def lowering(isa: Isa, bits: int) -> special64.Lowering:
-    """How `isa` compares and takes minima of unsigned lanes in the templates."""
-    return special64.Lowering(isa.has("cmpgtu", bits), isa.has("minu", bits),
-                              isa.has("mullo", bits) and isa.has("mulhu", bits))
