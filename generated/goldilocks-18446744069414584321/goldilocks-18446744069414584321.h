@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/goldilocks-18446744069414584321.toml
  *
- * goldilocks-18446744069414584321: cyclic NTT kernels over Z_18446744069414584321[x]/(x^256-1), 64-bit unsigned lanes, avx2, scalar
+ * goldilocks-18446744069414584321: cyclic NTT kernels over Z_18446744069414584321[x]/(x^256-1), 64-bit unsigned lanes, avx512, avx2, scalar
  * Link with the object of your platform:
  *   goldilocks-18446744069414584321.asm: nasm -f elf64, System V AMD64 ABI
  * The kernels are constant-time straight-line code: no branch and no address depends on data.
@@ -101,6 +101,51 @@ extern "C" {
  *   requires: every a[i] in [0, 18446744069414584320]
  *   ensures:  every a[i] in [0, 18446744069414584320] (proven), block j at kg_goldilocks18446744069414584321_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 18446744069414584321 (scale 1)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_NTT_FORWARD_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_goldilocks18446744069414584321_ntt_forward_avx512(uint64_t *a);
+
+
+/* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
+ *             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_BASEMUL_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_BASEMUL_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ *   b: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_BASEMUL_B_LEN), in, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_goldilocks18446744069414584321_basemul_avx512(uint64_t *r, const uint64_t *a, const uint64_t *b);
+
+
+/* inverse cyclic NTT of a[256] in place, natural order out
+ *   requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
+ *             a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_NTT_INVERSE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_goldilocks18446744069414584321_ntt_inverse_avx512(uint64_t *a);
+
+
+/* a[256] in place to canonical form in [0, 18446744069414584321) (conditional subtraction of q: x - 18446744069414584321 where x >= 18446744069414584321)
+ *   requires: any uint64 a[i]
+ *   ensures:  every a[i] in [0, 18446744069414584320] (proven over all 2^64 inputs), congruent to the input mod 18446744069414584321: the canonical representative
+ *   cpu: AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_FREEZE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
+ */
+void kg_goldilocks18446744069414584321_freeze_avx512(uint64_t *a);
+
+
+/* forward cyclic NTT of a[256] in place (8 layers, blocks of degree 1)
+ *   requires: every a[i] in [0, 18446744069414584320]
+ *   ensures:  every a[i] in [0, 18446744069414584320] (proven), block j at kg_goldilocks18446744069414584321_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 18446744069414584321 (scale 1)
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_NTT_FORWARD_A_LEN), inout, 8-byte aligned (32-byte alignment is fastest)
@@ -189,7 +234,7 @@ void kg_goldilocks18446744069414584321_freeze_scalar(uint64_t *a);
 
 /* Dispatch: goldilocks-18446744069414584321_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
- * the first of avx2, scalar that this CPU runs, chosen once, on the first
+ * the first of avx512, avx2, scalar that this CPU runs, chosen once, on the first
  * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
  * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_goldilocks18446744069414584321_isa():         the chosen ISA's name, or NULL when the CPU runs none

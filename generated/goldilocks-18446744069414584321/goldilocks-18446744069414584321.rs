@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/goldilocks-18446744069414584321.toml
 //
-// goldilocks-18446744069414584321: cyclic NTT kernels over Z_18446744069414584321[x]/(x^256-1), 64-bit unsigned lanes, avx2, scalar
+// goldilocks-18446744069414584321: cyclic NTT kernels over Z_18446744069414584321[x]/(x^256-1), 64-bit unsigned lanes, avx512, avx2, scalar
 // Rust declarations of goldilocks-18446744069414584321.h: its constants and the prototypes of the kernels in
 // goldilocks-18446744069414584321.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
@@ -73,6 +73,51 @@ pub static KG_GOLDILOCKS18446744069414584321_NTT_POSITIONS: [[u16; 1]; 256] = [
 ];
 
 unsafe extern "C" {
+    /// forward cyclic NTT of a\[256\] in place (8 layers, blocks of degree 1)
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 18446744069414584320]
+    /// ensures:  every a[i] in [0, 18446744069414584320] (proven), block j at kg_goldilocks18446744069414584321_ntt_positions[j] (manifest: layout),
+    ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 18446744069414584321 (scale 1)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_goldilocks18446744069414584321_ntt_forward_avx512(a: *mut u64);
+
+    /// base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
+    ///           (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// r: 256 x u64, out, 8-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// b: 256 x u64, in, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_goldilocks18446744069414584321_basemul_avx512(r: *mut u64, a: *const u64, b: *const u64);
+
+    /// inverse cyclic NTT of a\[256\] in place, natural order out
+    ///
+    /// ```text
+    /// requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
+    ///           a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_goldilocks18446744069414584321_ntt_inverse_avx512(a: *mut u64);
+
+    /// a\[256\] in place to canonical form in \[0, 18446744069414584321) (conditional subtraction of q: x - 18446744069414584321 where x >= 18446744069414584321)
+    ///
+    /// ```text
+    /// requires: any uint64 a[i]
+    /// ensures:  every a[i] in [0, 18446744069414584320] (proven over all 2^64 inputs), congruent to the input mod 18446744069414584321: the canonical representative
+    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// a: 256 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_goldilocks18446744069414584321_freeze_avx512(a: *mut u64);
+
     /// forward cyclic NTT of a\[256\] in place (8 layers, blocks of degree 1)
     ///
     /// ```text

@@ -4,7 +4,7 @@
  *
  * goldilocks-18446744069414584321: dispatch unit (optional). Each function below has the name of
  * its kernels without the ISA suffix and calls the first of
- * avx2, scalar whose kernels this CPU runs, chosen on the first call: CPUID
+ * avx512, avx2, scalar whose kernels this CPU runs, chosen on the first call: CPUID
  * for the extensions the kernels' instructions need, XGETBV for the register
  * state the OS must save. It branches only on that choice (the CPU's
  * features, or the ISA asked for), never on the data. Any C99 compiler
@@ -15,8 +15,11 @@
 #include <string.h>
 
 #include "goldilocks-18446744069414584321.h"
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
-/* the chosen ISA's number: -1 before the first call, 2 when the CPU runs none */
+/* the chosen ISA's number: -1 before the first call, 3 when the CPU runs none */
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
 #include <immintrin.h>
@@ -30,7 +33,7 @@ static int kg_goldilocks18446744069414584321_choice = -1;
 #define KG_GOLDILOCKS18446744069414584321_STORE(v) __atomic_store_n(&kg_goldilocks18446744069414584321_choice, (v), __ATOMIC_RELAXED)
 #endif
 
-static const char *const kg_goldilocks18446744069414584321_isa_names[2] = { "avx2", "scalar" };
+static const char *const kg_goldilocks18446744069414584321_isa_names[3] = { "avx512", "avx2", "scalar" };
 
 static void kg_goldilocks18446744069414584321_cpuid(unsigned leaf, unsigned subleaf, unsigned r[4])
 {
@@ -54,6 +57,22 @@ static unsigned long long kg_goldilocks18446744069414584321_xcr0(void)
 #endif
 }
 
+/* whether the OS saves the register state `mask` (XCR0 bits); macOS enables the AVX-512 state only on a
+ * thread's first use of it, so XCR0 does not show it before: there the OS is asked */
+static int kg_goldilocks18446744069414584321_os_saves(unsigned long long mask, unsigned long long xcr0)
+{
+#if defined(__APPLE__)
+    if (mask & 0xe0u) {
+        int on = 0;
+        size_t len = sizeof on;
+        if (sysctlbyname("hw.optional.avx512f", &on, &len, NULL, 0) != 0 || !on)
+            return 0;
+        mask &= ~0xe0ull;
+    }
+#endif
+    return (xcr0 & mask) == mask;
+}
+
 /* whether this CPU (and OS) runs the kernels of ISA number `isa` */
 static int kg_goldilocks18446744069414584321_runs(int isa)
 {
@@ -69,9 +88,11 @@ static int kg_goldilocks18446744069414584321_runs(int isa)
         xcr0 = kg_goldilocks18446744069414584321_xcr0();
     (void)xcr0;
     switch (isa) {
-    case 0: /* avx2: AVX, AVX2, OS saves ymm state */
+    case 0: /* avx512: AVX512F, OS saves zmm and opmask state */
+        return (leaf_7[1] >> 16 & 1) && kg_goldilocks18446744069414584321_os_saves(0xe6, xcr0);
+    case 1: /* avx2: AVX, AVX2, OS saves ymm state */
         return (leaf_1[2] >> 28 & 1) && (leaf_7[1] >> 5 & 1) && (xcr0 & 0x6) == 0x6;
-    case 1: /* scalar: BMI2 */
+    case 2: /* scalar: BMI2 */
         return (leaf_7[1] >> 8 & 1);
     default:
         return 0;
@@ -82,7 +103,7 @@ static int kg_goldilocks18446744069414584321_chosen(void)
 {
     int c = KG_GOLDILOCKS18446744069414584321_LOAD();
     if (c < 0) {
-        for (c = 0; c < 2 && !kg_goldilocks18446744069414584321_runs(c); c++)
+        for (c = 0; c < 3 && !kg_goldilocks18446744069414584321_runs(c); c++)
             ;
         KG_GOLDILOCKS18446744069414584321_STORE(c);
     }
@@ -92,13 +113,13 @@ static int kg_goldilocks18446744069414584321_chosen(void)
 const char *kg_goldilocks18446744069414584321_isa(void)
 {
     int c = kg_goldilocks18446744069414584321_chosen();
-    return c < 2 ? kg_goldilocks18446744069414584321_isa_names[c] : NULL;
+    return c < 3 ? kg_goldilocks18446744069414584321_isa_names[c] : NULL;
 }
 
 int kg_goldilocks18446744069414584321_use_isa(const char *isa)
 {
     int i;
-    for (i = 0; i < 2; i++)
+    for (i = 0; i < 3; i++)
         if (strcmp(isa, kg_goldilocks18446744069414584321_isa_names[i]) == 0) {
             if (!kg_goldilocks18446744069414584321_runs(i))
                 return -1;
@@ -111,8 +132,8 @@ int kg_goldilocks18446744069414584321_use_isa(const char *isa)
 static int kg_goldilocks18446744069414584321_need(void)
 {
     int c = kg_goldilocks18446744069414584321_chosen();
-    if (c == 2) {
-        fputs("goldilocks-18446744069414584321: this CPU runs none of avx2, scalar\n", stderr);
+    if (c == 3) {
+        fputs("goldilocks-18446744069414584321: this CPU runs none of avx512, avx2, scalar\n", stderr);
         abort();
     }
     return c;
@@ -121,7 +142,8 @@ static int kg_goldilocks18446744069414584321_need(void)
 void kg_goldilocks18446744069414584321_ntt_forward(uint64_t *a)
 {
     switch (kg_goldilocks18446744069414584321_need()) {
-    case 0: kg_goldilocks18446744069414584321_ntt_forward_avx2(a); return;
+    case 0: kg_goldilocks18446744069414584321_ntt_forward_avx512(a); return;
+    case 1: kg_goldilocks18446744069414584321_ntt_forward_avx2(a); return;
     default: kg_goldilocks18446744069414584321_ntt_forward_scalar(a); return;
     }
 }
@@ -129,7 +151,8 @@ void kg_goldilocks18446744069414584321_ntt_forward(uint64_t *a)
 void kg_goldilocks18446744069414584321_basemul(uint64_t *r, const uint64_t *a, const uint64_t *b)
 {
     switch (kg_goldilocks18446744069414584321_need()) {
-    case 0: kg_goldilocks18446744069414584321_basemul_avx2(r, a, b); return;
+    case 0: kg_goldilocks18446744069414584321_basemul_avx512(r, a, b); return;
+    case 1: kg_goldilocks18446744069414584321_basemul_avx2(r, a, b); return;
     default: kg_goldilocks18446744069414584321_basemul_scalar(r, a, b); return;
     }
 }
@@ -137,7 +160,8 @@ void kg_goldilocks18446744069414584321_basemul(uint64_t *r, const uint64_t *a, c
 void kg_goldilocks18446744069414584321_ntt_inverse(uint64_t *a)
 {
     switch (kg_goldilocks18446744069414584321_need()) {
-    case 0: kg_goldilocks18446744069414584321_ntt_inverse_avx2(a); return;
+    case 0: kg_goldilocks18446744069414584321_ntt_inverse_avx512(a); return;
+    case 1: kg_goldilocks18446744069414584321_ntt_inverse_avx2(a); return;
     default: kg_goldilocks18446744069414584321_ntt_inverse_scalar(a); return;
     }
 }
@@ -145,7 +169,8 @@ void kg_goldilocks18446744069414584321_ntt_inverse(uint64_t *a)
 void kg_goldilocks18446744069414584321_freeze(uint64_t *a)
 {
     switch (kg_goldilocks18446744069414584321_need()) {
-    case 0: kg_goldilocks18446744069414584321_freeze_avx2(a); return;
+    case 0: kg_goldilocks18446744069414584321_freeze_avx512(a); return;
+    case 1: kg_goldilocks18446744069414584321_freeze_avx2(a); return;
     default: kg_goldilocks18446744069414584321_freeze_scalar(a); return;
     }
 }
