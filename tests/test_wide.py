@@ -20,9 +20,9 @@ from kerngen.families.ntt.shoup import conditional_subtraction
 from kerngen.ir.instr import Imm
 from kerngen.machine.ops import by_width, spec, unsigned
 from kerngen.passes import wide
-from kerngen.passes.lemmas import LemmaError, prove
+from kerngen.passes.lemmas import LemmaError, prove, prove_shoup
 from kerngen.passes.verify import verify_kernel
-from kerngen.machine.isa import AVX2, SCALAR, SSE
+from kerngen.machine.isa import AVX2, AVX512, SCALAR, SSE
 
 Q62 = 4611686018326724609  # NFLlib's 62-bit prime, 2^62 - 3*2^25 + 1
 Q50 = 1125899906826241  # a 50-bit prime = 1 mod 2^14
@@ -61,9 +61,24 @@ def test_the_templates_compute_the_halves_of_the_product():
     corners = [0, 1, (1 << 32) - 1, 1 << 32, (1 << 63) - 1, 1 << 63, TOP]
     pairs = [(x, y) for x in corners for y in corners] + [(rng.getrandbits(64), rng.getrandbits(64))
                                                           for _ in range(2000)]
+    short = set()
     for x, y in pairs:
         assert _run(wide.LOW, x, y) == x * y % (1 << 64)
         assert _run(wide.HIGH, x, y) == x * y >> 64
+        short.add((x * y >> 64) - _run(wide.HIGH_SHORT, x, y))
+    assert short <= set(range(wide.HIGH_SHORT.slack + 1)) and wide.HIGH_SHORT.slack in short
+
+
+def test_the_short_high_half_is_not_proven_with_less_slack():
+    with pytest.raises(wide.WideProductError, match="not proven"):
+        wide._prove(dataclasses.replace(wide.HIGH_SHORT, slack=wide.HIGH_SHORT.slack - 1))
+
+
+def test_shoups_lemma_with_a_short_quotient_widens_the_range_by_slack_times_q():
+    exact, short = prove_shoup(Q62, 64), prove_shoup(Q62, 64, 2)
+    assert short.range_for(0, TOP)[1] == exact.range_for(0, TOP)[1] + 2 * Q62 < 1 << 64
+    with pytest.raises(LemmaError, match=r"4q > 2\^64"):
+        prove_shoup(sympy.prevprime(1 << 63), 64, 2)
 
 
 def _term(template, x, y):
@@ -94,6 +109,7 @@ def test_recognition_takes_a_precomputed_high_half_and_refuses_a_wrong_one():
 
     assert wide.recognise(swap_high(term, leaf("wh", w[2] >> 32)), value) == ("mulhu", x, w)
     assert wide.recognise(swap_high(term, leaf("wh", (w[2] >> 32) + 1)), value)[0] == "add"  # not a product
+    assert wide.recognise(_term(wide.HIGH_SHORT, x, w), value) == ("mulhu_short", x, w)  # no piece x*w to start from
 
 
 @pytest.mark.parametrize("isa, last", [(AVX2, "select_negative"), (SSE, "add")])
@@ -191,6 +207,23 @@ def test_a_wrong_high_half_of_a_twiddle_quotient_is_refused(small):
                                                           if t is table else t for t in fwd.kernel.tables))
     with pytest.raises(VerifyError, match="Shoup product"):
         verify_kernel(mutant, {0: (0, Q62 - 1)}, Q62, signed=False)
+
+
+@pytest.fixture(scope="module")
+def small512():
+    return build(_params(16, Q62, isa=["avx512"]))
+
+
+def test_avx512_products_take_the_low_halves_from_vpmullq_and_a_short_quotient(small512):
+    """Per Shoup product: vpmullq for lo(x*w) and lo(Q*q), three pieces for Q, a conditional subtraction
+    of 2q after it; the verifier recognises the short quotient and bounds the lanes as for the exact one."""
+    fwd = _function(small512, "ntt_forward", "avx512")
+    proof = verify_kernel(fwd.kernel, {0: (0, Q62 - 1)}, Q62, signed=False)
+    ops = [ins.op for ins in fwd.kernel.body]
+    products = proof.products_checked
+    assert products >= 4 * 16 // 2 // 8
+    assert ops.count("mullo64") == 2 * products and ops.count("vpmuludq") == 3 * products
+    assert ops.count("minu64") >= products
 
 
 def test_base_multiplication_is_montgomery_on_unsigned_lanes(small):

@@ -392,32 +392,37 @@ class ShoupLemma:
     r = lo(x*w) - lo(Q*q) mod 2^W. Hence r = x*w mod q with r <= q - 1 +
     ceil(q*x/2^W) (`range_for`). Proven by an SMT solver over the integers,
     once per q, for every x, w and w' so related (the verifier checks that
-    the kernel's w' is related so)."""
+    the kernel's w' is related so).
+
+    With a quotient up to `slack` below the high half (`wide.HIGH_SHORT`),
+    r grows by at most slack*q: r*2^W < q*(2^W + x) + slack*q*2^W, which
+    the low products hold where (2 + slack)*q <= 2^W."""
 
     q: int
     bits: int
+    slack: int = 0
 
     def range_for(self, lo: int, hi: int) -> tuple[int, int]:
         """Least and greatest r for x in [lo, hi]."""
-        return 0, self.q - 1 - (-self.q * hi >> self.bits)
+        return 0, self.q - 1 - (-self.q * hi >> self.bits) + self.slack * self.q
 
 
 @memo(maxsize=256)
-def prove_shoup(q: int, bits: int) -> ShoupLemma:
+def prove_shoup(q: int, bits: int, slack: int = 0) -> ShoupLemma:
     import z3
 
     r_ = 1 << bits
-    if 2 * q > r_:
-        raise LemmaError(f"Shoup product mod {q}: 2q > 2^{bits}, the low products cannot hold r")
+    if (2 + slack) * q > r_:
+        raise LemmaError(f"Shoup product mod {q}: {2 + slack}q > 2^{bits}, the low products cannot hold r")
     x, w, wp, quotient = z3.Ints("x w wp Q")
     solver = z3.Solver()
     solver.set("timeout", SMT_TIMEOUT_MS)
     solver.add(0 <= x, x < r_, 0 <= w, w < q, wp * q <= w * r_, w * r_ < wp * q + q,
-               quotient * r_ <= x * wp, x * wp < quotient * r_ + r_)
+               quotient * r_ <= x * wp, x * wp < quotient * r_ + (1 + slack) * r_)
     r = x * w - quotient * q
-    solver.add(z3.Or(r < 0, r * r_ >= q * (r_ + x)))
+    solver.add(z3.Or(r < 0, r * r_ >= q * (r_ + x) + slack * q * r_))
     verdict = solver.check()
     if verdict != z3.unsat:
         why = "not proven within the time limit" if verdict == z3.unknown else f"fails for {solver.model()}"
         raise LemmaError(f"Shoup product mod {q} on {bits}-bit lanes: {why}")
-    return ShoupLemma(q, bits)
+    return ShoupLemma(q, bits, slack)

@@ -193,7 +193,7 @@ def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], nati
     """The template on a and c (registers, or memory for the second), tagged as one group of its kind;
     products one instruction each where `native`, else from 32-bit pieces (`c_high`: c >> 32 from a
     table, else computed where a product needs it)."""
-    p = wide.Product(b, group, template.kind, const, native)
+    p = wide.Product(b, group, template.kind, const, {t.name for t in wide.TEMPLATES} if native else ())
     env = dict(zip(template.inputs, (a, c)))
     last = len(template.steps) - 1
     notes = iter((comment,))
@@ -207,7 +207,7 @@ def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], nati
         if op in ("mulhu", "mullo"):
             y = rest[0]
             prod = wide.HIGH if op == "mulhu" else wide.LOW
-            high = p.high_half(y) if isinstance(y, int) else c_high if y == template.inputs[1] else None
+            high = p.high_half(prod, y) if isinstance(y, int) else c_high if y == template.inputs[1] else None
             env[dst] = p.emit(prod, value(x), value(y), high, next(notes, ""))
             continue
         name = by_width(op, BITS)

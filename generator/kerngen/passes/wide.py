@@ -9,12 +9,14 @@ y = yh*2^32 + yl,
 and two templates here take the halves of the 128-bit product from the four
 pieces (`LOW`: x*y mod 2^64 from three; `HIGH`: floor(x*y / 2^64) from all
 four, with the carries out of the middle column added in an order where no
-partial sum can wrap). A template is data: steps in the instruction table's
+partial sum can wrap; `HIGH_SHORT`: the high half less 0, 1 or 2, from the
+three pieces above xl*yl and no carries, for Shoup's quotients, which
+tolerate that). A template is data: steps in the instruction table's
 width-neutral names over the inputs "x", "y" and "yh" (= y >> 32, which a
 caller may supply precomputed from a table). The builders emit it
 (`emit`), the verifier recognises it in a lane's term (`recognise`), and
-`prove_templates` proves each template computes its half for every x and
-y below 2^64 (an SMT solver over the integers: with each piece a variable
+`prove_templates` proves each template computes its half (less at most its
+`slack`) for every x and y below 2^64 (an SMT solver over the integers: with each piece a variable
 and each shift, mask and wrapping sum written as a division with remainder,
 the claim is linear), once per process (a registered memo of no arguments,
 `core.compile_cache.memo`).
@@ -22,12 +24,13 @@ the claim is linear), once per process (a registered memo of no arguments,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..core.compile_cache import memo
 from ..ir.instr import Builder, IdiomTag, Imm, Mem, VReg
+from ..machine.isa import Isa
 from ..machine.ops import by_width, spec
 
 BITS = 64
@@ -39,8 +42,9 @@ Step = tuple[str, str, str | int, str | int]
 
 @dataclass(frozen=True)
 class Template:
-    name: str  # the generic operation the template stands for: "mullo" or "mulhu"
+    name: str  # the operation the template stands for: "mullo", "mulhu" or "mulhu_short"
     steps: tuple[Step, ...]  # (op, dst, a, b): names, ints are constants (shift counts: immediates)
+    slack: int = 0  # a high half may fall short of floor(x*y / 2^64) by up to this
 
     @property
     def result(self) -> str:
@@ -78,7 +82,35 @@ HIGH = Template("mulhu", _HALVES + _PIECES + (
     ("add", "hi", "hi_t", "u_up"),
 ))
 
-TEMPLATES = (LOW, HIGH)
+# x*y = hh*2^64 + (lh + hl)*2^32 + ll: what the sum drops, the low halves of lh and hl times 2^32 and ll,
+# is below 3*2^64 (and the sum at most the high half: it cannot wrap)
+HIGH_SHORT = Template("mulhu_short", (
+    ("srl", "xh", "x", HALF),
+    ("mul32", "lh", "x", "yh"),
+    ("mul32", "hl", "xh", "y"),
+    ("mul32", "hh", "xh", "yh"),
+    ("srl", "lh_up", "lh", HALF),
+    ("srl", "hl_up", "hl", HALF),
+    ("add", "hi_t", "hh", "lh_up"),
+    ("add", "hi", "hi_t", "hl_up"),
+), slack=2)
+
+TEMPLATES = (LOW, HIGH, HIGH_SHORT)
+# the high halves a product may take, and how far below floor(x*y / 2^64) each may fall
+HIGH_HALVES = {t.name: t.slack for t in (HIGH, HIGH_SHORT)}
+
+
+def one_instruction(isa: Isa) -> frozenset[str]:
+    """The templates' operations `isa` does on 64-bit lanes in one instruction:
+    both on general registers, the low half alone on AVX-512 (vpmullq: three
+    micro-operations where the pieces take six or seven), none below."""
+    return frozenset(t.name for t in TEMPLATES if isa.has(t.name, BITS))
+
+
+def from_pieces(products: Sequence[Template], native: Collection[str]) -> tuple[int, ...]:
+    """The positions in `products` (one per row of constants y) of those not done in one instruction:
+    the rows whose high halves y >> 32 the pieces read from a table."""
+    return tuple(i for i, t in enumerate(products) if t.name not in native)
 
 
 @dataclass
@@ -87,14 +119,14 @@ class Product:
     instructions carry the idiom tag (the first its start, the last, from
     `end`, its end), `const(v)` supplies broadcast constants, and a piece
     computed once is shared, so that two templates on the same x share its
-    halves and pieces. `native`: the target multiplies 64-bit lanes itself
-    (lanes on general registers), and each template is its one operation."""
+    halves and pieces. `native`: the templates' operations the target does
+    in one instruction (`one_instruction`), each emitted as that operation."""
 
     b: Builder
     group: int
     kind: str
     const: Callable[[int], Mem]
-    native: bool = False
+    native: Collection[str] = frozenset()
     _shared: dict = field(default_factory=dict)
     _started: bool = False
 
@@ -112,9 +144,10 @@ class Product:
             return made
         return self._shared[key]
 
-    def high_half(self, v: int) -> Mem | None:
-        """A constant y's yh = y >> 32 for `emit`; None where the product is native (nothing to supply)."""
-        return None if self.native else self.const(v >> HALF)
+    def high_half(self, template: Template, v: int) -> Mem | None:
+        """A constant y's yh = y >> 32 for `emit`ting `template`; None where that is one instruction
+        (nothing to supply)."""
+        return None if template.name in self.native else self.const(v >> HALF)
 
     def end(self, name: str, *sources) -> VReg:
         return self._made(name, sources, "end", "")
@@ -130,7 +163,7 @@ class Product:
         """`template` for x*y (`yh`: y >> 32 as an operand, or None to
         compute it); the first instruction emitted carries `comment`."""
         notes = iter((comment,))
-        if self.native:
+        if template.name in self.native:
             return self.op(by_width(template.name, BITS), x, y, notes=notes)
         env = {"x": x, "y": y}
         if yh is not None:
@@ -184,10 +217,22 @@ def _rewritten(term: tuple, constant, seen: dict) -> tuple[tuple, list[tuple]]:
     for template in TEMPLATES:
         if len(pieces) != template.pieces or _outline(term) != template.outline:
             continue
-        for x, y in {(m[i], m[3 - i]) for m in pieces for i in (1, 2)}:  # x*y is one of the pieces
+        for x, y in _factors(pieces):
             if same_term(term, _expand(template, x, y), constant):
                 return (template.name, x, y), []
     return term, pieces
+
+
+def _factors(pieces: list[tuple]) -> set[tuple[tuple, tuple]]:
+    """The (x, y) a template's pieces may multiply: those of a piece (xl*yl), and for a piece xh*y
+    (`HIGH_SHORT` has no xl*yl) the x whose high half it reads."""
+    found = set()
+    for m in pieces:
+        for a, c in ((m[1], m[2]), (m[2], m[1])):
+            found.add((a, c))
+            if a[0] == "srl" and a[2] == ("imm", HALF):
+                found.add((a[1], c))
+    return found
 
 
 def _outline(term: tuple) -> tuple:
@@ -241,7 +286,8 @@ class WideProductError(Exception):
 
 @memo(maxsize=1)
 def prove_templates() -> None:
-    """For every x, y in [0, 2^64): LOW gives x*y mod 2^64 and HIGH floor(x*y / 2^64)."""
+    """For every x, y in [0, 2^64): LOW gives x*y mod 2^64, HIGH floor(x*y / 2^64) and HIGH_SHORT
+    that less 0, 1 or 2."""
     for template in TEMPLATES:
         _prove(template)
 
@@ -311,6 +357,6 @@ def _prove(template: Template) -> None:
     if template.name == "mullo":
         solver.add((product - r) % (1 << BITS) != 0)
     else:
-        solver.add(z3.Or(r * (1 << BITS) > product, product >= (r + 1) * (1 << BITS)))
+        solver.add(z3.Or(r * (1 << BITS) > product, product >= (r + 1 + template.slack) * (1 << BITS)))
     if solver.check() != z3.unsat:
         raise WideProductError(f"the {template.name} template of 64-bit products is not proven")

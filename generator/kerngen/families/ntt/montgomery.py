@@ -232,11 +232,15 @@ def broadcast_operands(mul, b: Builder, value: int, bits: int) -> tuple[Mem, ...
     return mul.operands([value] * 2, lambda row: broadcast_const(b, row[0], bits))
 
 
+# the products of the rows w and w' of `UnsignedMontgomery.operands`: hi(x*w), lo(x*w')
+_PRODUCTS = (wide.HIGH, wide.LOW)
+
+
 @dataclass(frozen=True)
 class UnsignedMontgomery:
     """Montgomery's product on unsigned 64-bit lanes, each multiplication a
     template of 32-bit pieces (`passes.wide`), or one instruction where the
-    ISA multiplies 64-bit lanes (on general registers): base multiplication
+    ISA has it (both halves on general registers, the low one on AVX-512): base multiplication
     of 64-bit bundles, whose NTTs multiply by Shoup's (products of two
     variables have no precomputed w'). With t = lo(x*w') (w' = w*q^-1 mod
     R, R = 2^64, or for a variable w t = lo(lo(x*w)*q^-1)),
@@ -249,16 +253,16 @@ class UnsignedMontgomery:
 
     q: int
     bits: int
-    isa: Isa = AVX2  # where 64-bit lanes multiply natively (general registers), no templates
+    isa: Isa = AVX2  # which halves of 64-bit products it does in one instruction (`wide.one_instruction`)
 
     name = "montgomery"
     signed = False
 
     @property
-    def native(self) -> bool:
-        """Both halves of a 64-bit product one instruction each (general registers: AVX-512's vpmullq gives
-        the low half alone, so its lanes keep the templates)."""
-        return self.isa.has("mullo", self.bits) and self.isa.has("mulhu", self.bits)
+    def native(self) -> frozenset[str]:
+        """The halves of a 64-bit product done in one instruction each: both on general registers, the low
+        half on AVX-512 (vpmullq), neither below; the others from the templates."""
+        return wide.one_instruction(self.isa)
 
     @cached_property
     def lane_max(self) -> int:
@@ -278,11 +282,11 @@ class UnsignedMontgomery:
         return MontgomeryConstant(c % self.q, w, w * self.qinv % self.r)
 
     def operands(self, values: Sequence[int], vector: Callable[[list[int]], Mem]) -> tuple[Mem, ...]:
-        """w and w', then (for templates) their high halves (the pieces' y >> 32)."""
+        """w and w', then the high halves (the pieces' y >> 32) of those whose
+        products are templates: w's in hi(x*w), w''s in lo(x*w')."""
         consts = [self.constant(v) for v in values]
         rows = [[c.w for c in consts], [c.w_qinv for c in consts]]
-        if not self.native:
-            rows += [[v >> wide.HALF for v in row] for row in rows]
+        rows += [[v >> wide.HALF for v in rows[i]] for i in wide.from_pieces(_PRODUCTS, self.native)]
         return tuple(vector(r) for r in rows)
 
     def qinv_register(self, b: Builder) -> None:
@@ -297,12 +301,14 @@ class UnsignedMontgomery:
         p = wide.Product(b, b.new_group(), "montgomery", lambda v: broadcast_const(b, v, self.bits), self.native)
         if len(factor) == 1:  # t = lo(lo(x*w)*q^-1)
             w, w_hi = factor[0], None
-            t = p.emit(wide.LOW, p.emit(wide.LOW, x, w), p.const(self.qinv), p.high_half(self.qinv))
+            t = p.emit(wide.LOW, p.emit(wide.LOW, x, w), p.const(self.qinv), p.high_half(wide.LOW, self.qinv))
         else:
-            w, wq, w_hi, wq_hi = (*factor, None, None)[:4]
-            t = p.emit(wide.LOW, x, wq, wq_hi)
+            w, wq = factor[:2]
+            highs = dict(zip(wide.from_pieces(_PRODUCTS, self.native), factor[2:]))
+            w_hi = highs.get(0)
+            t = p.emit(wide.LOW, x, wq, highs.get(1))
         lifted = p.op(by_width("add", self.bits), p.emit(wide.HIGH, x, w, w_hi), q)
-        return p.end(by_width("sub", self.bits), lifted, p.emit(wide.HIGH, t, q, p.high_half(self.q)))
+        return p.end(by_width("sub", self.bits), lifted, p.emit(wide.HIGH, t, q, p.high_half(wide.HIGH, self.q)))
 
     def bound(self, x_max: int, w_max: int) -> int:
         """Largest multiply(x, w) for 0 <= x <= x_max, 0 <= w <= w_max."""

@@ -12,9 +12,9 @@ widening products of the even lanes (vpmuludq), the odd lanes moved down and
 the odd w' stored moved down, the odd high halves blended over the even ones
 (on AVX-512 the even ones moved down over the odd ones under an opmask,
 one instruction: `montgomery.high_halves`);
-64-bit vector lanes have no multiplication at all and assemble each product
-from 32-bit pieces (`passes.wide`), w and w' stored with their high halves,
-while lanes on general registers (the scalar ISA) take Q from `mulx` and the
+64-bit vector lanes have no high-half multiplication and assemble Q (and,
+below AVX-512, which has vpmullq, the low halves too) from 32-bit pieces
+(`passes.wide`), w and w' stored with the high halves the pieces read, while lanes on general registers (the scalar ISA) take Q from `mulx` and the
 low halves from `imul`, as 16-bit lanes do from their instructions. Where
 the ISA has 52-bit multiply-adds (IFMA) and 4q < 2^52, 64-bit lanes keep
 every value below 2^52 and take the product from them (`passes.ifma`),
@@ -54,6 +54,10 @@ from .params import shoup_fits
 from .reducers import broadcast_const, emit_idiom
 
 
+# the products of w and w' (the rows of `Shoup.operands`): lo(x*w), hi(x*w')
+_PRODUCTS = (wide.LOW, wide.HIGH)
+
+
 @dataclass(frozen=True)
 class ShoupConstant:
     """A constant as stored for multiplication: w = c mod q and w' = floor(w*2^W/q)."""
@@ -70,6 +74,9 @@ class Shoup:
     isa: Isa = AVX2  # what multiplies lanes of this width
     # W in w' = floor(w*2^W/q): the lane width (None), or the 52 bits of multiply-adds (`candidates`)
     product_bits: int | None = None
+    # Q = hi(x*w') from pieces: exact, or short by up to 2 and the remainder then below 4q brought below 2q
+    # by a conditional subtraction of 2q (`candidates`)
+    quotient: wide.Template = wide.HIGH
 
     name = "shoup"
     signed = False  # lanes hold unsigned values
@@ -92,11 +99,18 @@ class Shoup:
         values stay below 2^52 (4q < 2^52); the cost model chooses. Those
         keep every lane value below 2^52, so kernels taking any 64-bit
         value (the standalone ones) use the product on the lane width.
-        Where 4q leaves the lane, the products reduced below q (`ShoupBelowQ`)."""
+        Where 4q leaves the lane, the products reduced below q (`ShoupBelowQ`).
+        Where the ISA multiplies the low halves of 64-bit lanes in one
+        instruction and the high half from pieces (AVX-512: the pieces are
+        then most of the product), Q from three pieces (`wide.HIGH_SHORT`:
+        five instructions fewer, two more for the conditional subtraction;
+        measured faster there, AVX2's kernels keep the exact quotient)."""
         if not shoup_fits(bits, q):
             return (ShoupBelowQ(q, bits, isa),)
         fits = bits == wide.BITS and 4 * q <= ifma.MASK and all(isa.has(op, bits) for op in ifma.OPERATIONS)
-        return (cls(q, bits, isa), *((cls(q, bits, isa, ifma.BITS),) if fits else ()))
+        short = bits == wide.BITS and wide.one_instruction(isa) == {wide.LOW.name}
+        return (cls(q, bits, isa, quotient=wide.HIGH_SHORT if short else wide.HIGH),
+                *((cls(q, bits, isa, ifma.BITS),) if fits else ()))
 
     @property
     def shoup_bits(self) -> int:
@@ -127,14 +141,20 @@ class Shoup:
         """The memory operands `multiply` takes for constants `values` (one per
         lane), each row made by `vector`: w and w', for even/odd products
         also the odd lanes' w' moved down to the even ones, for products from
-        pieces also the high halves of w and w' (w >> 32, w' >> 32)."""
+        pieces also the high halves of w and w' (w >> 32, w' >> 32) that
+        their templates read (`pieces`)."""
         consts = [self.constant(v) for v in values]
         rows = [[c.w for c in consts], [c.wp for c in consts]]
         if self.even_odd:
             rows.append(odd_down(rows[1]))
         if self.wide:
-            rows += [[v >> wide.HALF for v in row] for row in rows[:2]]
+            rows += [[v >> wide.HALF for v in rows[i]] for i in self.pieces]
         return tuple(vector(r) for r in rows)
+
+    @property
+    def pieces(self) -> tuple[int, ...]:
+        """Which of w (0, in lo(x*w)) and w' (1, in hi(x*w')) are multiplied from 32-bit pieces."""
+        return wide.from_pieces(_PRODUCTS, wide.one_instruction(self.isa))
 
     def multiply(self, b: Builder, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg, comment: str = "") -> VReg:
         """x*w mod q in [0, 2q) for (w, w') given by `operands`, or as two
@@ -167,12 +187,19 @@ class Shoup:
     def _multiply_wide(self, b: Builder, group: int, x: VReg, factor: tuple[Mem | VReg, ...], q: Mem | VReg,
                        comment: str) -> VReg:
         """The same product with each multiplication a template of 32-bit
-        pieces: Q = HIGH(x, w'), then LOW(x, w) - LOW(Q, q), x's halves shared."""
-        w, wp, w_hi, wp_hi = factor if len(factor) == 4 else (*factor, None, None)
-        p = wide.Product(b, group, SHOUP, lambda v: broadcast_const(b, v, self.bits))
-        quotient = p.emit(wide.HIGH, x, wp, wp_hi, comment)
-        xw = p.emit(wide.LOW, x, w, w_hi)
-        return p.end(by_width("sub", self.bits), xw, p.emit(wide.LOW, quotient, q, p.high_half(self.q)))
+        pieces or the ISA's one instruction: Q = HIGH(x, w'), then LOW(x, w) -
+        LOW(Q, q), x's halves shared. A variable w comes without high halves."""
+        highs = dict(zip(self.pieces, factor[2:]))
+        p = wide.Product(b, group, SHOUP, lambda v: broadcast_const(b, v, self.bits), wide.one_instruction(self.isa))
+        quotient = p.emit(self.quotient, x, factor[1], highs.get(1), comment)
+        xw = p.emit(wide.LOW, x, factor[0], highs.get(0))
+        r = p.end(by_width("sub", self.bits), xw, p.emit(wide.LOW, quotient, q, p.high_half(wide.LOW, self.q)))
+        return self.short_fix.emit(b, r, "short quotient: below 2q") if self.quotient.slack else r
+
+    @property
+    def short_fix(self) -> ConditionalSubtraction:
+        """What brings the remainder of a short quotient (below 4q) below 2q."""
+        return ConditionalSubtraction(self.q, 2 * self.q, self.bits, self.isa)
 
     def _multiply_ifma(self, b: Builder, group: int, x: VReg, factor: tuple[Mem | VReg, ...], comment: str) -> VReg:
         """The same product from 52-bit multiply-adds (`ifma.SHOUP52`), each
@@ -231,6 +258,8 @@ class Shoup:
         return total, diff
 
     def prove(self) -> ShoupLemma | ShoupBelowQLemma:
+        if self.quotient.slack:
+            return prove_short_quotient(self.q, self.bits, self.quotient.slack, self.isa)
         return prove_shoup(self.q, self.shoup_bits)
 
 
@@ -258,7 +287,8 @@ class ShoupBelowQ(Shoup):
 @dataclass(frozen=True)
 class ShoupBelowQLemma:
     """Shoup's product then a conditional subtraction of c: both lemmas
-    proven, the range the first leaves for x passed through the second."""
+    proven, the range the first leaves for x passed through the second
+    (below q for `ShoupBelowQ`, below 2q after a short quotient)."""
 
     product: ShoupLemma
     subtraction: ConditionalSubtractionLemma
@@ -282,6 +312,23 @@ def prove_shoup_below_q(q: int, bits: int, isa: Isa = AVX2, c: int | None = None
     if got != (0, q - 1):
         raise LemmaError(f"Shoup product mod {q} then a conditional subtraction of {lemma.c}: the range over "
                          f"{bits}-bit lanes is {list(got)}, not [0, {q - 1}]")
+    return found
+
+
+@memo(maxsize=256)
+def prove_short_quotient(q: int, bits: int, slack: int, isa: Isa) -> ShoupBelowQLemma:
+    """That Shoup's product with a quotient short by up to `slack`, then the
+    conditional subtraction of 2q, leaves every x of the lane in the range
+    the exact product leaves: what the butterflies' bounds assume."""
+    product = prove_shoup(q, bits, slack)
+    subtraction = prove(conditional_subtraction(q, 2 * q, bits, isa))
+    if not isinstance(subtraction, ConditionalSubtractionLemma):
+        raise LemmaError(f"Shoup product mod {q} with a short quotient: no conditional subtraction of 2q")
+    found = ShoupBelowQLemma(product, subtraction)
+    lane = (0, (1 << bits) - 1)
+    if found.range_for(*lane) != prove_shoup(q, bits).range_for(*lane):
+        raise LemmaError(f"Shoup product mod {q} with a quotient short by up to {slack}: the range over {bits}-bit "
+                         f"lanes is {list(found.range_for(*lane))}, wider than the exact quotient's")
     return found
 
 

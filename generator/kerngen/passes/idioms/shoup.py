@@ -1,6 +1,7 @@
 """The check of a Shoup product (tag kind "shoup"): lo(x*w) - lo(hi(x*w')*q)
 on unsigned lanes with w' = floor(w*2^bits/q), from the tables or from the
-argument the contract pairs with w's, proven by Shoup's lemma."""
+argument the contract pairs with w's, proven by Shoup's lemma (with a high
+half short by up to 2, `wide.HIGH_SHORT`, by the lemma with that slack)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def check(mc: MachineView, group: Group) -> Checked:
     constant w in [0, q) lane by lane from the tables, for a variable w
     the element of an argument the contract pairs with the same element
     of w''s argument, both as loaded. Then Shoup's lemma makes r = x*w
-    mod q, in [0, q - 1 + ceil(q*x/2^bits)]."""
+    mod q, in [0, q - 1 + ceil(q*x/2^bits)], plus slack*q where the high
+    half may fall short by that much (`wide.HIGH_HALVES`)."""
     index, ins, result = group.index, group.instr, group.result
 
     def bad(why: str):
@@ -30,7 +32,6 @@ def check(mc: MachineView, group: Group) -> Checked:
     q, bits = mc.modulus, mc.bits
     if mc.signed:
         bad(f"runs on {mc.lane_type} lanes (it needs unsigned ones)")
-    lemma = prove_shoup(q, bits)
     if bits == wide.BITS:
         prove_wide(mc)
     inside = group.made_inside()
@@ -40,8 +41,8 @@ def check(mc: MachineView, group: Group) -> Checked:
         if term[0] != "sub" or term[1][0] != "mullo" or term[2][0] != "mullo":
             bad(f"computes lane {lane} as {show(term)}, {shape}")
         (_, a, b), (_, c, d) = term[1], term[2]
-        high, qv = (c, d) if c[0] == "mulhu" else (d, c)
-        if high[0] != "mulhu" or qv[0] != "leaf" or a[0] != "leaf" or b[0] != "leaf":
+        high, qv = (c, d) if c[0] in wide.HIGH_HALVES else (d, c)
+        if high[0] not in wide.HIGH_HALVES or qv[0] != "leaf" or a[0] != "leaf" or b[0] != "leaf":
             bad(f"computes lane {lane} as {show(term)}, {shape}")
         if leaf_constant(qv) != q:
             bad(f"does not reduce by q = {q}")
@@ -62,7 +63,7 @@ def check(mc: MachineView, group: Group) -> Checked:
             bad(f"takes w in [{w_lo}, {w_hi}] in lane {lane}, not in [0, q)")
         if wc != 0:  # (a zero w adds nothing)
             form = union(form, x[1].form if wc is not None else product(x[1].form, w[1].form))
-        lanes[lane] = lemma.range_for(x_lo, x_hi)
+        lanes[lane] = prove_shoup(q, bits, wide.HIGH_HALVES[high[0]]).range_for(x_lo, x_hi)
         deps[lane] = x[1].deps[x[2]] | w[1].deps[w[2]] | wp[1].deps[wp[2]]
     return Checked(Value(result.vid, tuple(lanes), tuple(deps), form))
 
