@@ -142,7 +142,7 @@ def _index_register(b: Builder, op: str, contents: int, lane_bits: int, register
 
     def load() -> VReg:
         label = f"{CONST_PREFIX[lane_bits]}_index{unit}_" + "_".join(map(str, fields(unit)))
-        table = b.table(label, lane_bits // 8, fields(lane_bits), align=64)
+        table = b.table(label, lane_bits // 8, fields(lane_bits))
         return b.op("load", Mem(table, 0, register_bits // 8), bits=register_bits)
     return b.held_constant(("lane index", contents, lane_bits, register_bits), load)
 
