@@ -307,18 +307,23 @@ class _Compiler:
         """A permutation by an index register (`Move.indices`): the route of each content that register
         has among the inputs (one, where it holds a constant), read as one integer."""
         index = self.reader(sources[s.move.indices], size)[0]
-        routes: dict[int, Read] = {}
+        routes: dict[bytes, Read] = {}
+
+        def route(contents: np.ndarray) -> Read:
+            key = contents.tobytes()
+            if key not in routes:
+                routes[key] = self.moved(s, sources, int.from_bytes(key, "little"), size)
+            return routes[key]
 
         def compute(state: _State) -> np.ndarray:
-            contents, which = np.unique(np.broadcast_to(index(state), (state.rows, size)), axis=0,
-                                        return_inverse=True)
+            held = np.broadcast_to(index(state), (state.rows, size))
+            if (held == held[0]).all():  # a constant index (every kernel's): one route for every input
+                return route(held[0])(state)
+            contents, which = np.unique(held, axis=0, return_inverse=True)
             out = np.empty((state.rows, size), dtype=np.uint8)
             for k, row in enumerate(contents):
-                imm = int.from_bytes(row.tobytes(), "little")
-                if imm not in routes:
-                    routes[imm] = self.moved(s, sources, imm, size)
                 chosen = which.reshape(-1) == k
-                out[chosen] = np.broadcast_to(routes[imm](state), (state.rows, size))[chosen]
+                out[chosen] = np.broadcast_to(route(row)(state), (state.rows, size))[chosen]
             return out
         return compute
 
