@@ -14,7 +14,8 @@ three operands, destination first (the VEX form). A row says
   in slot order, an accumulating form's destination among them, and under
   an opmask merging or zeroing, `Arith.masked`) or a movement of units
   between and within registers (`Move`; under an opmask its route reads
-  the mask's bits where an immediate would be).
+  the mask's bits where an immediate would be, a permutation by an index
+  register that register's contents, `Move.indices`).
 
 The legalisation, allocation, required-ISA and verification passes, the
 lemma prover, the NTT layout planner and both printers read this table;
