@@ -275,7 +275,8 @@ def test_the_evex_rows_are_only_the_evex_isas_choice():
     assert evex_only == {"vpternlogd", "vpternlogq", "vpmadd52luq", "vpmadd52huq", "vpcmpgtq_k", "vpcmpuq_k",
                          "vpaddq_evex", "vpaddq_evex_merge", "vpaddq_evex_zero", "vpmadd52luq_merge", "vpmadd52luq_zero",
                          "vshufi64x2", "valignq", "vbroadcasti64x4", "vextracti64x4", "vpshrdq", "vpsraq", "mullo64",
-                         "minu64", "vpblendmw_imm", "vpblendmd_imm", "zero", "vptestmd_k", "vmovshdup_merge"}
+                         "minu64", "vpblendmw_imm", "vpblendmd_imm", "zero", "vptestmd_k", "vmovshdup_merge",
+                         "vpermi2q", "vpermt2q", "vpermi2d", "vpermt2d"}
     generics = {(op.generic, op.elem or 0) for op in OPS.values() if op.generic}
     for isa in ISAS.values():
         chosen = {name for generic, bits in generics for name in isa.candidates(generic, bits)} & evex_only

@@ -293,7 +293,11 @@ def _move_model(case: Case, buf: np.ndarray) -> np.ndarray | None:
     op = case.op
     slots = [i for i in op.read if op.slots[i].kind != "i"]
     labels = [[(n, b) for b in range(_operand_bytes(case, i))] for n, i in enumerate(slots)]
-    if op.masking is None:
+    if op.move.indices is not None:  # the route takes the index register's contents: row by row
+        index = slots[op.move.indices]
+        rows = [(r, int.from_bytes(bytes(buf[r, index, :_operand_bytes(case, index)]), "little"))
+                for r in range(len(buf))]
+    elif op.masking is None:
         rows = [(slice(None), case.imm)]
     else:  # the route takes the mask's bits in place of an immediate: row by row
         mask = next(i for i in op.read if op.slots[i].kind == "k")

@@ -14,7 +14,8 @@ three operands, destination first (the VEX form). A row says
   in slot order, an accumulating form's destination among them, and under
   an opmask merging or zeroing, `Arith.masked`) or a movement of units
   between and within registers (`Move`; under an opmask its route reads
-  the mask's bits where an immediate would be).
+  the mask's bits where an immediate would be, a permutation by an index
+  register that register's contents, `Move.indices`).
 
 The legalisation, allocation, required-ISA and verification passes, the
 lemma prover, the NTT layout planner and both printers read this table;
@@ -391,6 +392,10 @@ class Move:
 
     unit: int
     route: Callable[[int, tuple[int, ...], int | None, int], Route]
+    # a permutation by an index register: the position among the instruction's sources of the register
+    # whose contents, read as one little-endian integer, the route takes where an immediate would be
+    # (its unit k the k-th `unit`-bit field); None: the route reads the immediate (or an opmask's bits)
+    indices: int | None = None
 
 
 def _zeros(n, srcs, imm, u):
@@ -681,7 +686,8 @@ _ROWS: list[Op] = []
 
 _CROSSING = {"vperm2i128", "vshufi64x2", "vpermq", "vextracti128", "vinserti128", "vpbroadcastw", "vpbroadcastd",
              "vpbroadcastq", "vpbroadcastq_x", "vbroadcasti64x4", "vextracti64x4",
-             "valignq"}  # vector forms that move data between the 128-bit halves
+             "valignq", "vpermi2q", "vpermt2q", "vpermi2d",
+             "vpermt2d"}  # vector forms that move data between the 128-bit halves
 
 
 def _row(name, sig, cls, forms, *, elem=None, generic=None, arith=None, move=None, commutative=False, widen=None,
@@ -996,6 +1002,29 @@ def _align64(n, srcs, imm, u):
 _row("vbroadcasti64x4", "w:v,r:m", "load", _evex("vbroadcasti64x4", widths=(512,)), move=Move(256, _broadcast))
 _row("vextracti64x4", _SHIFT, "shuffle", _evex("vextracti64x4", widths=(512,)), move=Move(256, _extract))
 _row("valignq", _VEX3I, "shuffle", _evex("valignq"), elem=64, move=Move(64, _align64))
+
+
+def _two_tables(tables: tuple[int, int]):
+    """A permutation of the units of two tables (at source positions `tables`) by an index register
+    (`Move.indices`): destination unit k takes the unit the low bits of index unit k name in the
+    tables laid end to end (the CPU ignores the higher bits)."""
+    def route(n, srcs, imm, u):
+        if imm is None:  # the index register's contents are not known: neither is the movement
+            return None
+        picks = (imm >> (u * k) & (2 * n - 1) for k in range(n))
+        return tuple((tables[pick // n], pick % n) for pick in picks)
+    return route
+
+
+# Two-source permutations by an index register: on 32- and 64-bit units one µop on port 5 on the Xeon of
+# the figures, as vshufi64x2 (on 16-bit units two: no row). vpermi2 overwrites the index register, vpermt2
+# the first table. The index is a constant a kernel holds; of the two, the lane moves take vpermi2 (listed
+# first), whose copy before it reads that constant, off the data's chain
+for _w, _s in ((64, "q"), (32, "d")):
+    _row(f"vpermi2{_s}", "rw:v,r:v,r:vm", "shuffle", _evex(f"vpermi2{_s}"), elem=_w, generic="permute_pair",
+         move=Move(_w, _two_tables((1, 2)), indices=0))
+    _row(f"vpermt2{_s}", "rw:v,r:v,r:vm", "shuffle", _evex(f"vpermt2{_s}"), elem=_w, generic="permute_pair",
+         move=Move(_w, _two_tables((0, 2)), indices=1))
 
 # --- Opmask rows of the 32-bit products ----------------------------------------------------------
 # An opmask of the 32-bit lanes where two sources share a set bit (a constant selector, made once per

@@ -8,7 +8,8 @@ the verifier reads: `Arith.exact` for element-wise rows (masked and
 accumulating forms included) on the row's own element width, the `widen`
 products of a widening row, a `Blocks` function for rows that are neither,
 and `Move.route` through `ir.lanes.move_lanes` for movements (under an
-opmask, each lane moved or kept by its bit of the mask). Values are
+opmask, each lane moved or kept by its bit of the mask; by an index
+register, the route of its contents). Values are
 computed in int64 (exact for products of elements up to 32 bits; on 64-bit
 elements the table's semantics wrap and split products themselves), so
 nothing here knows an instruction, an ISA or a width: a row added to the
@@ -230,6 +231,8 @@ class _Compiler:
             compute = self.blockwise(s, sources, imm, size)
         elif s.move is not None and s.masking is not None:
             compute = self.masked_move(s, sources, size)
+        elif s.move is not None and s.move.indices is not None:
+            compute = self.indexed_move(s, sources, size)
         elif s.move is not None:
             compute = self.moved(s, sources, imm, size)
         else:
@@ -298,6 +301,30 @@ class _Compiler:
         def compute(state: _State) -> np.ndarray:
             chosen = np.repeat(mask(state) != 0, s.elem // 8, axis=1)
             return np.ascontiguousarray(np.where(chosen, taken(state), kept(state)))
+        return compute
+
+    def indexed_move(self, s: Op, sources: list, size: int) -> Read:
+        """A permutation by an index register (`Move.indices`): the route of each content that register
+        has among the inputs (one, where it holds a constant), read as one integer."""
+        index = self.reader(sources[s.move.indices], size)[0]
+        routes: dict[bytes, Read] = {}
+
+        def route(contents: np.ndarray) -> Read:
+            key = contents.tobytes()
+            if key not in routes:
+                routes[key] = self.moved(s, sources, int.from_bytes(key, "little"), size)
+            return routes[key]
+
+        def compute(state: _State) -> np.ndarray:
+            held = np.broadcast_to(index(state), (state.rows, size))
+            if (held == held[0]).all():  # a constant index (every kernel's): one route for every input
+                return route(held[0])(state)
+            contents, which = np.unique(held, axis=0, return_inverse=True)
+            out = np.empty((state.rows, size), dtype=np.uint8)
+            for k, row in enumerate(contents):
+                chosen = which.reshape(-1) == k
+                out[chosen] = np.broadcast_to(route(row)(state), (state.rows, size))[chosen]
+            return out
         return compute
 
     def moved(self, s: Op, sources: list, imm: int | None, size: int) -> Read:

@@ -312,7 +312,11 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
         sources = [mc.value(op, index, ins, lanes if s.move is None else mc.model_lanes) for op in reads
                    if not isinstance(op, Imm)]
         if s.masking is not None and s.move is not None:  # a movement under a mask: its route reads the bits
-            imm = _mask_bits(sources[1], lanes) if s.elem == mc.bits else None
+            imm = _contents(sources[1], lanes, 1) if s.elem == mc.bits else None  # a bit a lane
+        if s.move is not None and s.move.indices is not None:  # a permutation: its route reads the indices
+            imm = _contents(sources[s.move.indices], lanes, mc.bits)
+            if imm is None:
+                mc.fail(index, ins, "permutes by an index register whose contents are not a known constant")
         copy = s.cls == "move" and ins.op in ("copy", "mov") and not isinstance(reads[0], Mem)
         reload = s.cls in ("load", "move") and isinstance(reads[0], Mem) and isinstance(reads[0].base, StackBase)
         if copy or reload:
@@ -357,13 +361,14 @@ def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: i
 
 
 
-def _mask_bits(mask: Value, lanes: int) -> int | None:
-    """An opmask's bits, lane k's the k-th, where each of its first `lanes` lanes is known and depends on
-    no input (a constant selector); else None, and the masked movement is not followed."""
-    known = mask.lanes[:lanes]
-    if any(lo != hi for lo, hi in known) or any(mask.deps[:lanes]):
+def _contents(v: Value, lanes: int, bits: int) -> int | None:
+    """A register's first `lanes` lanes of `bits` bits (an opmask's of one) as one little-endian integer,
+    where each is known and depends on no input (a constant selector or index); else None, and the
+    movement it steers is not followed."""
+    known = v.lanes[:lanes]
+    if any(lo != hi for lo, hi in known) or any(v.deps[:lanes]):
         return None
-    return sum(1 << k for k, (lo, _) in enumerate(known) if lo)
+    return sum((lo & ((1 << bits) - 1)) << (bits * k) for k, (lo, _) in enumerate(known))
 
 
 def _evaluate(mc: _Machine, ins: Instr, index: int, s, sources: list[Value], imm, lanes: int, group) -> Value:

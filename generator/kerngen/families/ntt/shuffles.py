@@ -6,10 +6,12 @@ instruction-table opcodes, chosen by the distance the lanes travel and the
 register's width:
 
     128, 256 bits   pick 128-bit units of the pair: the first table row that
-                    does it at the register's width (vperm2i128 0x20 / 0x31 on
-                    256 bits; vshufi64x2 0x44 / 0xEE at distance 256 on 512
-                    bits, and twice a result at distance 128), found by
-                    running the rows' lane routes
+                    does it at the register's width by an immediate
+                    (vperm2i128 0x20 / 0x31 on 256 bits; vshufi64x2 0x44 /
+                    0xEE at distance 256 on 512 bits), else a permutation of
+                    the pair by an index register (vpermi2q at distance 128
+                    on 512 bits), else a row by an immediate twice a
+                    result, found by running the rows' lane routes
      64 bits        interleave 64-bit units (vpunpck[lh]qdq)
      32, 16 bits    shift inside units twice as wide, blend odd units; where
                     the blends have no form (512 bits): gather each source's
@@ -18,7 +20,10 @@ register's width:
 
 Below 128 bits the rows work within each 128-bit lane. Of the recipes for a
 distance, a register width takes the first whose rows' lane routes make the
-swap at that width. A recipe's price is the instructions it takes. The
+swap at that width. A permutation's index register is a constant the kernel
+loads once and holds (`Builder.held_constant`); a row that overwrites a source
+(vpermi2q its index) takes a copy of it. A recipe's price is the instructions
+it takes per move, those copies included, the held constant's load not. The
 builder emits a recipe; the layout planner runs the same recipe on
 coefficient indices through the table's lane routes (`ir.lanes`), so the
 order the planner predicts is the order the instructions make.
@@ -28,9 +33,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...ir.instr import Builder, Imm, VReg
+from ...ir.instr import Builder, Imm, Mem, VReg
 from ...ir.lanes import SPLIT, move_lanes
 from ...machine.ops import LANE_BLOCK_BITS, OPS, TABLE, Op, Route, by_width, spec
+from .reducers import CONST_PREFIX
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,8 @@ class Interleave:
 
 
 # a recipe line: (result name, opcode, first source, second source or None, immediate or None);
-# sources "x" and "y" are the pair, results "lo" and "hi" its new contents
+# sources "x" and "y" are the pair, results "lo" and "hi" its new contents; of a row permuting by an index
+# register (`Move.indices`), the immediate is that register's contents as one integer
 Recipe = tuple[tuple[str, str, str, str | None, int | None], ...]
 
 ODD_UNITS = 0xAA
@@ -60,6 +67,7 @@ ODD_UNITS = 0xAA
 EVENS_FIRST = 0xD8
 # the rows picking 128-bit units of two sources by an immediate (vperm2i128, vshufi64x2)
 _UNIT_PICKS = "permute_halves"
+_INDEXED_PICKS = "permute_pair"  # the rows permuting the units of two sources by an index register
 _IMMEDIATES = range(256)
 
 
@@ -83,15 +91,25 @@ class LaneMoves:
         return dict(self.swaps)[self.lane_bits << step.lane_bit]
 
     def cost(self, step: Swap | Interleave) -> int:
-        """The price of `step`: the instructions its recipe takes."""
-        return len(self.recipe(step))
+        """The price of `step`: the instructions its recipe takes, with the copies before rows that
+        overwrite a source."""
+        return sum(1 + _overwrites(op) for _, op, *_ in self.recipe(step))
 
     def emit(self, b: Builder, x: VReg, y: VReg, step: Swap | Interleave) -> tuple[VReg, VReg]:
         """The lane movement of `step` on the pair (x, y), as instructions."""
         env = {"x": x, "y": y}
         for dst, op, a, c, imm in self.recipe(step):
-            sources = [env[a]] + ([env[c]] if c else []) + ([Imm(imm)] if imm is not None else [])
-            env[dst] = b.op(op, *sources)
+            sources = [env[a]] + ([env[c]] if c else [])
+            indices = spec(op).move.indices
+            if indices is not None:
+                sources.insert(indices, _index_register(b, op, imm, self.lane_bits, self.register_bits))
+            elif imm is not None:
+                sources.append(Imm(imm))
+            if _overwrites(op):  # into a copy of its first source, which stays as it was for later reads
+                env[dst] = b.op("copy", sources[0])
+                b.emit(op, env[dst], *sources[1:])
+            else:
+                env[dst] = b.op(op, *sources)
         return env["lo"], env["hi"]
 
     def simulate(self, step: Swap | Interleave, lo: list, hi: list) -> tuple[list, list]:
@@ -108,12 +126,36 @@ class LaneMoves:
         return moved[0][:lanes], moved[1][:lanes]
 
 
+def _overwrites(op: str) -> bool:
+    """Whether row `op` writes over its first source (vpermi2q its index register)."""
+    return "r" in spec(op).slots[0].access
+
+
+def _index_register(b: Builder, op: str, contents: int, lane_bits: int, register_bits: int) -> VReg:
+    """The index register of permutation row `op` holding `contents`: a constant table loaded once per
+    kernel and held (`Builder.held_constant`), its elements as wide as the lanes, as the verifier
+    reads a table."""
+    unit = spec(op).move.unit
+
+    def fields(bits: int) -> list[int]:
+        return [contents >> (bits * k) & ((1 << bits) - 1) for k in range(register_bits // bits)]
+
+    def load() -> VReg:
+        label = f"{CONST_PREFIX[lane_bits]}_index{unit}_" + "_".join(map(str, fields(unit)))
+        table = b.table(label, lane_bits // 8, fields(lane_bits))
+        return b.op("load", Mem(table, 0, register_bits // 8), bits=register_bits)
+    return b.held_constant(("lane index", contents, lane_bits, register_bits), load)
+
+
 def _run(recipe: Recipe, x: list, y: list, lane_bits: int, register_lanes: int) -> tuple[list, list] | None:
     """The pair after `recipe`, through the table's lane routes; None if a row
     does not move whole lanes (or has no form) at this register width."""
     env = {"x": x, "y": y}
     for dst, op, a, c, imm in recipe:
         sources = [env[a]] + ([env[c]] if c else [])
+        indices = spec(op).move.indices
+        if indices is not None:  # the index register's lanes: its contents are the route's `imm`
+            sources.insert(indices, [None] * register_lanes)
         out = move_lanes(spec(op), sources, imm, lane_bits, register_lanes, None)
         if out is None or any(v is SPLIT for v in out):
             return None
@@ -179,8 +221,9 @@ def _unit_picks(distance: int, register_bits: int) -> Recipe:
     (x, y): lo takes the units with that bit of their position clear from both,
     in place of x's set ones, hi the set ones. Done by the first row of the
     table picking units (in table order, so a VEX row before an EVEX one) that
-    makes each result in one instruction, else the first making it in two: the
-    row on the pair, then on that result alone."""
+    makes each result in one instruction, else the first row permuting by an
+    index register that does (`_indexed_picks`), else the first row by an
+    immediate making it in two: the row on the pair, then on that result alone."""
     units = register_bits // LANE_BLOCK_BITS
     bit = distance // LANE_BLOCK_BITS
     want = {"lo": tuple((int(k & bit != 0), k & ~bit) for k in range(units)),
@@ -191,6 +234,9 @@ def _unit_picks(distance: int, register_bits: int) -> Recipe:
         found = {name: next((imm for imm, r in routes if r == w), None) for name, w in want.items()}
         if None not in found.values():
             return tuple((name, op.name, "x", "y", imm) for name, imm in found.items())
+    indexed = _indexed_picks(distance, register_bits)
+    if indexed is not None:
+        return indexed
     for op in rows:
         routes = _whole_routes(op, units)
         lines: list = []
@@ -204,6 +250,22 @@ def _unit_picks(distance: int, register_bits: int) -> Recipe:
         else:
             return tuple(lines)
     raise ValueError(f"no row of the table swaps 128-bit units {distance} bits apart in {register_bits}-bit registers")
+
+
+def _indexed_picks(distance: int, register_bits: int) -> Recipe | None:
+    """The swap of `_unit_picks` by the first row permuting the units of two sources by an index
+    register whose route makes it at this width, each result in one instruction; None if none does.
+    Unit k of a result takes unit j of the pair's source s by index s * n + j (n units a source)."""
+    for name in TABLE.doing(_INDEXED_PICKS, 64) + TABLE.doing(_INDEXED_PICKS, 32):
+        unit = spec(name).move.unit
+        n, bit = register_bits // unit, distance // unit
+        picks = {"lo": [(k & bit != 0) * n + (k & ~bit) for k in range(n)],
+                 "hi": [(k & bit != 0) * n + (k | bit) for k in range(n)]}
+        recipe = tuple((result, name, "x", "y", sum(p << (unit * k) for k, p in enumerate(units)))
+                       for result, units in picks.items())
+        if _swaps(recipe, distance, unit, register_bits):
+            return recipe
+    return None
 
 
 def _whole_routes(op: Op, units: int) -> list[tuple[int, Route]]:
