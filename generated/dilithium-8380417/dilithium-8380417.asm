@@ -1285,6 +1285,16 @@ pd_even_lanes:
     dd 1, 0, 1, 0, 1, 0, 1, 0
     dd 1, 0, 1, 0, 1, 0, 1, 0
 
+align 32
+pd_index64_0_1_8_9_4_5_12_13:
+    dd 0, 0, 1, 0, 8, 0, 9, 0
+    dd 4, 0, 5, 0, 12, 0, 13, 0
+
+align 32
+pd_index64_2_3_10_11_6_7_14_15:
+    dd 2, 0, 3, 0, 10, 0, 11, 0
+    dd 6, 0, 7, 0, 14, 0, 15, 0
+
 
 section .text
 
@@ -1297,7 +1307,7 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-23}, k2, rax, flags
+;   clobbers: zmm{0-25}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -1307,812 +1317,814 @@ global kg_dilithium8380417_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_di
 align 32
 kg_dilithium8380417_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm19, [rel pd_16760834]            ; held in a register: read 64 times
+    vmovdqu64    zmm21, [rel pd_16760834]            ; held in a register: read 64 times
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 128] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 0
-    vmovdqu64    zmm20, [rax - 64]                   ; held in a register: read 16 times
-    vmovdqu64    zmm21, [rax - 128]                  ; held in a register: read 8 times
-    vmovdqu64    zmm22, [rax + 64]                   ; held in a register: read 8 times
-    vmovdqu64    zmm23, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 320] ; held in a register: read 8 times
+    vmovdqu64    zmm22, [rax - 64]                   ; held in a register: read 16 times
+    vmovdqu64    zmm23, [rax - 128]                  ; held in a register: read 8 times
+    vmovdqu64    zmm24, [rax + 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm25, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 320] ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 64]
-    vmovdqu64    zmm3, [rdi + 128]
-    vmovdqu64    zmm4, [rdi + 192]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 320]
-    vmovdqu64    zmm7, [rdi + 384]
-    vmovdqu64    zmm8, [rdi + 448]
-    vmovdqu64    zmm9, [rdi + 512]
-    vmovdqu64    zmm10, [rdi + 576]
-    vmovdqu64    zmm11, [rdi + 640]
-    vmovdqu64    zmm12, [rdi + 704]
-    vmovdqu64    zmm13, [rdi + 768]
-    vmovdqu64    zmm14, [rdi + 832]
-    vmovdqu64    zmm15, [rdi + 896]
-    vmovdqu64    zmm16, [rdi + 960]
-    vmovshdup    zmm17, zmm9
-    vpmuludq     zmm18, zmm9, zmm20
-    vpmuludq     zmm17, zmm17, zmm20
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm9, zmm9, zmm21
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm9, zmm9, zmm17
-    vpaddd       zmm17, zmm1, zmm9                   ; layer 0
-    vpaddd       zmm1, zmm1, zmm19
-    vpsubd       zmm1, zmm1, zmm9
-    vmovshdup    zmm9, zmm10
-    vpmuludq     zmm18, zmm10, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm10, zmm10, zmm21
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm10, zmm9
-    vpaddd       zmm10, zmm2, zmm9                   ; layer 0
-    vpaddd       zmm2, zmm2, zmm19
-    vpsubd       zmm2, zmm2, zmm9
-    vmovshdup    zmm9, zmm11
-    vpmuludq     zmm18, zmm11, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm11, zmm11, zmm21
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm11, zmm9
-    vpaddd       zmm11, zmm3, zmm9                   ; layer 0
-    vpaddd       zmm3, zmm3, zmm19
-    vpsubd       zmm3, zmm3, zmm9
-    vmovshdup    zmm9, zmm12
-    vpmuludq     zmm18, zmm12, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm12, zmm12, zmm21
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm12, zmm9
-    vpaddd       zmm12, zmm4, zmm9                   ; layer 0
-    vpaddd       zmm4, zmm4, zmm19
-    vpsubd       zmm4, zmm4, zmm9
-    vmovshdup    zmm9, zmm13
-    vpmuludq     zmm18, zmm13, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm13, zmm13, zmm21
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm13, zmm9
-    vpaddd       zmm13, zmm5, zmm9                   ; layer 0
-    vpaddd       zmm5, zmm5, zmm19
-    vpsubd       zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm14
-    vpmuludq     zmm18, zmm14, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm14, zmm14, zmm21
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm14, zmm9
-    vpaddd       zmm14, zmm6, zmm9                   ; layer 0
-    vpaddd       zmm6, zmm6, zmm19
-    vpsubd       zmm6, zmm6, zmm9
-    vmovshdup    zmm9, zmm15
-    vpmuludq     zmm18, zmm15, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm15, zmm15, zmm21
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm15, zmm9
-    vpaddd       zmm15, zmm7, zmm9                   ; layer 0
-    vpaddd       zmm7, zmm7, zmm19
-    vpsubd       zmm7, zmm7, zmm9
-    vmovshdup    zmm9, zmm16
-    vpmuludq     zmm18, zmm16, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm16, zmm16, zmm21
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm16, zmm9
-    vpaddd       zmm16, zmm8, zmm9                   ; layer 0
-    vpaddd       zmm8, zmm8, zmm19
-    vpsubd       zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm13
-    vpmuludq     zmm18, zmm13, zmm22
-    vpmuludq     zmm9, zmm9, zmm22
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm13, zmm13, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm13, zmm9
-    vpaddd       zmm13, zmm17, zmm9                  ; layer 1
-    vpaddd       zmm17, zmm17, zmm19
-    vpsubd       zmm9, zmm17, zmm9
-    vmovshdup    zmm17, zmm14
-    vpmuludq     zmm18, zmm14, zmm22
-    vpmuludq     zmm17, zmm17, zmm22
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm14, zmm14, [rax]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm14, zmm14, zmm17
-    vpaddd       zmm17, zmm10, zmm14                 ; layer 1
-    vpaddd       zmm10, zmm10, zmm19
-    vpsubd       zmm10, zmm10, zmm14
-    vmovshdup    zmm14, zmm15
-    vpmuludq     zmm18, zmm15, zmm22
-    vpmuludq     zmm14, zmm14, zmm22
-    vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm15, zmm15, [rax]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm15, zmm14
-    vpaddd       zmm15, zmm11, zmm14                 ; layer 1
-    vpaddd       zmm11, zmm11, zmm19
-    vpsubd       zmm11, zmm11, zmm14
-    vmovshdup    zmm14, zmm16
-    vpmuludq     zmm18, zmm16, zmm22
-    vpmuludq     zmm14, zmm14, zmm22
-    vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm16, zmm16, [rax]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm16, zmm14
-    vpaddd       zmm16, zmm12, zmm14                 ; layer 1
-    vpaddd       zmm12, zmm12, zmm19
-    vpsubd       zmm12, zmm12, zmm14
-    vmovshdup    zmm14, zmm5
-    vpmuludq     zmm18, zmm5, zmm23
-    vpmuludq     zmm14, zmm14, zmm23
-    vmovshdup    zmm14{k2}, zmm18
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 384] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 256
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm5, zmm5, zmm14
-    vpaddd       zmm14, zmm1, zmm5                   ; layer 1
-    vpaddd       zmm1, zmm1, zmm19
-    vpsubd       zmm1, zmm1, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm18, zmm6, zmm23
-    vpmuludq     zmm5, zmm5, zmm23
-    vmovshdup    zmm5{k2}, zmm18
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm2, zmm5                    ; layer 1
-    vpaddd       zmm2, zmm2, zmm19
-    vpsubd       zmm2, zmm2, zmm5
-    vmovshdup    zmm5, zmm7
-    vpmuludq     zmm18, zmm7, zmm23
-    vpmuludq     zmm5, zmm5, zmm23
-    vmovshdup    zmm5{k2}, zmm18
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm7, zmm5
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm19
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm8
-    vpmuludq     zmm18, zmm8, zmm23
-    vpmuludq     zmm5, zmm5, zmm23
-    vmovshdup    zmm5{k2}, zmm18
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm8, zmm5
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 1
-    vpaddd       zmm4, zmm4, zmm19
-    vpsubd       zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm15
-    vpmuludq     zmm18, zmm15, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm18
-    vpmulld      zmm15, zmm15, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm15, zmm5
-    vpaddd       zmm15, zmm13, zmm5                  ; layer 2
-    vpaddd       zmm13, zmm13, zmm19
-    vpsubd       zmm5, zmm13, zmm5
-    vmovshdup    zmm13, zmm16
-    vpmuludq     zmm18, zmm16, [rax + 64]
-    vpmuludq     zmm13, zmm13, [rax + 64]
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm16, zmm16, [rax]
-    vpmulld      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm16, zmm13
-    vpaddd       zmm16, zmm17, zmm13                 ; layer 2
-    vpaddd       zmm17, zmm17, zmm19
-    vpsubd       zmm13, zmm17, zmm13
-    vmovshdup    zmm17, zmm11
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 640] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 512
-    vpmuludq     zmm18, zmm11, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax - 64]
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm11, zmm11, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm11, zmm11, zmm17
-    vpaddd       zmm17, zmm9, zmm11                  ; layer 2
-    vpaddd       zmm9, zmm9, zmm19
-    vpsubd       zmm9, zmm9, zmm11
+    vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rel pd_8380417]              ; q = 8380417
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 64]
+    vmovdqu64    zmm5, [rdi + 128]
+    vmovdqu64    zmm6, [rdi + 192]
+    vmovdqu64    zmm7, [rdi + 256]
+    vmovdqu64    zmm8, [rdi + 320]
+    vmovdqu64    zmm9, [rdi + 384]
+    vmovdqu64    zmm10, [rdi + 448]
+    vmovdqu64    zmm11, [rdi + 512]
+    vmovdqu64    zmm12, [rdi + 576]
+    vmovdqu64    zmm13, [rdi + 640]
+    vmovdqu64    zmm14, [rdi + 704]
+    vmovdqu64    zmm15, [rdi + 768]
+    vmovdqu64    zmm16, [rdi + 832]
+    vmovdqu64    zmm17, [rdi + 896]
+    vmovdqu64    zmm18, [rdi + 960]
+    vmovshdup    zmm19, zmm11
+    vpmuludq     zmm20, zmm11, zmm22
+    vpmuludq     zmm19, zmm19, zmm22
+    vmovshdup    zmm19{k2}, zmm20
+    vpmulld      zmm11, zmm11, zmm23
+    vpmulld      zmm19, zmm19, zmm2
+    vpsubd       zmm11, zmm11, zmm19
+    vpaddd       zmm19, zmm3, zmm11                  ; layer 0
+    vpaddd       zmm3, zmm3, zmm21
+    vpsubd       zmm3, zmm3, zmm11
     vmovshdup    zmm11, zmm12
-    vpmuludq     zmm18, zmm12, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm12, zmm12, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm0
+    vpmuludq     zmm20, zmm12, zmm22
+    vpmuludq     zmm11, zmm11, zmm22
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm12, zmm12, zmm23
+    vpmulld      zmm11, zmm11, zmm2
     vpsubd       zmm11, zmm12, zmm11
-    vpaddd       zmm12, zmm10, zmm11                 ; layer 2
-    vpaddd       zmm10, zmm10, zmm19
-    vpsubd       zmm10, zmm10, zmm11
-    vmovshdup    zmm11, zmm7
-    vpmuludq     zmm18, zmm7, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm7, zmm7, [rax]
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm14, zmm7                  ; layer 2
-    vpaddd       zmm14, zmm14, zmm19
-    vpsubd       zmm7, zmm14, zmm7
-    vmovshdup    zmm14, zmm8
-    vpmuludq     zmm18, zmm8, [rax + 64]
-    vpmuludq     zmm14, zmm14, [rax + 64]
-    vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm8, zmm8, zmm14
-    vpaddd       zmm14, zmm6, zmm8                   ; layer 2
-    vpaddd       zmm6, zmm6, zmm19
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm8, zmm3
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 896] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 768
-    vpmuludq     zmm18, zmm3, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm18
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm1, zmm3                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm19
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm18, zmm4, [rax - 64]
-    vpmuludq     zmm3, zmm3, [rax - 64]
-    vmovshdup    zmm3{k2}, zmm18
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 2
-    vpaddd       zmm2, zmm2, zmm19
-    vpsubd       zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm16
-    vpmuludq     zmm18, zmm16, [rax + 64]
-    vpmuludq     zmm3, zmm3, [rax + 64]
-    vmovshdup    zmm3{k2}, zmm18
-    vpmulld      zmm16, zmm16, [rax]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm16, zmm3
-    vpaddd       zmm16, zmm15, zmm3                  ; layer 3
-    vpaddd       zmm15, zmm15, zmm19
-    vpsubd       zmm3, zmm15, zmm3
-    vmovshdup    zmm15, zmm13
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1024
-    vpmuludq     zmm18, zmm13, [rax - 64]
-    vpmuludq     zmm15, zmm15, [rax - 64]
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm13, zmm13, [rax - 128]
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm13, zmm13, zmm15
-    vpaddd       zmm15, zmm5, zmm13                  ; layer 3
-    vpaddd       zmm5, zmm5, zmm19
-    vpsubd       zmm5, zmm5, zmm13
-    vmovshdup    zmm13, zmm12
-    vpmuludq     zmm18, zmm12, [rax + 64]
-    vpmuludq     zmm13, zmm13, [rax + 64]
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm12, zmm12, [rax]
-    vpmulld      zmm13, zmm13, zmm0
-    vpsubd       zmm12, zmm12, zmm13
-    vpaddd       zmm13, zmm17, zmm12                 ; layer 3
-    vpaddd       zmm17, zmm17, zmm19
-    vpsubd       zmm12, zmm17, zmm12
-    vmovshdup    zmm17, zmm10
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1408] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1280
-    vpmuludq     zmm18, zmm10, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax - 64]
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm10, zmm10, zmm17
-    vpaddd       zmm17, zmm9, zmm10                  ; layer 3
-    vpaddd       zmm9, zmm9, zmm19
-    vpsubd       zmm9, zmm9, zmm10
-    vmovshdup    zmm10, zmm14
-    vpmuludq     zmm18, zmm14, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm14, zmm14, [rax]
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm14, zmm10
-    vpaddd       zmm14, zmm11, zmm10                 ; layer 3
-    vpaddd       zmm11, zmm11, zmm19
-    vpsubd       zmm10, zmm11, zmm10
-    vmovshdup    zmm11, zmm6
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1536
-    vpmuludq     zmm18, zmm6, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm0
+    vpaddd       zmm12, zmm4, zmm11                  ; layer 0
+    vpaddd       zmm4, zmm4, zmm21
+    vpsubd       zmm4, zmm4, zmm11
+    vmovshdup    zmm11, zmm13
+    vpmuludq     zmm20, zmm13, zmm22
+    vpmuludq     zmm11, zmm11, zmm22
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm13, zmm13, zmm23
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm13, zmm11
+    vpaddd       zmm13, zmm5, zmm11                  ; layer 0
+    vpaddd       zmm5, zmm5, zmm21
+    vpsubd       zmm5, zmm5, zmm11
+    vmovshdup    zmm11, zmm14
+    vpmuludq     zmm20, zmm14, zmm22
+    vpmuludq     zmm11, zmm11, zmm22
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm14, zmm14, zmm23
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm14, zmm11
+    vpaddd       zmm14, zmm6, zmm11                  ; layer 0
+    vpaddd       zmm6, zmm6, zmm21
     vpsubd       zmm6, zmm6, zmm11
-    vpaddd       zmm11, zmm7, zmm6                   ; layer 3
-    vpaddd       zmm7, zmm7, zmm19
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm4
-    vpmuludq     zmm18, zmm4, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm18
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm8, zmm4                    ; layer 3
-    vpaddd       zmm8, zmm8, zmm19
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm2
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1792
-    vpmuludq     zmm18, zmm2, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm18
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm2, zmm2, zmm8
-    vpaddd       zmm8, zmm1, zmm2                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm19
-    vpsubd       zmm1, zmm1, zmm2
-    vshufi64x2   zmm2, zmm16, zmm3, 68
-    vshufi64x2   zmm3, zmm16, zmm3, 238
-    vshufi64x2   zmm16, zmm15, zmm5, 68
-    vshufi64x2   zmm5, zmm15, zmm5, 238
-    vshufi64x2   zmm15, zmm13, zmm12, 68
-    vshufi64x2   zmm12, zmm13, zmm12, 238
-    vshufi64x2   zmm13, zmm17, zmm9, 68
-    vshufi64x2   zmm9, zmm17, zmm9, 238
-    vshufi64x2   zmm17, zmm14, zmm10, 68
-    vshufi64x2   zmm10, zmm14, zmm10, 238
-    vshufi64x2   zmm14, zmm11, zmm6, 68
-    vshufi64x2   zmm6, zmm11, zmm6, 238
-    vshufi64x2   zmm11, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm8, zmm1, 68
-    vshufi64x2   zmm1, zmm8, zmm1, 238
-    vmovshdup    zmm8, zmm3
-    vpmuludq     zmm18, zmm3, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm18
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm2, zmm3                    ; layer 4
-    vpaddd       zmm2, zmm2, zmm19
-    vpsubd       zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm5
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2176] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2048
-    vpmuludq     zmm18, zmm5, [rax - 64]
-    vpmuludq     zmm3, zmm3, [rax - 64]
-    vmovshdup    zmm3{k2}, zmm18
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm5, zmm3
-    vpaddd       zmm5, zmm16, zmm3                   ; layer 4
-    vpaddd       zmm16, zmm16, zmm19
-    vpsubd       zmm3, zmm16, zmm3
-    vmovshdup    zmm16, zmm12
-    vpmuludq     zmm18, zmm12, [rax + 64]
-    vpmuludq     zmm16, zmm16, [rax + 64]
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm12, zmm12, [rax]
-    vpmulld      zmm16, zmm16, zmm0
+    vmovshdup    zmm11, zmm15
+    vpmuludq     zmm20, zmm15, zmm22
+    vpmuludq     zmm11, zmm11, zmm22
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm15, zmm15, zmm23
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm15, zmm11
+    vpaddd       zmm15, zmm7, zmm11                  ; layer 0
+    vpaddd       zmm7, zmm7, zmm21
+    vpsubd       zmm7, zmm7, zmm11
+    vmovshdup    zmm11, zmm16
+    vpmuludq     zmm20, zmm16, zmm22
+    vpmuludq     zmm11, zmm11, zmm22
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm16, zmm16, zmm23
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm16, zmm11
+    vpaddd       zmm16, zmm8, zmm11                  ; layer 0
+    vpaddd       zmm8, zmm8, zmm21
+    vpsubd       zmm8, zmm8, zmm11
+    vmovshdup    zmm11, zmm17
+    vpmuludq     zmm20, zmm17, zmm22
+    vpmuludq     zmm11, zmm11, zmm22
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm17, zmm17, zmm23
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm17, zmm11
+    vpaddd       zmm17, zmm9, zmm11                  ; layer 0
+    vpaddd       zmm9, zmm9, zmm21
+    vpsubd       zmm9, zmm9, zmm11
+    vmovshdup    zmm11, zmm18
+    vpmuludq     zmm20, zmm18, zmm22
+    vpmuludq     zmm11, zmm11, zmm22
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm18, zmm18, zmm23
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm18, zmm11
+    vpaddd       zmm18, zmm10, zmm11                 ; layer 0
+    vpaddd       zmm10, zmm10, zmm21
+    vpsubd       zmm10, zmm10, zmm11
+    vmovshdup    zmm11, zmm15
+    vpmuludq     zmm20, zmm15, zmm24
+    vpmuludq     zmm11, zmm11, zmm24
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm15, zmm15, [rax]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm15, zmm11
+    vpaddd       zmm15, zmm19, zmm11                 ; layer 1
+    vpaddd       zmm19, zmm19, zmm21
+    vpsubd       zmm11, zmm19, zmm11
+    vmovshdup    zmm19, zmm16
+    vpmuludq     zmm20, zmm16, zmm24
+    vpmuludq     zmm19, zmm19, zmm24
+    vmovshdup    zmm19{k2}, zmm20
+    vpmulld      zmm16, zmm16, [rax]
+    vpmulld      zmm19, zmm19, zmm2
+    vpsubd       zmm16, zmm16, zmm19
+    vpaddd       zmm19, zmm12, zmm16                 ; layer 1
+    vpaddd       zmm12, zmm12, zmm21
     vpsubd       zmm12, zmm12, zmm16
-    vpaddd       zmm16, zmm15, zmm12                 ; layer 4
-    vpaddd       zmm15, zmm15, zmm19
-    vpsubd       zmm12, zmm15, zmm12
-    vmovshdup    zmm15, zmm9
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2304
-    vpmuludq     zmm18, zmm9, [rax - 64]
-    vpmuludq     zmm15, zmm15, [rax - 64]
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm9, zmm9, zmm15
-    vpaddd       zmm15, zmm13, zmm9                  ; layer 4
-    vpaddd       zmm13, zmm13, zmm19
-    vpsubd       zmm9, zmm13, zmm9
-    vmovshdup    zmm13, zmm10
-    vpmuludq     zmm18, zmm10, [rax + 64]
-    vpmuludq     zmm13, zmm13, [rax + 64]
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm10, zmm10, [rax]
-    vpmulld      zmm13, zmm13, zmm0
-    vpsubd       zmm10, zmm10, zmm13
-    vpaddd       zmm13, zmm17, zmm10                 ; layer 4
-    vpaddd       zmm17, zmm17, zmm19
-    vpsubd       zmm10, zmm17, zmm10
-    vmovshdup    zmm17, zmm6
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2688] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2560
-    vpmuludq     zmm18, zmm6, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax - 64]
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm6, zmm6, zmm17
-    vpaddd       zmm17, zmm14, zmm6                  ; layer 4
-    vpaddd       zmm14, zmm14, zmm19
-    vpsubd       zmm6, zmm14, zmm6
-    vmovshdup    zmm14, zmm4
-    vpmuludq     zmm18, zmm4, [rax + 64]
-    vpmuludq     zmm14, zmm14, [rax + 64]
-    vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm4, zmm4, zmm14
-    vpaddd       zmm14, zmm11, zmm4                  ; layer 4
-    vpaddd       zmm11, zmm11, zmm19
-    vpsubd       zmm4, zmm11, zmm4
-    vmovshdup    zmm11, zmm1
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2944] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2816
-    vpmuludq     zmm18, zmm1, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm1, zmm1, zmm11
-    vpaddd       zmm11, zmm7, zmm1                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm19
-    vpsubd       zmm1, zmm7, zmm1
-    vshufi64x2   zmm7, zmm8, zmm2, 34
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm2, zmm8, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm8, zmm5, zmm3, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm3, zmm5, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm5, zmm16, zmm12, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm12, zmm16, zmm12, 119
-    vshufi64x2   zmm12, zmm12, zmm12, 141
-    vshufi64x2   zmm16, zmm15, zmm9, 34
-    vshufi64x2   zmm16, zmm16, zmm16, 141
-    vshufi64x2   zmm9, zmm15, zmm9, 119
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm15, zmm13, zmm10, 34
-    vshufi64x2   zmm15, zmm15, zmm15, 141
-    vshufi64x2   zmm10, zmm13, zmm10, 119
-    vshufi64x2   zmm10, zmm10, zmm10, 141
-    vshufi64x2   zmm13, zmm17, zmm6, 34
-    vshufi64x2   zmm13, zmm13, zmm13, 141
-    vshufi64x2   zmm6, zmm17, zmm6, 119
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm17, zmm14, zmm4, 34
-    vshufi64x2   zmm17, zmm17, zmm17, 141
-    vshufi64x2   zmm4, zmm14, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm14, zmm11, zmm1, 34
-    vshufi64x2   zmm14, zmm14, zmm14, 141
-    vshufi64x2   zmm1, zmm11, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vmovshdup    zmm11, zmm2
-    vpmuludq     zmm18, zmm2, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm2, zmm2, zmm11
-    vpaddd       zmm11, zmm7, zmm2                   ; layer 5
-    vpaddd       zmm7, zmm7, zmm19
-    vpsubd       zmm2, zmm7, zmm2
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3200] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3072
-    vpmuludq     zmm18, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm18
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
+    vmovshdup    zmm16, zmm17
+    vpmuludq     zmm20, zmm17, zmm24
+    vpmuludq     zmm16, zmm16, zmm24
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm17, zmm17, [rax]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm17, zmm16
+    vpaddd       zmm17, zmm13, zmm16                 ; layer 1
+    vpaddd       zmm13, zmm13, zmm21
+    vpsubd       zmm13, zmm13, zmm16
+    vmovshdup    zmm16, zmm18
+    vpmuludq     zmm20, zmm18, zmm24
+    vpmuludq     zmm16, zmm16, zmm24
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm18, zmm18, [rax]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpaddd       zmm18, zmm14, zmm16                 ; layer 1
+    vpaddd       zmm14, zmm14, zmm21
+    vpsubd       zmm14, zmm14, zmm16
+    vmovshdup    zmm16, zmm7
+    vpmuludq     zmm20, zmm7, zmm25
+    vpmuludq     zmm16, zmm16, zmm25
+    vmovshdup    zmm16{k2}, zmm20
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 384] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 256
+    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm16
+    vpaddd       zmm16, zmm3, zmm7                   ; layer 1
+    vpaddd       zmm3, zmm3, zmm21
     vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm8, zmm3                    ; layer 5
-    vpaddd       zmm8, zmm8, zmm19
-    vpsubd       zmm3, zmm8, zmm3
-    vmovshdup    zmm8, zmm12
-    vpmuludq     zmm18, zmm12, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm18
-    vpmulld      zmm12, zmm12, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm12, zmm8
-    vpaddd       zmm12, zmm5, zmm8                   ; layer 5
-    vpaddd       zmm5, zmm5, zmm19
-    vpsubd       zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm9
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3456] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3328
-    vpmuludq     zmm18, zmm9, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm18
+    vmovshdup    zmm7, zmm8
+    vpmuludq     zmm20, zmm8, zmm25
+    vpmuludq     zmm7, zmm7, zmm25
+    vmovshdup    zmm7{k2}, zmm20
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm8, zmm7
+    vpaddd       zmm8, zmm4, zmm7                    ; layer 1
+    vpaddd       zmm4, zmm4, zmm21
+    vpsubd       zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm9
+    vpmuludq     zmm20, zmm9, zmm25
+    vpmuludq     zmm7, zmm7, zmm25
+    vmovshdup    zmm7{k2}, zmm20
     vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm9, zmm8
-    vpaddd       zmm9, zmm16, zmm8                   ; layer 5
-    vpaddd       zmm16, zmm16, zmm19
-    vpsubd       zmm8, zmm16, zmm8
-    vmovshdup    zmm16, zmm10
-    vpmuludq     zmm18, zmm10, [rax + 64]
-    vpmuludq     zmm16, zmm16, [rax + 64]
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm10, zmm10, [rax]
-    vpmulld      zmm16, zmm16, zmm0
-    vpsubd       zmm10, zmm10, zmm16
-    vpaddd       zmm16, zmm15, zmm10                 ; layer 5
-    vpaddd       zmm15, zmm15, zmm19
-    vpsubd       zmm10, zmm15, zmm10
-    vmovshdup    zmm15, zmm6
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3712] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3584
-    vpmuludq     zmm18, zmm6, [rax - 64]
-    vpmuludq     zmm15, zmm15, [rax - 64]
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm6, zmm6, zmm15
-    vpaddd       zmm15, zmm13, zmm6                  ; layer 5
-    vpaddd       zmm13, zmm13, zmm19
-    vpsubd       zmm6, zmm13, zmm6
-    vmovshdup    zmm13, zmm4
-    vpmuludq     zmm18, zmm4, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 1
+    vpaddd       zmm5, zmm5, zmm21
+    vpsubd       zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm10
+    vpmuludq     zmm20, zmm10, zmm25
+    vpmuludq     zmm7, zmm7, zmm25
+    vmovshdup    zmm7{k2}, zmm20
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm6, zmm7                   ; layer 1
+    vpaddd       zmm6, zmm6, zmm21
+    vpsubd       zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm17
+    vpmuludq     zmm20, zmm17, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm20
+    vpmulld      zmm17, zmm17, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm17, zmm7
+    vpaddd       zmm17, zmm15, zmm7                  ; layer 2
+    vpaddd       zmm15, zmm15, zmm21
+    vpsubd       zmm7, zmm15, zmm7
+    vmovshdup    zmm15, zmm18
+    vpmuludq     zmm20, zmm18, [rax + 64]
+    vpmuludq     zmm15, zmm15, [rax + 64]
+    vmovshdup    zmm15{k2}, zmm20
+    vpmulld      zmm18, zmm18, [rax]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm18, zmm15
+    vpaddd       zmm18, zmm19, zmm15                 ; layer 2
+    vpaddd       zmm19, zmm19, zmm21
+    vpsubd       zmm15, zmm19, zmm15
+    vmovshdup    zmm19, zmm13
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 640] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 512
+    vpmuludq     zmm20, zmm13, [rax - 64]
+    vpmuludq     zmm19, zmm19, [rax - 64]
+    vmovshdup    zmm19{k2}, zmm20
+    vpmulld      zmm13, zmm13, [rax - 128]
+    vpmulld      zmm19, zmm19, zmm2
+    vpsubd       zmm13, zmm13, zmm19
+    vpaddd       zmm19, zmm11, zmm13                 ; layer 2
+    vpaddd       zmm11, zmm11, zmm21
+    vpsubd       zmm11, zmm11, zmm13
+    vmovshdup    zmm13, zmm14
+    vpmuludq     zmm20, zmm14, [rax - 64]
+    vpmuludq     zmm13, zmm13, [rax - 64]
+    vmovshdup    zmm13{k2}, zmm20
+    vpmulld      zmm14, zmm14, [rax - 128]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm14, zmm13
+    vpaddd       zmm14, zmm12, zmm13                 ; layer 2
+    vpaddd       zmm12, zmm12, zmm21
+    vpsubd       zmm12, zmm12, zmm13
+    vmovshdup    zmm13, zmm9
+    vpmuludq     zmm20, zmm9, [rax + 64]
     vpmuludq     zmm13, zmm13, [rax + 64]
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm13, zmm13, zmm0
-    vpsubd       zmm4, zmm4, zmm13
-    vpaddd       zmm13, zmm17, zmm4                  ; layer 5
-    vpaddd       zmm17, zmm17, zmm19
-    vpsubd       zmm4, zmm17, zmm4
-    vmovshdup    zmm17, zmm1
+    vmovshdup    zmm13{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rax]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm9, zmm9, zmm13
+    vpaddd       zmm13, zmm16, zmm9                  ; layer 2
+    vpaddd       zmm16, zmm16, zmm21
+    vpsubd       zmm9, zmm16, zmm9
+    vmovshdup    zmm16, zmm10
+    vpmuludq     zmm20, zmm10, [rax + 64]
+    vpmuludq     zmm16, zmm16, [rax + 64]
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm10, zmm10, zmm16
+    vpaddd       zmm16, zmm8, zmm10                  ; layer 2
+    vpaddd       zmm8, zmm8, zmm21
+    vpsubd       zmm8, zmm8, zmm10
+    vmovshdup    zmm10, zmm5
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 896] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 768
+    vpmuludq     zmm20, zmm5, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax - 64]
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm10
+    vpaddd       zmm10, zmm3, zmm5                   ; layer 2
+    vpaddd       zmm3, zmm3, zmm21
+    vpsubd       zmm3, zmm3, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm20, zmm6, [rax - 64]
+    vpmuludq     zmm5, zmm5, [rax - 64]
+    vmovshdup    zmm5{k2}, zmm20
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 2
+    vpaddd       zmm4, zmm4, zmm21
+    vpsubd       zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm18
+    vpmuludq     zmm20, zmm18, [rax + 64]
+    vpmuludq     zmm5, zmm5, [rax + 64]
+    vmovshdup    zmm5{k2}, zmm20
+    vpmulld      zmm18, zmm18, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm18, zmm5
+    vpaddd       zmm18, zmm17, zmm5                  ; layer 3
+    vpaddd       zmm17, zmm17, zmm21
+    vpsubd       zmm5, zmm17, zmm5
+    vmovshdup    zmm17, zmm15
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1024
+    vpmuludq     zmm20, zmm15, [rax - 64]
+    vpmuludq     zmm17, zmm17, [rax - 64]
+    vmovshdup    zmm17{k2}, zmm20
+    vpmulld      zmm15, zmm15, [rax - 128]
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm15, zmm15, zmm17
+    vpaddd       zmm17, zmm7, zmm15                  ; layer 3
+    vpaddd       zmm7, zmm7, zmm21
+    vpsubd       zmm7, zmm7, zmm15
+    vmovshdup    zmm15, zmm14
+    vpmuludq     zmm20, zmm14, [rax + 64]
+    vpmuludq     zmm15, zmm15, [rax + 64]
+    vmovshdup    zmm15{k2}, zmm20
+    vpmulld      zmm14, zmm14, [rax]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm14, zmm14, zmm15
+    vpaddd       zmm15, zmm19, zmm14                 ; layer 3
+    vpaddd       zmm19, zmm19, zmm21
+    vpsubd       zmm14, zmm19, zmm14
+    vmovshdup    zmm19, zmm12
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1408] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1280
+    vpmuludq     zmm20, zmm12, [rax - 64]
+    vpmuludq     zmm19, zmm19, [rax - 64]
+    vmovshdup    zmm19{k2}, zmm20
+    vpmulld      zmm12, zmm12, [rax - 128]
+    vpmulld      zmm19, zmm19, zmm2
+    vpsubd       zmm12, zmm12, zmm19
+    vpaddd       zmm19, zmm11, zmm12                 ; layer 3
+    vpaddd       zmm11, zmm11, zmm21
+    vpsubd       zmm11, zmm11, zmm12
+    vmovshdup    zmm12, zmm16
+    vpmuludq     zmm20, zmm16, [rax + 64]
+    vpmuludq     zmm12, zmm12, [rax + 64]
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm16, zmm16, [rax]
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm16, zmm12
+    vpaddd       zmm16, zmm13, zmm12                 ; layer 3
+    vpaddd       zmm13, zmm13, zmm21
+    vpsubd       zmm12, zmm13, zmm12
+    vmovshdup    zmm13, zmm8
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1536
+    vpmuludq     zmm20, zmm8, [rax - 64]
+    vpmuludq     zmm13, zmm13, [rax - 64]
+    vmovshdup    zmm13{k2}, zmm20
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm8, zmm8, zmm13
+    vpaddd       zmm13, zmm9, zmm8                   ; layer 3
+    vpaddd       zmm9, zmm9, zmm21
+    vpsubd       zmm8, zmm9, zmm8
+    vmovshdup    zmm9, zmm6
+    vpmuludq     zmm20, zmm6, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm20
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm6, zmm6, zmm9
+    vpaddd       zmm9, zmm10, zmm6                   ; layer 3
+    vpaddd       zmm10, zmm10, zmm21
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm4
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 1792
+    vpmuludq     zmm20, zmm4, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax - 64]
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm4, zmm4, zmm10
+    vpaddd       zmm10, zmm3, zmm4                   ; layer 3
+    vpaddd       zmm3, zmm3, zmm21
+    vpsubd       zmm3, zmm3, zmm4
+    vshufi64x2   zmm4, zmm18, zmm5, 68
+    vshufi64x2   zmm5, zmm18, zmm5, 238
+    vshufi64x2   zmm18, zmm17, zmm7, 68
+    vshufi64x2   zmm7, zmm17, zmm7, 238
+    vshufi64x2   zmm17, zmm15, zmm14, 68
+    vshufi64x2   zmm14, zmm15, zmm14, 238
+    vshufi64x2   zmm15, zmm19, zmm11, 68
+    vshufi64x2   zmm11, zmm19, zmm11, 238
+    vshufi64x2   zmm19, zmm16, zmm12, 68
+    vshufi64x2   zmm12, zmm16, zmm12, 238
+    vshufi64x2   zmm16, zmm13, zmm8, 68
+    vshufi64x2   zmm8, zmm13, zmm8, 238
+    vshufi64x2   zmm13, zmm9, zmm6, 68
+    vshufi64x2   zmm6, zmm9, zmm6, 238
+    vshufi64x2   zmm9, zmm10, zmm3, 68
+    vshufi64x2   zmm3, zmm10, zmm3, 238
+    vmovshdup    zmm10, zmm5
+    vpmuludq     zmm20, zmm5, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm10
+    vpaddd       zmm10, zmm4, zmm5                   ; layer 4
+    vpaddd       zmm4, zmm4, zmm21
+    vpsubd       zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm7
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2176] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2048
+    vpmuludq     zmm20, zmm7, [rax - 64]
+    vpmuludq     zmm5, zmm5, [rax - 64]
+    vmovshdup    zmm5{k2}, zmm20
+    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm7, zmm5
+    vpaddd       zmm7, zmm18, zmm5                   ; layer 4
+    vpaddd       zmm18, zmm18, zmm21
+    vpsubd       zmm5, zmm18, zmm5
+    vmovshdup    zmm18, zmm14
+    vpmuludq     zmm20, zmm14, [rax + 64]
+    vpmuludq     zmm18, zmm18, [rax + 64]
+    vmovshdup    zmm18{k2}, zmm20
+    vpmulld      zmm14, zmm14, [rax]
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm14, zmm14, zmm18
+    vpaddd       zmm18, zmm17, zmm14                 ; layer 4
+    vpaddd       zmm17, zmm17, zmm21
+    vpsubd       zmm14, zmm17, zmm14
+    vmovshdup    zmm17, zmm11
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2304
+    vpmuludq     zmm20, zmm11, [rax - 64]
+    vpmuludq     zmm17, zmm17, [rax - 64]
+    vmovshdup    zmm17{k2}, zmm20
+    vpmulld      zmm11, zmm11, [rax - 128]
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm11, zmm11, zmm17
+    vpaddd       zmm17, zmm15, zmm11                 ; layer 4
+    vpaddd       zmm15, zmm15, zmm21
+    vpsubd       zmm11, zmm15, zmm11
+    vmovshdup    zmm15, zmm12
+    vpmuludq     zmm20, zmm12, [rax + 64]
+    vpmuludq     zmm15, zmm15, [rax + 64]
+    vmovshdup    zmm15{k2}, zmm20
+    vpmulld      zmm12, zmm12, [rax]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm12, zmm12, zmm15
+    vpaddd       zmm15, zmm19, zmm12                 ; layer 4
+    vpaddd       zmm19, zmm19, zmm21
+    vpsubd       zmm12, zmm19, zmm12
+    vmovshdup    zmm19, zmm8
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2688] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2560
+    vpmuludq     zmm20, zmm8, [rax - 64]
+    vpmuludq     zmm19, zmm19, [rax - 64]
+    vmovshdup    zmm19{k2}, zmm20
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm19, zmm19, zmm2
+    vpsubd       zmm8, zmm8, zmm19
+    vpaddd       zmm19, zmm16, zmm8                  ; layer 4
+    vpaddd       zmm16, zmm16, zmm21
+    vpsubd       zmm8, zmm16, zmm8
+    vmovshdup    zmm16, zmm6
+    vpmuludq     zmm20, zmm6, [rax + 64]
+    vpmuludq     zmm16, zmm16, [rax + 64]
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm6, zmm6, zmm16
+    vpaddd       zmm16, zmm13, zmm6                  ; layer 4
+    vpaddd       zmm13, zmm13, zmm21
+    vpsubd       zmm6, zmm13, zmm6
+    vmovshdup    zmm13, zmm3
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 2944] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 2816
+    vpmuludq     zmm20, zmm3, [rax - 64]
+    vpmuludq     zmm13, zmm13, [rax - 64]
+    vmovshdup    zmm13{k2}, zmm20
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm3, zmm3, zmm13
+    vpaddd       zmm13, zmm9, zmm3                   ; layer 4
+    vpaddd       zmm9, zmm9, zmm21
+    vpsubd       zmm3, zmm9, zmm3
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm10, zmm4
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm20, zmm10, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm7, zmm5
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm7, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm18, zmm14
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm18, zmm14
+    vmovdqa64    zmm14, zmm0
+    vpermi2q     zmm14, zmm17, zmm11
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm18, zmm17, zmm11
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm11, zmm15, zmm12
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm17, zmm15, zmm12
+    vmovdqa64    zmm12, zmm0
+    vpermi2q     zmm12, zmm19, zmm8
+    vmovdqa64    zmm15, zmm1
+    vpermi2q     zmm15, zmm19, zmm8
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm8, zmm16, zmm6
+    vmovdqa64    zmm19, zmm1
+    vpermi2q     zmm19, zmm16, zmm6
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm13, zmm3
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm13, zmm3
+    vmovshdup    zmm3, zmm20
+    vpmuludq     zmm6, zmm20, [rax + 64]
+    vpmuludq     zmm3, zmm3, [rax + 64]
+    vmovshdup    zmm3{k2}, zmm6
+    vpmulld      zmm6, zmm20, [rax]
+    vpmulld      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm6, zmm3
+    vpaddd       zmm6, zmm9, zmm3                    ; layer 5
+    vpaddd       zmm9, zmm9, zmm21
+    vpsubd       zmm3, zmm9, zmm3
+    vmovshdup    zmm9, zmm10
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3200] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3072
+    vpmuludq     zmm13, zmm10, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm13
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm10, zmm9
+    vpaddd       zmm10, zmm4, zmm9                   ; layer 5
+    vpaddd       zmm4, zmm4, zmm21
+    vpsubd       zmm4, zmm4, zmm9
+    vmovshdup    zmm9, zmm7
+    vpmuludq     zmm13, zmm7, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm13
+    vpmulld      zmm7, zmm7, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm7, zmm7, zmm9
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 5
+    vpaddd       zmm5, zmm5, zmm21
+    vpsubd       zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm18
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3456] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3328
+    vpmuludq     zmm13, zmm18, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm13
+    vpmulld      zmm13, zmm18, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm13, zmm7
+    vpaddd       zmm13, zmm14, zmm7                  ; layer 5
+    vpaddd       zmm14, zmm14, zmm21
+    vpsubd       zmm7, zmm14, zmm7
+    vmovshdup    zmm14, zmm17
+    vpmuludq     zmm16, zmm17, [rax + 64]
+    vpmuludq     zmm14, zmm14, [rax + 64]
+    vmovshdup    zmm14{k2}, zmm16
+    vpmulld      zmm16, zmm17, [rax]
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm16, zmm14
+    vpaddd       zmm16, zmm11, zmm14                 ; layer 5
+    vpaddd       zmm11, zmm11, zmm21
+    vpsubd       zmm11, zmm11, zmm14
+    vmovshdup    zmm14, zmm15
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3712] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3584
+    vpmuludq     zmm17, zmm15, [rax - 64]
+    vpmuludq     zmm14, zmm14, [rax - 64]
+    vmovshdup    zmm14{k2}, zmm17
+    vpmulld      zmm15, zmm15, [rax - 128]
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm15, zmm14
+    vpaddd       zmm15, zmm12, zmm14                 ; layer 5
+    vpaddd       zmm12, zmm12, zmm21
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm14, zmm19
+    vpmuludq     zmm17, zmm19, [rax + 64]
+    vpmuludq     zmm14, zmm14, [rax + 64]
+    vmovshdup    zmm14{k2}, zmm17
+    vpmulld      zmm17, zmm19, [rax]
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm17, zmm14
+    vpaddd       zmm17, zmm8, zmm14                  ; layer 5
+    vpaddd       zmm8, zmm8, zmm21
+    vpsubd       zmm8, zmm8, zmm14
+    vmovshdup    zmm14, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 3968] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 3840
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax - 64]
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm1, zmm1, zmm17
-    vpaddd       zmm17, zmm14, zmm1                  ; layer 5
-    vpaddd       zmm14, zmm14, zmm19
-    vpsubd       zmm1, zmm14, zmm1
-    vpunpckldq   zmm14, zmm11, zmm2
-    vpunpckhdq   zmm2, zmm11, zmm2
-    vpunpckldq   zmm11, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpunpckldq   zmm7, zmm12, zmm5
-    vpunpckhdq   zmm5, zmm12, zmm5
-    vpunpckldq   zmm12, zmm9, zmm8
-    vpunpckhdq   zmm8, zmm9, zmm8
-    vpunpckldq   zmm9, zmm16, zmm10
-    vpunpckhdq   zmm10, zmm16, zmm10
-    vpunpckldq   zmm16, zmm15, zmm6
-    vpunpckhdq   zmm6, zmm15, zmm6
-    vpunpckldq   zmm15, zmm13, zmm4
-    vpunpckhdq   zmm4, zmm13, zmm4
-    vpunpckldq   zmm13, zmm17, zmm1
-    vpunpckhdq   zmm1, zmm17, zmm1
-    vmovshdup    zmm17, zmm2
-    vpmuludq     zmm18, zmm2, [rax + 64]
-    vpmuludq     zmm17, zmm17, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4096]
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm2, zmm2, zmm17
-    vpaddd       zmm17, zmm14, zmm2                  ; layer 6
-    vpaddd       zmm14, zmm14, zmm19
-    vpsubd       zmm2, zmm14, zmm2
-    vmovshdup    zmm14, zmm3
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4288] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4160
-    vpmuludq     zmm18, zmm3, [rax - 64]
-    vpmuludq     zmm14, zmm14, [rax]
+    vpmuludq     zmm14, zmm14, [rax - 64]
     vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm0
+    vpmulld      zmm1, zmm1, [rax - 128]
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm1, zmm1, zmm14
+    vpaddd       zmm14, zmm0, zmm1                   ; layer 5
+    vpaddd       zmm0, zmm0, zmm21
+    vpsubd       zmm0, zmm0, zmm1
+    vpunpckldq   zmm1, zmm6, zmm3
+    vpunpckhdq   zmm3, zmm6, zmm3
+    vpunpckldq   zmm6, zmm10, zmm4
+    vpunpckhdq   zmm4, zmm10, zmm4
+    vpunpckldq   zmm10, zmm9, zmm5
+    vpunpckhdq   zmm5, zmm9, zmm5
+    vpunpckldq   zmm9, zmm13, zmm7
+    vpunpckhdq   zmm7, zmm13, zmm7
+    vpunpckldq   zmm13, zmm16, zmm11
+    vpunpckhdq   zmm11, zmm16, zmm11
+    vpunpckldq   zmm16, zmm15, zmm12
+    vpunpckhdq   zmm12, zmm15, zmm12
+    vpunpckldq   zmm15, zmm17, zmm8
+    vpunpckhdq   zmm8, zmm17, zmm8
+    vpunpckldq   zmm17, zmm14, zmm0
+    vpunpckhdq   zmm0, zmm14, zmm0
+    vmovshdup    zmm14, zmm3
+    vpmuludq     zmm18, zmm3, [rax + 64]
+    vpmuludq     zmm14, zmm14, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4096]
+    vmovshdup    zmm14{k2}, zmm18
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm14, zmm14, zmm2
     vpsubd       zmm3, zmm3, zmm14
-    vpaddd       zmm14, zmm11, zmm3                  ; layer 6
-    vpaddd       zmm11, zmm11, zmm19
-    vpsubd       zmm3, zmm11, zmm3
-    vmovshdup    zmm11, zmm5
+    vpaddd       zmm14, zmm1, zmm3                   ; layer 6
+    vpaddd       zmm1, zmm1, zmm21
+    vpsubd       zmm1, zmm1, zmm3
+    vmovshdup    zmm3, zmm4
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4288] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4160
+    vpmuludq     zmm18, zmm4, [rax - 64]
+    vpmuludq     zmm3, zmm3, [rax]
+    vmovshdup    zmm3{k2}, zmm18
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm4, zmm3
+    vpaddd       zmm4, zmm6, zmm3                    ; layer 6
+    vpaddd       zmm6, zmm6, zmm21
+    vpsubd       zmm3, zmm6, zmm3
+    vmovshdup    zmm6, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4480] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4352
     vpmuludq     zmm18, zmm5, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm18
+    vpmuludq     zmm6, zmm6, [rax]
+    vmovshdup    zmm6{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm5, zmm5, zmm11
-    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
-    vpaddd       zmm7, zmm7, zmm19
-    vpsubd       zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm8
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm5, zmm5, zmm6
+    vpaddd       zmm6, zmm10, zmm5                   ; layer 6
+    vpaddd       zmm10, zmm10, zmm21
+    vpsubd       zmm5, zmm10, zmm5
+    vmovshdup    zmm10, zmm7
     lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4672] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4544
-    vpmuludq     zmm18, zmm8, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm18
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm12, zmm7                   ; layer 6
-    vpaddd       zmm12, zmm12, zmm19
-    vpsubd       zmm7, zmm12, zmm7
-    vmovshdup    zmm12, zmm10
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4736
-    vpmuludq     zmm18, zmm10, [rax - 64]
-    vpmuludq     zmm12, zmm12, [rax]
-    vmovshdup    zmm12{k2}, zmm18
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm12, zmm12, zmm0
-    vpsubd       zmm10, zmm10, zmm12
-    vpaddd       zmm12, zmm9, zmm10                  ; layer 6
-    vpaddd       zmm9, zmm9, zmm19
-    vpsubd       zmm9, zmm9, zmm10
-    vmovshdup    zmm10, zmm6
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5056] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4928
-    vpmuludq     zmm18, zmm6, [rax - 64]
+    vpmuludq     zmm18, zmm7, [rax - 64]
     vpmuludq     zmm10, zmm10, [rax]
     vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm6, zmm6, zmm10
-    vpaddd       zmm10, zmm16, zmm6                  ; layer 6
-    vpaddd       zmm16, zmm16, zmm19
-    vpsubd       zmm6, zmm16, zmm6
-    vmovshdup    zmm16, zmm4
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5248] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5120
-    vpmuludq     zmm18, zmm4, [rax - 64]
-    vpmuludq     zmm16, zmm16, [rax]
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm16, zmm16, zmm0
-    vpsubd       zmm4, zmm4, zmm16
-    vpaddd       zmm16, zmm15, zmm4                  ; layer 6
-    vpaddd       zmm15, zmm15, zmm19
-    vpsubd       zmm4, zmm15, zmm4
-    vmovshdup    zmm15, zmm1
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5440] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5312
-    vpmuludq     zmm18, zmm1, [rax - 64]
-    vpmuludq     zmm15, zmm15, [rax]
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm1, zmm1, zmm15
-    vpaddd       zmm15, zmm13, zmm1                  ; layer 6
-    vpaddd       zmm13, zmm13, zmm19
-    vpsubd       zmm1, zmm13, zmm1
-    vpunpckldq   zmm13, zmm17, zmm2
-    vpunpckhdq   zmm2, zmm17, zmm2
-    vpunpckldq   zmm17, zmm14, zmm3
-    vpunpckhdq   zmm3, zmm14, zmm3
-    vpunpckldq   zmm14, zmm11, zmm5
-    vpunpckhdq   zmm5, zmm11, zmm5
-    vpunpckldq   zmm11, zmm8, zmm7
-    vpunpckhdq   zmm7, zmm8, zmm7
-    vpunpckldq   zmm8, zmm12, zmm9
-    vpunpckhdq   zmm9, zmm12, zmm9
-    vpunpckldq   zmm12, zmm10, zmm6
-    vpunpckhdq   zmm6, zmm10, zmm6
-    vpunpckldq   zmm10, zmm16, zmm4
-    vpunpckhdq   zmm4, zmm16, zmm4
-    vpunpckldq   zmm16, zmm15, zmm1
-    vpunpckhdq   zmm1, zmm15, zmm1
-    vmovshdup    zmm15, zmm2
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5504
-    vpmuludq     zmm18, zmm2, [rax - 64]
-    vpmuludq     zmm15, zmm15, [rax]
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm2, zmm2, zmm15
-    vpaddd       zmm15, zmm13, zmm2                  ; layer 7
-    vpaddd       zmm13, zmm13, zmm19
-    vpsubd       zmm2, zmm13, zmm2
-    vmovshdup    zmm13, zmm3
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5824] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5696
-    vpmuludq     zmm18, zmm3, [rax - 64]
-    vpmuludq     zmm13, zmm13, [rax]
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm13, zmm13, zmm0
-    vpsubd       zmm3, zmm3, zmm13
-    vpaddd       zmm13, zmm17, zmm3                  ; layer 7
-    vpaddd       zmm17, zmm17, zmm19
-    vpsubd       zmm3, zmm17, zmm3
-    vmovshdup    zmm17, zmm5
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6016] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5888
-    vpmuludq     zmm18, zmm5, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax]
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm5, zmm5, zmm17
-    vpaddd       zmm17, zmm14, zmm5                  ; layer 7
-    vpaddd       zmm14, zmm14, zmm19
-    vpsubd       zmm5, zmm14, zmm5
-    vmovshdup    zmm14, zmm7
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6208] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6080
-    vpmuludq     zmm18, zmm7, [rax - 64]
-    vpmuludq     zmm14, zmm14, [rax]
-    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm7, zmm7, zmm14
-    vpaddd       zmm14, zmm11, zmm7                  ; layer 7
-    vpaddd       zmm11, zmm11, zmm19
-    vpsubd       zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm9
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6400] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6272
-    vpmuludq     zmm18, zmm9, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm9, zmm9, zmm11
-    vpaddd       zmm11, zmm8, zmm9                   ; layer 7
-    vpaddd       zmm8, zmm8, zmm19
-    vpsubd       zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm6
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6592] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6464
-    vpmuludq     zmm18, zmm6, [rax - 64]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm7, zmm7, zmm10
+    vpaddd       zmm10, zmm9, zmm7                   ; layer 6
+    vpaddd       zmm9, zmm9, zmm21
+    vpsubd       zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm11
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4736
+    vpmuludq     zmm18, zmm11, [rax - 64]
     vpmuludq     zmm9, zmm9, [rax]
     vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm12, zmm6                   ; layer 7
-    vpaddd       zmm12, zmm12, zmm19
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm12, zmm4
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6784] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6656
-    vpmuludq     zmm18, zmm4, [rax - 64]
-    vpmuludq     zmm12, zmm12, [rax]
-    vmovshdup    zmm12{k2}, zmm18
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm12, zmm12, zmm0
-    vpsubd       zmm4, zmm4, zmm12
-    vpaddd       zmm12, zmm10, zmm4                  ; layer 7
-    vpaddd       zmm10, zmm10, zmm19
-    vpsubd       zmm4, zmm10, zmm4
-    vmovshdup    zmm10, zmm1
-    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6976] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6848
+    vpmulld      zmm11, zmm11, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm11, zmm9
+    vpaddd       zmm11, zmm13, zmm9                  ; layer 6
+    vpaddd       zmm13, zmm13, zmm21
+    vpsubd       zmm9, zmm13, zmm9
+    vmovshdup    zmm13, zmm12
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5056] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 4928
+    vpmuludq     zmm18, zmm12, [rax - 64]
+    vpmuludq     zmm13, zmm13, [rax]
+    vmovshdup    zmm13{k2}, zmm18
+    vpmulld      zmm12, zmm12, [rax - 128]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm12, zmm12, zmm13
+    vpaddd       zmm13, zmm16, zmm12                 ; layer 6
+    vpaddd       zmm16, zmm16, zmm21
+    vpsubd       zmm12, zmm16, zmm12
+    vmovshdup    zmm16, zmm8
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5248] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5120
+    vpmuludq     zmm18, zmm8, [rax - 64]
+    vpmuludq     zmm16, zmm16, [rax]
+    vmovshdup    zmm16{k2}, zmm18
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm8, zmm8, zmm16
+    vpaddd       zmm16, zmm15, zmm8                  ; layer 6
+    vpaddd       zmm15, zmm15, zmm21
+    vpsubd       zmm8, zmm15, zmm8
+    vmovshdup    zmm15, zmm0
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5440] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5312
+    vpmuludq     zmm18, zmm0, [rax - 64]
+    vpmuludq     zmm15, zmm15, [rax]
+    vmovshdup    zmm15{k2}, zmm18
+    vpmulld      zmm0, zmm0, [rax - 128]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm0, zmm0, zmm15
+    vpaddd       zmm15, zmm17, zmm0                  ; layer 6
+    vpaddd       zmm17, zmm17, zmm21
+    vpsubd       zmm0, zmm17, zmm0
+    vpunpckldq   zmm17, zmm14, zmm1
+    vpunpckhdq   zmm1, zmm14, zmm1
+    vpunpckldq   zmm14, zmm4, zmm3
+    vpunpckhdq   zmm3, zmm4, zmm3
+    vpunpckldq   zmm4, zmm6, zmm5
+    vpunpckhdq   zmm5, zmm6, zmm5
+    vpunpckldq   zmm6, zmm10, zmm7
+    vpunpckhdq   zmm7, zmm10, zmm7
+    vpunpckldq   zmm10, zmm11, zmm9
+    vpunpckhdq   zmm9, zmm11, zmm9
+    vpunpckldq   zmm11, zmm13, zmm12
+    vpunpckhdq   zmm12, zmm13, zmm12
+    vpunpckldq   zmm13, zmm16, zmm8
+    vpunpckhdq   zmm8, zmm16, zmm8
+    vpunpckldq   zmm16, zmm15, zmm0
+    vpunpckhdq   zmm0, zmm15, zmm0
+    vmovshdup    zmm15, zmm1
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5504
     vpmuludq     zmm18, zmm1, [rax - 64]
+    vpmuludq     zmm15, zmm15, [rax]
+    vmovshdup    zmm15{k2}, zmm18
+    vpmulld      zmm1, zmm1, [rax - 128]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm1, zmm1, zmm15
+    vpaddd       zmm15, zmm17, zmm1                  ; layer 7
+    vpaddd       zmm17, zmm17, zmm21
+    vpsubd       zmm1, zmm17, zmm1
+    vmovshdup    zmm17, zmm3
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 5824] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5696
+    vpmuludq     zmm18, zmm3, [rax - 64]
+    vpmuludq     zmm17, zmm17, [rax]
+    vmovshdup    zmm17{k2}, zmm18
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm3, zmm3, zmm17
+    vpaddd       zmm17, zmm14, zmm3                  ; layer 7
+    vpaddd       zmm14, zmm14, zmm21
+    vpsubd       zmm3, zmm14, zmm3
+    vmovshdup    zmm14, zmm5
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6016] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 5888
+    vpmuludq     zmm18, zmm5, [rax - 64]
+    vpmuludq     zmm14, zmm14, [rax]
+    vmovshdup    zmm14{k2}, zmm18
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm14
+    vpaddd       zmm14, zmm4, zmm5                   ; layer 7
+    vpaddd       zmm4, zmm4, zmm21
+    vpsubd       zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm7
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6208] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6080
+    vpmuludq     zmm18, zmm7, [rax - 64]
+    vpmuludq     zmm5, zmm5, [rax]
+    vmovshdup    zmm5{k2}, zmm18
+    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm7, zmm5
+    vpaddd       zmm7, zmm6, zmm5                    ; layer 7
+    vpaddd       zmm6, zmm6, zmm21
+    vpsubd       zmm5, zmm6, zmm5
+    vmovshdup    zmm6, zmm9
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6400] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6272
+    vpmuludq     zmm18, zmm9, [rax - 64]
+    vpmuludq     zmm6, zmm6, [rax]
+    vmovshdup    zmm6{k2}, zmm18
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm9, zmm6
+    vpaddd       zmm9, zmm10, zmm6                   ; layer 7
+    vpaddd       zmm10, zmm10, zmm21
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm12
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6592] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6464
+    vpmuludq     zmm18, zmm12, [rax - 64]
     vpmuludq     zmm10, zmm10, [rax]
     vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm0, zmm10, zmm0
-    vpsubd       zmm0, zmm1, zmm0
-    vpaddd       zmm1, zmm16, zmm0                   ; layer 7
-    vpaddd       zmm10, zmm16, zmm19
-    vpsubd       zmm0, zmm10, zmm0
-    vshufi64x2   zmm10, zmm15, zmm2, 68
-    vshufi64x2   zmm2, zmm15, zmm2, 238
-    vshufi64x2   zmm15, zmm13, zmm3, 68
-    vshufi64x2   zmm3, zmm13, zmm3, 238
-    vshufi64x2   zmm13, zmm17, zmm5, 68
-    vshufi64x2   zmm5, zmm17, zmm5, 238
-    vshufi64x2   zmm16, zmm14, zmm7, 68
-    vshufi64x2   zmm7, zmm14, zmm7, 238
-    vshufi64x2   zmm14, zmm11, zmm8, 68
-    vshufi64x2   zmm8, zmm11, zmm8, 238
-    vshufi64x2   zmm11, zmm9, zmm6, 68
+    vpmulld      zmm12, zmm12, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm12, zmm10
+    vpaddd       zmm12, zmm11, zmm10                 ; layer 7
+    vpaddd       zmm11, zmm11, zmm21
+    vpsubd       zmm10, zmm11, zmm10
+    vmovshdup    zmm11, zmm8
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6784] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6656
+    vpmuludq     zmm18, zmm8, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax]
+    vmovshdup    zmm11{k2}, zmm18
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm8, zmm8, zmm11
+    vpaddd       zmm11, zmm13, zmm8                  ; layer 7
+    vpaddd       zmm13, zmm13, zmm21
+    vpsubd       zmm8, zmm13, zmm8
+    vmovshdup    zmm13, zmm0
+    lea          rax, [rel kg_dilithium8380417_ntt_forward_twiddles_avx512 + 6976] ; addresses kg_dilithium8380417_ntt_forward_twiddles_avx512 near byte 6848
+    vpmuludq     zmm18, zmm0, [rax - 64]
+    vpmuludq     zmm13, zmm13, [rax]
+    vmovshdup    zmm13{k2}, zmm18
+    vpmulld      zmm0, zmm0, [rax - 128]
+    vpmulld      zmm2, zmm13, zmm2
+    vpsubd       zmm0, zmm0, zmm2
+    vpaddd       zmm2, zmm16, zmm0                   ; layer 7
+    vpaddd       zmm13, zmm16, zmm21
+    vpsubd       zmm0, zmm13, zmm0
+    vshufi64x2   zmm13, zmm15, zmm1, 68
+    vshufi64x2   zmm1, zmm15, zmm1, 238
+    vshufi64x2   zmm15, zmm17, zmm3, 68
+    vshufi64x2   zmm3, zmm17, zmm3, 238
+    vshufi64x2   zmm16, zmm14, zmm4, 68
+    vshufi64x2   zmm4, zmm14, zmm4, 238
+    vshufi64x2   zmm14, zmm7, zmm5, 68
+    vshufi64x2   zmm5, zmm7, zmm5, 238
+    vshufi64x2   zmm7, zmm9, zmm6, 68
     vshufi64x2   zmm6, zmm9, zmm6, 238
-    vshufi64x2   zmm9, zmm12, zmm4, 68
-    vshufi64x2   zmm4, zmm12, zmm4, 238
-    vshufi64x2   zmm12, zmm1, zmm0, 68
-    vshufi64x2   zmm0, zmm1, zmm0, 238
-    vmovdqu64    [rdi], zmm10
-    vmovdqu64    [rdi + 64], zmm2
+    vshufi64x2   zmm9, zmm12, zmm10, 68
+    vshufi64x2   zmm10, zmm12, zmm10, 238
+    vshufi64x2   zmm12, zmm11, zmm8, 68
+    vshufi64x2   zmm8, zmm11, zmm8, 238
+    vshufi64x2   zmm11, zmm2, zmm0, 68
+    vshufi64x2   zmm0, zmm2, zmm0, 238
+    vmovdqu64    [rdi], zmm13
+    vmovdqu64    [rdi + 64], zmm1
     vmovdqu64    [rdi + 128], zmm15
     vmovdqu64    [rdi + 192], zmm3
-    vmovdqu64    [rdi + 256], zmm13
-    vmovdqu64    [rdi + 320], zmm5
-    vmovdqu64    [rdi + 384], zmm16
-    vmovdqu64    [rdi + 448], zmm7
-    vmovdqu64    [rdi + 512], zmm14
-    vmovdqu64    [rdi + 576], zmm8
-    vmovdqu64    [rdi + 640], zmm11
-    vmovdqu64    [rdi + 704], zmm6
-    vmovdqu64    [rdi + 768], zmm9
-    vmovdqu64    [rdi + 832], zmm4
-    vmovdqu64    [rdi + 896], zmm12
+    vmovdqu64    [rdi + 256], zmm16
+    vmovdqu64    [rdi + 320], zmm4
+    vmovdqu64    [rdi + 384], zmm14
+    vmovdqu64    [rdi + 448], zmm5
+    vmovdqu64    [rdi + 512], zmm7
+    vmovdqu64    [rdi + 576], zmm6
+    vmovdqu64    [rdi + 640], zmm9
+    vmovdqu64    [rdi + 704], zmm10
+    vmovdqu64    [rdi + 768], zmm12
+    vmovdqu64    [rdi + 832], zmm8
+    vmovdqu64    [rdi + 896], zmm11
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
     ret
@@ -2407,7 +2419,7 @@ kg_dilithium8380417_basemul_avx512:
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-28}, k2, rax, flags
+;   clobbers: zmm{0-30}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 0 vector reductions
@@ -2417,313 +2429,311 @@ global kg_dilithium8380417_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_di
 align 32
 kg_dilithium8380417_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm19, [rel pd_16760834]            ; held in a register: read 28 times
-    vmovdqu64    zmm20, [rel pd_8395782]             ; held in a register: read 16 times
-    vmovdqu64    zmm21, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 6464] ; held in a register: read 16 times
-    vmovdqu64    zmm22, [rel pd_25141251]            ; held in a register: read 12 times
-    vmovdqu64    zmm23, [rel pd_41902085]            ; held in a register: read 9 times
-    vmovdqu64    zmm24, [rel pd_16382]               ; held in a register: read 8 times
-    vmovdqu64    zmm25, [rel pd_75423753]            ; held in a register: read 8 times
+    vmovdqu64    zmm21, [rel pd_16760834]            ; held in a register: read 28 times
+    vmovdqu64    zmm22, [rel pd_8395782]             ; held in a register: read 16 times
+    vmovdqu64    zmm23, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 6464] ; held in a register: read 16 times
+    vmovdqu64    zmm24, [rel pd_25141251]            ; held in a register: read 12 times
+    vmovdqu64    zmm25, [rel pd_41902085]            ; held in a register: read 9 times
+    vmovdqu64    zmm26, [rel pd_16382]               ; held in a register: read 8 times
+    vmovdqu64    zmm27, [rel pd_75423753]            ; held in a register: read 8 times
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 6336] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 6208
-    vmovdqu64    zmm26, [rax - 128]                  ; held in a register: read 8 times
-    vmovdqu64    zmm27, [rax]                        ; held in a register: read 8 times
-    vmovdqu64    zmm28, [rax + 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm28, [rax - 128]                  ; held in a register: read 8 times
+    vmovdqu64    zmm29, [rax]                        ; held in a register: read 8 times
+    vmovdqu64    zmm30, [rax + 64]                   ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 128]
-    vmovdqu64    zmm3, [rdi + 256]
-    vmovdqu64    zmm4, [rdi + 384]
-    vmovdqu64    zmm5, [rdi + 512]
-    vmovdqu64    zmm6, [rdi + 640]
-    vmovdqu64    zmm7, [rdi + 768]
-    vmovdqu64    zmm8, [rdi + 896]
-    vshufi64x2   zmm9, zmm1, [rdi + 64], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 64], 238
-    vshufi64x2   zmm10, zmm2, [rdi + 192], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 192], 238
-    vshufi64x2   zmm11, zmm3, [rdi + 320], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 320], 238
-    vshufi64x2   zmm12, zmm4, [rdi + 448], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 448], 238
-    vshufi64x2   zmm13, zmm5, [rdi + 576], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 576], 238
-    vshufi64x2   zmm14, zmm6, [rdi + 704], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 704], 238
-    vshufi64x2   zmm15, zmm7, [rdi + 832], 68
-    vshufi64x2   zmm7, zmm7, [rdi + 832], 238
-    vshufi64x2   zmm16, zmm8, [rdi + 960], 68
-    vshufi64x2   zmm8, zmm8, [rdi + 960], 238
-    vpaddd       zmm17, zmm9, zmm1                   ; layer 7
-    vpaddd       zmm9, zmm9, zmm19
-    vpsubd       zmm1, zmm9, zmm1
-    vmovshdup    zmm9, zmm1
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 0
-    vpmuludq     zmm18, zmm1, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vmovshdup    zmm9, zmm17
-    vpmuludq     zmm18, zmm17, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm17, zmm17, zmm24
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm17, zmm9
-    vpaddd       zmm17, zmm10, zmm2                  ; layer 7
-    vpaddd       zmm10, zmm10, zmm19
-    vpsubd       zmm2, zmm10, zmm2
-    vmovshdup    zmm10, zmm2
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 320] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 192
-    vpmuludq     zmm18, zmm2, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm2, zmm2, zmm10
-    vmovshdup    zmm10, zmm17
-    vpmuludq     zmm18, zmm17, zmm20
-    vpmuludq     zmm10, zmm10, zmm20
-    vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm17, zmm17, zmm24
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm17, zmm10
-    vpaddd       zmm17, zmm11, zmm3                  ; layer 7
-    vpaddd       zmm11, zmm11, zmm19
+    vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rel pd_8380417]              ; q = 8380417
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 128]
+    vmovdqu64    zmm5, [rdi + 256]
+    vmovdqu64    zmm6, [rdi + 384]
+    vmovdqu64    zmm7, [rdi + 512]
+    vmovdqu64    zmm8, [rdi + 640]
+    vmovdqu64    zmm9, [rdi + 768]
+    vmovdqu64    zmm10, [rdi + 896]
+    vshufi64x2   zmm11, zmm3, [rdi + 64], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
+    vshufi64x2   zmm12, zmm4, [rdi + 192], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
+    vshufi64x2   zmm13, zmm5, [rdi + 320], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
+    vshufi64x2   zmm14, zmm6, [rdi + 448], 68
+    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
+    vshufi64x2   zmm15, zmm7, [rdi + 576], 68
+    vshufi64x2   zmm7, zmm7, [rdi + 576], 238
+    vshufi64x2   zmm16, zmm8, [rdi + 704], 68
+    vshufi64x2   zmm8, zmm8, [rdi + 704], 238
+    vshufi64x2   zmm17, zmm9, [rdi + 832], 68
+    vshufi64x2   zmm9, zmm9, [rdi + 832], 238
+    vshufi64x2   zmm18, zmm10, [rdi + 960], 68
+    vshufi64x2   zmm10, zmm10, [rdi + 960], 238
+    vpaddd       zmm19, zmm11, zmm3                  ; layer 7
+    vpaddd       zmm11, zmm11, zmm21
     vpsubd       zmm3, zmm11, zmm3
     vmovshdup    zmm11, zmm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 512] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 384
-    vpmuludq     zmm18, zmm3, [rax - 64]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 0
+    vpmuludq     zmm20, zmm3, [rax - 64]
     vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm18
+    vmovshdup    zmm11{k2}, zmm20
     vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm0
+    vpmulld      zmm11, zmm11, zmm2
     vpsubd       zmm3, zmm3, zmm11
-    vmovshdup    zmm11, zmm17
-    vpmuludq     zmm18, zmm17, zmm20
-    vpmuludq     zmm11, zmm11, zmm20
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm17, zmm17, zmm24
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm17, zmm11
-    vpaddd       zmm17, zmm12, zmm4                  ; layer 7
-    vpaddd       zmm12, zmm12, zmm19
+    vmovshdup    zmm11, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm11, zmm11, zmm22
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm19, zmm11
+    vpaddd       zmm19, zmm12, zmm4                  ; layer 7
+    vpaddd       zmm12, zmm12, zmm21
     vpsubd       zmm4, zmm12, zmm4
     vmovshdup    zmm12, zmm4
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 704] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 576
-    vpmuludq     zmm18, zmm4, [rax - 64]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 320] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 192
+    vpmuludq     zmm20, zmm4, [rax - 64]
     vpmuludq     zmm12, zmm12, [rax]
-    vmovshdup    zmm12{k2}, zmm18
+    vmovshdup    zmm12{k2}, zmm20
     vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm12, zmm12, zmm0
+    vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm4, zmm4, zmm12
-    vmovshdup    zmm12, zmm17
-    vpmuludq     zmm18, zmm17, zmm20
-    vpmuludq     zmm12, zmm12, zmm20
-    vmovshdup    zmm12{k2}, zmm18
-    vpmulld      zmm17, zmm17, zmm24
-    vpmulld      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm17, zmm12
-    vpaddd       zmm17, zmm13, zmm5                  ; layer 7
-    vpaddd       zmm13, zmm13, zmm19
+    vmovshdup    zmm12, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm12, zmm12, zmm22
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm19, zmm12
+    vpaddd       zmm19, zmm13, zmm5                  ; layer 7
+    vpaddd       zmm13, zmm13, zmm21
     vpsubd       zmm5, zmm13, zmm5
     vmovshdup    zmm13, zmm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 768
-    vpmuludq     zmm18, zmm5, [rax - 64]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 512] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 384
+    vpmuludq     zmm20, zmm5, [rax - 64]
     vpmuludq     zmm13, zmm13, [rax]
-    vmovshdup    zmm13{k2}, zmm18
+    vmovshdup    zmm13{k2}, zmm20
     vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm13, zmm13, zmm0
+    vpmulld      zmm13, zmm13, zmm2
     vpsubd       zmm5, zmm5, zmm13
-    vmovshdup    zmm13, zmm17
-    vpmuludq     zmm18, zmm17, zmm20
-    vpmuludq     zmm13, zmm13, zmm20
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm17, zmm17, zmm24
-    vpmulld      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm17, zmm13
-    vpaddd       zmm17, zmm14, zmm6                  ; layer 7
-    vpaddd       zmm14, zmm14, zmm19
+    vmovshdup    zmm13, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm13, zmm13, zmm22
+    vmovshdup    zmm13{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm19, zmm13
+    vpaddd       zmm19, zmm14, zmm6                  ; layer 7
+    vpaddd       zmm14, zmm14, zmm21
     vpsubd       zmm6, zmm14, zmm6
     vmovshdup    zmm14, zmm6
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1088] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 960
-    vpmuludq     zmm18, zmm6, [rax - 64]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 704] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 576
+    vpmuludq     zmm20, zmm6, [rax - 64]
     vpmuludq     zmm14, zmm14, [rax]
-    vmovshdup    zmm14{k2}, zmm18
+    vmovshdup    zmm14{k2}, zmm20
     vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm0
+    vpmulld      zmm14, zmm14, zmm2
     vpsubd       zmm6, zmm6, zmm14
-    vmovshdup    zmm14, zmm17
-    vpmuludq     zmm18, zmm17, zmm20
-    vpmuludq     zmm14, zmm14, zmm20
-    vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm17, zmm17, zmm24
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm17, zmm14
-    vpaddd       zmm17, zmm15, zmm7                  ; layer 7
-    vpaddd       zmm15, zmm15, zmm19
+    vmovshdup    zmm14, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm14, zmm14, zmm22
+    vmovshdup    zmm14{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm19, zmm14
+    vpaddd       zmm19, zmm15, zmm7                  ; layer 7
+    vpaddd       zmm15, zmm15, zmm21
     vpsubd       zmm7, zmm15, zmm7
     vmovshdup    zmm15, zmm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1152
-    vpmuludq     zmm18, zmm7, [rax - 64]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 768
+    vpmuludq     zmm20, zmm7, [rax - 64]
     vpmuludq     zmm15, zmm15, [rax]
-    vmovshdup    zmm15{k2}, zmm18
+    vmovshdup    zmm15{k2}, zmm20
     vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm15, zmm15, zmm0
+    vpmulld      zmm15, zmm15, zmm2
     vpsubd       zmm7, zmm7, zmm15
-    vmovshdup    zmm15, zmm17
-    vpmuludq     zmm18, zmm17, zmm20
-    vpmuludq     zmm15, zmm15, zmm20
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm17, zmm17, zmm24
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm17, zmm15
-    vpaddd       zmm17, zmm16, zmm8                  ; layer 7
-    vpaddd       zmm16, zmm16, zmm19
+    vmovshdup    zmm15, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm15, zmm15, zmm22
+    vmovshdup    zmm15{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm19, zmm15
+    vpaddd       zmm19, zmm16, zmm8                  ; layer 7
+    vpaddd       zmm16, zmm16, zmm21
     vpsubd       zmm8, zmm16, zmm8
     vmovshdup    zmm16, zmm8
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1472] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1344
-    vpmuludq     zmm18, zmm8, [rax - 64]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1088] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 960
+    vpmuludq     zmm20, zmm8, [rax - 64]
     vpmuludq     zmm16, zmm16, [rax]
-    vmovshdup    zmm16{k2}, zmm18
+    vmovshdup    zmm16{k2}, zmm20
     vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm16, zmm16, zmm0
+    vpmulld      zmm16, zmm16, zmm2
     vpsubd       zmm8, zmm8, zmm16
-    vmovshdup    zmm16, zmm17
-    vpmuludq     zmm18, zmm17, zmm20
-    vpmuludq     zmm16, zmm16, zmm20
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm17, zmm17, zmm24
-    vpmulld      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm17, zmm16
-    vpshufd      zmm9, zmm9, 216
-    vpshufd      zmm1, zmm1, 216
-    vpunpckldq   zmm17, zmm9, zmm1
-    vpunpckhdq   zmm1, zmm9, zmm1
-    vpshufd      zmm9, zmm10, 216
-    vpshufd      zmm2, zmm2, 216
-    vpunpckldq   zmm10, zmm9, zmm2
-    vpunpckhdq   zmm2, zmm9, zmm2
-    vpshufd      zmm9, zmm11, 216
+    vmovshdup    zmm16, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm16, zmm16, zmm22
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm19, zmm16
+    vpaddd       zmm19, zmm17, zmm9                  ; layer 7
+    vpaddd       zmm17, zmm17, zmm21
+    vpsubd       zmm9, zmm17, zmm9
+    vmovshdup    zmm17, zmm9
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1152
+    vpmuludq     zmm20, zmm9, [rax - 64]
+    vpmuludq     zmm17, zmm17, [rax]
+    vmovshdup    zmm17{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vmovshdup    zmm17, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm17, zmm17, zmm22
+    vmovshdup    zmm17{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm19, zmm17
+    vpaddd       zmm19, zmm18, zmm10                 ; layer 7
+    vpaddd       zmm18, zmm18, zmm21
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm18, zmm10
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1472] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1344
+    vpmuludq     zmm20, zmm10, [rax - 64]
+    vpmuludq     zmm18, zmm18, [rax]
+    vmovshdup    zmm18{k2}, zmm20
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm10, zmm10, zmm18
+    vmovshdup    zmm18, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm18, zmm18, zmm22
+    vmovshdup    zmm18{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm18, zmm19, zmm18
+    vpshufd      zmm11, zmm11, 216
     vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm11, zmm9, zmm3
-    vpunpckhdq   zmm3, zmm9, zmm3
-    vpshufd      zmm9, zmm12, 216
+    vpunpckldq   zmm19, zmm11, zmm3
+    vpunpckhdq   zmm3, zmm11, zmm3
+    vpshufd      zmm11, zmm12, 216
     vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm12, zmm9, zmm4
-    vpunpckhdq   zmm4, zmm9, zmm4
-    vpshufd      zmm9, zmm13, 216
+    vpunpckldq   zmm12, zmm11, zmm4
+    vpunpckhdq   zmm4, zmm11, zmm4
+    vpshufd      zmm11, zmm13, 216
     vpshufd      zmm5, zmm5, 216
-    vpunpckldq   zmm13, zmm9, zmm5
-    vpunpckhdq   zmm5, zmm9, zmm5
-    vpshufd      zmm9, zmm14, 216
+    vpunpckldq   zmm13, zmm11, zmm5
+    vpunpckhdq   zmm5, zmm11, zmm5
+    vpshufd      zmm11, zmm14, 216
     vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm14, zmm9, zmm6
-    vpunpckhdq   zmm6, zmm9, zmm6
-    vpshufd      zmm9, zmm15, 216
+    vpunpckldq   zmm14, zmm11, zmm6
+    vpunpckhdq   zmm6, zmm11, zmm6
+    vpshufd      zmm11, zmm15, 216
     vpshufd      zmm7, zmm7, 216
-    vpunpckldq   zmm15, zmm9, zmm7
-    vpunpckhdq   zmm7, zmm9, zmm7
-    vpshufd      zmm9, zmm16, 216
+    vpunpckldq   zmm15, zmm11, zmm7
+    vpunpckhdq   zmm7, zmm11, zmm7
+    vpshufd      zmm11, zmm16, 216
     vpshufd      zmm8, zmm8, 216
-    vpunpckldq   zmm16, zmm9, zmm8
-    vpunpckhdq   zmm8, zmm9, zmm8
-    vpaddd       zmm9, zmm17, zmm1                   ; layer 6
-    vpaddd       zmm17, zmm17, zmm19
-    vpsubd       zmm1, zmm17, zmm1
-    vmovshdup    zmm17, zmm1
+    vpunpckldq   zmm16, zmm11, zmm8
+    vpunpckhdq   zmm8, zmm11, zmm8
+    vpshufd      zmm11, zmm17, 216
+    vpshufd      zmm9, zmm9, 216
+    vpunpckldq   zmm17, zmm11, zmm9
+    vpunpckhdq   zmm9, zmm11, zmm9
+    vpshufd      zmm11, zmm18, 216
+    vpshufd      zmm10, zmm10, 216
+    vpunpckldq   zmm18, zmm11, zmm10
+    vpunpckhdq   zmm10, zmm11, zmm10
+    vpaddd       zmm11, zmm19, zmm3                  ; layer 6
+    vpaddd       zmm19, zmm19, zmm21
+    vpsubd       zmm3, zmm19, zmm3
+    vmovshdup    zmm19, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1536
-    vpmuludq     zmm18, zmm1, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax - 64]
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm1, zmm1, zmm17
-    vpaddd       zmm17, zmm10, zmm2                  ; layer 6
-    vpaddd       zmm10, zmm10, zmm19
-    vpsubd       zmm2, zmm10, zmm2
-    vmovshdup    zmm10, zmm2
-    vpmuludq     zmm18, zmm2, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm2, zmm2, zmm10
-    vpaddd       zmm10, zmm11, zmm3                  ; layer 6
-    vpaddd       zmm11, zmm11, zmm19
-    vpsubd       zmm3, zmm11, zmm3
-    vmovshdup    zmm11, zmm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1792
-    vpmuludq     zmm18, zmm3, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm18
+    vpmuludq     zmm20, zmm3, [rax - 64]
+    vpmuludq     zmm19, zmm19, [rax - 64]
+    vmovshdup    zmm19{k2}, zmm20
     vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm3, zmm3, zmm11
-    vpaddd       zmm11, zmm12, zmm4                  ; layer 6
-    vpaddd       zmm12, zmm12, zmm19
+    vpmulld      zmm19, zmm19, zmm2
+    vpsubd       zmm3, zmm3, zmm19
+    vpaddd       zmm19, zmm12, zmm4                  ; layer 6
+    vpaddd       zmm12, zmm12, zmm21
     vpsubd       zmm4, zmm12, zmm4
     vmovshdup    zmm12, zmm4
-    vpmuludq     zmm18, zmm4, [rax + 64]
+    vpmuludq     zmm20, zmm4, [rax + 64]
     vpmuludq     zmm12, zmm12, [rax + 64]
-    vmovshdup    zmm12{k2}, zmm18
+    vmovshdup    zmm12{k2}, zmm20
     vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm12, zmm12, zmm0
+    vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm4, zmm4, zmm12
     vpaddd       zmm12, zmm13, zmm5                  ; layer 6
-    vpaddd       zmm13, zmm13, zmm19
+    vpaddd       zmm13, zmm13, zmm21
     vpsubd       zmm5, zmm13, zmm5
     vmovshdup    zmm13, zmm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2048
-    vpmuludq     zmm18, zmm5, [rax - 64]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1792
+    vpmuludq     zmm20, zmm5, [rax - 64]
     vpmuludq     zmm13, zmm13, [rax - 64]
-    vmovshdup    zmm13{k2}, zmm18
+    vmovshdup    zmm13{k2}, zmm20
     vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm13, zmm13, zmm0
+    vpmulld      zmm13, zmm13, zmm2
     vpsubd       zmm5, zmm5, zmm13
     vpaddd       zmm13, zmm14, zmm6                  ; layer 6
-    vpaddd       zmm14, zmm14, zmm19
+    vpaddd       zmm14, zmm14, zmm21
     vpsubd       zmm6, zmm14, zmm6
     vmovshdup    zmm14, zmm6
-    vpmuludq     zmm18, zmm6, [rax + 64]
+    vpmuludq     zmm20, zmm6, [rax + 64]
     vpmuludq     zmm14, zmm14, [rax + 64]
-    vmovshdup    zmm14{k2}, zmm18
+    vmovshdup    zmm14{k2}, zmm20
     vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm14, zmm14, zmm0
+    vpmulld      zmm14, zmm14, zmm2
     vpsubd       zmm6, zmm6, zmm14
     vpaddd       zmm14, zmm15, zmm7                  ; layer 6
-    vpaddd       zmm15, zmm15, zmm19
+    vpaddd       zmm15, zmm15, zmm21
     vpsubd       zmm7, zmm15, zmm7
     vmovshdup    zmm15, zmm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2304
-    vpmuludq     zmm18, zmm7, [rax - 64]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2048
+    vpmuludq     zmm20, zmm7, [rax - 64]
     vpmuludq     zmm15, zmm15, [rax - 64]
-    vmovshdup    zmm15{k2}, zmm18
+    vmovshdup    zmm15{k2}, zmm20
     vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm15, zmm15, zmm0
+    vpmulld      zmm15, zmm15, zmm2
     vpsubd       zmm7, zmm7, zmm15
     vpaddd       zmm15, zmm16, zmm8                  ; layer 6
-    vpaddd       zmm16, zmm16, zmm19
+    vpaddd       zmm16, zmm16, zmm21
     vpsubd       zmm8, zmm16, zmm8
     vmovshdup    zmm16, zmm8
-    vpmuludq     zmm18, zmm8, [rax + 64]
+    vpmuludq     zmm20, zmm8, [rax + 64]
     vpmuludq     zmm16, zmm16, [rax + 64]
-    vmovshdup    zmm16{k2}, zmm18
+    vmovshdup    zmm16{k2}, zmm20
     vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm16, zmm16, zmm0
+    vpmulld      zmm16, zmm16, zmm2
     vpsubd       zmm8, zmm8, zmm16
-    vpunpcklqdq  zmm16, zmm9, zmm1
-    vpunpckhqdq  zmm1, zmm9, zmm1
-    vpunpcklqdq  zmm9, zmm17, zmm2
-    vpunpckhqdq  zmm2, zmm17, zmm2
-    vpunpcklqdq  zmm17, zmm10, zmm3
-    vpunpckhqdq  zmm3, zmm10, zmm3
-    vpunpcklqdq  zmm10, zmm11, zmm4
-    vpunpckhqdq  zmm4, zmm11, zmm4
-    vpunpcklqdq  zmm11, zmm12, zmm5
+    vpaddd       zmm16, zmm17, zmm9                  ; layer 6
+    vpaddd       zmm17, zmm17, zmm21
+    vpsubd       zmm9, zmm17, zmm9
+    vmovshdup    zmm17, zmm9
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2304
+    vpmuludq     zmm20, zmm9, [rax - 64]
+    vpmuludq     zmm17, zmm17, [rax - 64]
+    vmovshdup    zmm17{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vpaddd       zmm17, zmm18, zmm10                 ; layer 6
+    vpaddd       zmm18, zmm18, zmm21
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm18, zmm10
+    vpmuludq     zmm20, zmm10, [rax + 64]
+    vpmuludq     zmm18, zmm18, [rax + 64]
+    vmovshdup    zmm18{k2}, zmm20
+    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm10, zmm10, zmm18
+    vpunpcklqdq  zmm18, zmm11, zmm3
+    vpunpckhqdq  zmm3, zmm11, zmm3
+    vpunpcklqdq  zmm11, zmm19, zmm4
+    vpunpckhqdq  zmm4, zmm19, zmm4
+    vpunpcklqdq  zmm19, zmm12, zmm5
     vpunpckhqdq  zmm5, zmm12, zmm5
     vpunpcklqdq  zmm12, zmm13, zmm6
     vpunpckhqdq  zmm6, zmm13, zmm6
@@ -2731,348 +2741,352 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpunpckhqdq  zmm7, zmm14, zmm7
     vpunpcklqdq  zmm14, zmm15, zmm8
     vpunpckhqdq  zmm8, zmm15, zmm8
-    vpaddd       zmm15, zmm16, zmm1                  ; layer 5
-    vpaddd       zmm16, zmm16, zmm22
-    vpsubd       zmm1, zmm16, zmm1
-    vmovshdup    zmm16, zmm1
+    vpunpcklqdq  zmm15, zmm16, zmm9
+    vpunpckhqdq  zmm9, zmm16, zmm9
+    vpunpcklqdq  zmm16, zmm17, zmm10
+    vpunpckhqdq  zmm10, zmm17, zmm10
+    vpaddd       zmm17, zmm18, zmm3                  ; layer 5
+    vpaddd       zmm18, zmm18, zmm24
+    vpsubd       zmm3, zmm18, zmm3
+    vmovshdup    zmm18, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2560
-    vpmuludq     zmm18, zmm1, [rax - 64]
-    vpmuludq     zmm16, zmm16, [rax - 64]
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm16, zmm16, zmm0
-    vpsubd       zmm1, zmm1, zmm16
-    vpaddd       zmm16, zmm9, zmm2                   ; layer 5
-    vpaddd       zmm9, zmm9, zmm22
-    vpsubd       zmm2, zmm9, zmm2
-    vmovshdup    zmm9, zmm2
-    vpmuludq     zmm18, zmm2, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm2, zmm2, zmm9
-    vpaddd       zmm9, zmm17, zmm3                   ; layer 5
-    vpaddd       zmm17, zmm17, zmm22
-    vpsubd       zmm3, zmm17, zmm3
-    vmovshdup    zmm17, zmm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2816
-    vpmuludq     zmm18, zmm3, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax - 64]
-    vmovshdup    zmm17{k2}, zmm18
+    vpmuludq     zmm20, zmm3, [rax - 64]
+    vpmuludq     zmm18, zmm18, [rax - 64]
+    vmovshdup    zmm18{k2}, zmm20
     vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm3, zmm3, zmm17
-    vpaddd       zmm17, zmm10, zmm4                  ; layer 5
-    vpaddd       zmm10, zmm10, zmm22
-    vpsubd       zmm4, zmm10, zmm4
-    vmovshdup    zmm10, zmm4
-    vpmuludq     zmm18, zmm4, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm18
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm3, zmm3, zmm18
+    vpaddd       zmm18, zmm11, zmm4                  ; layer 5
+    vpaddd       zmm11, zmm11, zmm24
+    vpsubd       zmm4, zmm11, zmm4
+    vmovshdup    zmm11, zmm4
+    vpmuludq     zmm20, zmm4, [rax + 64]
+    vpmuludq     zmm11, zmm11, [rax + 64]
+    vmovshdup    zmm11{k2}, zmm20
     vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm4, zmm4, zmm10
-    vpaddd       zmm10, zmm11, zmm5                  ; layer 5
-    vpaddd       zmm11, zmm11, zmm22
-    vpsubd       zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3072
-    vpmuludq     zmm18, zmm5, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm18
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm4, zmm4, zmm11
+    vpaddd       zmm11, zmm19, zmm5                  ; layer 5
+    vpaddd       zmm19, zmm19, zmm24
+    vpsubd       zmm5, zmm19, zmm5
+    vmovshdup    zmm19, zmm5
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2816
+    vpmuludq     zmm20, zmm5, [rax - 64]
+    vpmuludq     zmm19, zmm19, [rax - 64]
+    vmovshdup    zmm19{k2}, zmm20
     vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm5, zmm5, zmm11
-    vpaddd       zmm11, zmm12, zmm6                  ; layer 5
-    vpaddd       zmm12, zmm12, zmm22
+    vpmulld      zmm19, zmm19, zmm2
+    vpsubd       zmm5, zmm5, zmm19
+    vpaddd       zmm19, zmm12, zmm6                  ; layer 5
+    vpaddd       zmm12, zmm12, zmm24
     vpsubd       zmm6, zmm12, zmm6
     vmovshdup    zmm12, zmm6
-    vpmuludq     zmm18, zmm6, [rax + 64]
+    vpmuludq     zmm20, zmm6, [rax + 64]
     vpmuludq     zmm12, zmm12, [rax + 64]
-    vmovshdup    zmm12{k2}, zmm18
+    vmovshdup    zmm12{k2}, zmm20
     vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm12, zmm12, zmm0
+    vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm6, zmm6, zmm12
     vpaddd       zmm12, zmm13, zmm7                  ; layer 5
-    vpaddd       zmm13, zmm13, zmm22
+    vpaddd       zmm13, zmm13, zmm24
     vpsubd       zmm7, zmm13, zmm7
     vmovshdup    zmm13, zmm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3328
-    vpmuludq     zmm18, zmm7, [rax - 64]
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3072
+    vpmuludq     zmm20, zmm7, [rax - 64]
     vpmuludq     zmm13, zmm13, [rax - 64]
-    vmovshdup    zmm13{k2}, zmm18
+    vmovshdup    zmm13{k2}, zmm20
     vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm13, zmm13, zmm0
+    vpmulld      zmm13, zmm13, zmm2
     vpsubd       zmm7, zmm7, zmm13
     vpaddd       zmm13, zmm14, zmm8                  ; layer 5
-    vpaddd       zmm14, zmm14, zmm22
+    vpaddd       zmm14, zmm14, zmm24
     vpsubd       zmm8, zmm14, zmm8
     vmovshdup    zmm14, zmm8
-    vpmuludq     zmm18, zmm8, [rax + 64]
+    vpmuludq     zmm20, zmm8, [rax + 64]
     vpmuludq     zmm14, zmm14, [rax + 64]
-    vmovshdup    zmm14{k2}, zmm18
+    vmovshdup    zmm14{k2}, zmm20
     vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm14, zmm14, zmm0
+    vpmulld      zmm14, zmm14, zmm2
     vpsubd       zmm8, zmm8, zmm14
-    vshufi64x2   zmm14, zmm15, zmm1, 34
-    vshufi64x2   zmm14, zmm14, zmm14, 141
-    vshufi64x2   zmm1, zmm15, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm15, zmm16, zmm2, 34
-    vshufi64x2   zmm15, zmm15, zmm15, 141
-    vshufi64x2   zmm2, zmm16, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm16, zmm9, zmm3, 34
-    vshufi64x2   zmm16, zmm16, zmm16, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm17, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm17, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm17, zmm10, zmm5, 34
-    vshufi64x2   zmm17, zmm17, zmm17, 141
-    vshufi64x2   zmm5, zmm10, zmm5, 119
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm10, zmm11, zmm6, 34
-    vshufi64x2   zmm10, zmm10, zmm10, 141
-    vshufi64x2   zmm6, zmm11, zmm6, 119
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm11, zmm12, zmm7, 34
-    vshufi64x2   zmm11, zmm11, zmm11, 141
-    vshufi64x2   zmm7, zmm12, zmm7, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm12, zmm13, zmm8, 34
-    vshufi64x2   zmm12, zmm12, zmm12, 141
-    vshufi64x2   zmm8, zmm13, zmm8, 119
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vpaddd       zmm13, zmm14, zmm1                  ; layer 4
-    vpaddd       zmm14, zmm14, zmm23
-    vpsubd       zmm1, zmm14, zmm1
-    vmovshdup    zmm14, zmm1
+    vpaddd       zmm14, zmm15, zmm9                  ; layer 5
+    vpaddd       zmm15, zmm15, zmm24
+    vpsubd       zmm9, zmm15, zmm9
+    vmovshdup    zmm15, zmm9
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3328
+    vpmuludq     zmm20, zmm9, [rax - 64]
+    vpmuludq     zmm15, zmm15, [rax - 64]
+    vmovshdup    zmm15{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm9, zmm9, zmm15
+    vpaddd       zmm15, zmm16, zmm10                 ; layer 5
+    vpaddd       zmm16, zmm16, zmm24
+    vpsubd       zmm10, zmm16, zmm10
+    vmovshdup    zmm16, zmm10
+    vpmuludq     zmm20, zmm10, [rax + 64]
+    vpmuludq     zmm16, zmm16, [rax + 64]
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm10, zmm10, zmm16
+    vmovdqa64    zmm16, zmm0
+    vpermi2q     zmm16, zmm17, zmm3
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm20, zmm17, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm18, zmm4
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm17, zmm18, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm11, zmm5
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm18, zmm11, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm19, zmm6
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm19, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm12, zmm7
+    vmovdqa64    zmm19, zmm1
+    vpermi2q     zmm19, zmm12, zmm7
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm13, zmm8
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm13, zmm8
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm8, zmm14, zmm9
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm13, zmm14, zmm9
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm15, zmm10
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm15, zmm10
+    vpaddd       zmm9, zmm16, zmm20                  ; layer 4
+    vpaddd       zmm10, zmm16, zmm25
+    vpsubd       zmm10, zmm10, zmm20
+    vmovshdup    zmm14, zmm10
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3584
-    vpmuludq     zmm18, zmm1, [rax - 64]
+    vpmuludq     zmm15, zmm10, [rax - 64]
     vpmuludq     zmm14, zmm14, [rax - 64]
-    vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm1, zmm1, zmm14
-    vpaddd       zmm14, zmm15, zmm2                  ; layer 4
-    vpaddd       zmm15, zmm15, zmm23
-    vpsubd       zmm2, zmm15, zmm2
-    vmovshdup    zmm15, zmm2
-    vpmuludq     zmm18, zmm2, [rax + 64]
+    vmovshdup    zmm14{k2}, zmm15
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm10, zmm10, zmm14
+    vpaddd       zmm14, zmm3, zmm17                  ; layer 4
+    vpaddd       zmm3, zmm3, zmm25
+    vpsubd       zmm3, zmm3, zmm17
+    vmovshdup    zmm15, zmm3
+    vpmuludq     zmm16, zmm3, [rax + 64]
     vpmuludq     zmm15, zmm15, [rax + 64]
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm2, zmm2, zmm15
-    vpaddd       zmm15, zmm16, zmm3                  ; layer 4
-    vpaddd       zmm16, zmm16, zmm23
-    vpsubd       zmm3, zmm16, zmm3
-    vmovshdup    zmm16, zmm3
+    vmovshdup    zmm15{k2}, zmm16
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm3, zmm3, zmm15
+    vpaddd       zmm15, zmm4, zmm18                  ; layer 4
+    vpaddd       zmm4, zmm4, zmm25
+    vpsubd       zmm4, zmm4, zmm18
+    vmovshdup    zmm16, zmm4
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3968] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3840
-    vpmuludq     zmm18, zmm3, [rax - 64]
+    vpmuludq     zmm17, zmm4, [rax - 64]
     vpmuludq     zmm16, zmm16, [rax - 64]
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm16, zmm16, zmm0
-    vpsubd       zmm3, zmm3, zmm16
-    vpaddd       zmm16, zmm9, zmm4                   ; layer 4
-    vpaddd       zmm9, zmm9, zmm23
-    vpsubd       zmm4, zmm9, zmm4
-    vmovshdup    zmm9, zmm4
-    vpmuludq     zmm18, zmm4, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm17, zmm5                   ; layer 4
-    vpaddd       zmm17, zmm17, zmm23
-    vpsubd       zmm5, zmm17, zmm5
-    vmovshdup    zmm17, zmm5
+    vmovshdup    zmm16{k2}, zmm17
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm4, zmm4, zmm16
+    vpaddd       zmm16, zmm5, zmm11                  ; layer 4
+    vpaddd       zmm5, zmm5, zmm25
+    vpsubd       zmm5, zmm5, zmm11
+    vmovshdup    zmm11, zmm5
+    vpmuludq     zmm17, zmm5, [rax + 64]
+    vpmuludq     zmm11, zmm11, [rax + 64]
+    vmovshdup    zmm11{k2}, zmm17
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm5, zmm5, zmm11
+    vpaddd       zmm11, zmm6, zmm19                  ; layer 4
+    vpaddd       zmm6, zmm6, zmm25
+    vpsubd       zmm6, zmm6, zmm19
+    vmovshdup    zmm17, zmm6
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4224] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4096
-    vpmuludq     zmm18, zmm5, [rax - 64]
+    vpmuludq     zmm18, zmm6, [rax - 64]
     vpmuludq     zmm17, zmm17, [rax - 64]
     vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm5, zmm5, zmm17
-    vpaddd       zmm17, zmm10, zmm6                  ; layer 4
-    vpaddd       zmm10, zmm10, zmm23
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    vpmuludq     zmm18, zmm6, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm6, zmm6, zmm10
-    vpaddd       zmm10, zmm11, zmm7                  ; layer 4
-    vpaddd       zmm11, zmm11, zmm23
-    vpsubd       zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4352
-    vpmuludq     zmm18, zmm7, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm12, zmm8                  ; layer 4
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm8, zmm12, zmm8
-    vmovshdup    zmm12, zmm8
-    vpmuludq     zmm18, zmm8, [rax + 64]
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm6, zmm6, zmm17
+    vpaddd       zmm17, zmm7, zmm12                  ; layer 4
+    vpaddd       zmm7, zmm7, zmm25
+    vpsubd       zmm7, zmm7, zmm12
+    vmovshdup    zmm12, zmm7
+    vpmuludq     zmm18, zmm7, [rax + 64]
     vpmuludq     zmm12, zmm12, [rax + 64]
     vmovshdup    zmm12{k2}, zmm18
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm12, zmm12, zmm0
-    vpsubd       zmm8, zmm8, zmm12
-    vshufi64x2   zmm12, zmm13, zmm1, 68
-    vshufi64x2   zmm1, zmm13, zmm1, 238
-    vshufi64x2   zmm13, zmm14, zmm2, 68
-    vshufi64x2   zmm2, zmm14, zmm2, 238
-    vshufi64x2   zmm14, zmm15, zmm3, 68
-    vshufi64x2   zmm3, zmm15, zmm3, 238
-    vshufi64x2   zmm15, zmm16, zmm4, 68
-    vshufi64x2   zmm4, zmm16, zmm4, 238
-    vshufi64x2   zmm16, zmm9, zmm5, 68
-    vshufi64x2   zmm5, zmm9, zmm5, 238
-    vshufi64x2   zmm9, zmm17, zmm6, 68
-    vshufi64x2   zmm6, zmm17, zmm6, 238
-    vshufi64x2   zmm17, zmm10, zmm7, 68
-    vshufi64x2   zmm7, zmm10, zmm7, 238
-    vshufi64x2   zmm10, zmm11, zmm8, 68
-    vshufi64x2   zmm8, zmm11, zmm8, 238
-    vpaddd       zmm11, zmm12, zmm1                  ; layer 3
-    vpaddd       zmm12, zmm12, zmm25
-    vpsubd       zmm1, zmm12, zmm1
-    vmovshdup    zmm12, zmm1
+    vpmulld      zmm7, zmm7, [rax]
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm7, zmm7, zmm12
+    vpaddd       zmm12, zmm8, zmm13                  ; layer 4
+    vpaddd       zmm8, zmm8, zmm25
+    vpsubd       zmm8, zmm8, zmm13
+    vmovshdup    zmm13, zmm8
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4352
+    vpmuludq     zmm18, zmm8, [rax - 64]
+    vpmuludq     zmm13, zmm13, [rax - 64]
+    vmovshdup    zmm13{k2}, zmm18
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm8, zmm8, zmm13
+    vpaddd       zmm13, zmm0, zmm1                   ; layer 4
+    vpaddd       zmm0, zmm0, zmm25
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm18, zmm0, [rax + 64]
+    vpmuludq     zmm1, zmm1, [rax + 64]
+    vmovshdup    zmm1{k2}, zmm18
+    vpmulld      zmm0, zmm0, [rax]
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
+    vshufi64x2   zmm1, zmm9, zmm10, 68
+    vshufi64x2   zmm9, zmm9, zmm10, 238
+    vshufi64x2   zmm10, zmm14, zmm3, 68
+    vshufi64x2   zmm3, zmm14, zmm3, 238
+    vshufi64x2   zmm14, zmm15, zmm4, 68
+    vshufi64x2   zmm4, zmm15, zmm4, 238
+    vshufi64x2   zmm15, zmm16, zmm5, 68
+    vshufi64x2   zmm5, zmm16, zmm5, 238
+    vshufi64x2   zmm16, zmm11, zmm6, 68
+    vshufi64x2   zmm6, zmm11, zmm6, 238
+    vshufi64x2   zmm11, zmm17, zmm7, 68
+    vshufi64x2   zmm7, zmm17, zmm7, 238
+    vshufi64x2   zmm17, zmm12, zmm8, 68
+    vshufi64x2   zmm8, zmm12, zmm8, 238
+    vshufi64x2   zmm12, zmm13, zmm0, 68
+    vshufi64x2   zmm0, zmm13, zmm0, 238
+    vpaddd       zmm13, zmm1, zmm9                   ; layer 3
+    vpaddd       zmm1, zmm1, zmm27
+    vpsubd       zmm1, zmm1, zmm9
+    vmovshdup    zmm9, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4736] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4608
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vpmuludq     zmm12, zmm12, [rax - 64]
-    vmovshdup    zmm12{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm12, zmm12, zmm0
-    vpsubd       zmm1, zmm1, zmm12
-    vpaddd       zmm12, zmm13, zmm2                  ; layer 3
-    vpaddd       zmm13, zmm13, zmm25
-    vpsubd       zmm2, zmm13, zmm2
-    vmovshdup    zmm13, zmm2
-    vpmuludq     zmm18, zmm2, [rax + 64]
-    vpmuludq     zmm13, zmm13, [rax + 64]
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm13, zmm13, zmm0
-    vpsubd       zmm2, zmm2, zmm13
-    vpaddd       zmm13, zmm14, zmm3                  ; layer 3
-    vpaddd       zmm14, zmm14, zmm25
-    vpsubd       zmm3, zmm14, zmm3
-    vmovshdup    zmm14, zmm3
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4992] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4864
-    vpmuludq     zmm18, zmm3, [rax - 64]
-    vpmuludq     zmm14, zmm14, [rax - 64]
-    vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm3, zmm3, zmm14
-    vpaddd       zmm14, zmm15, zmm4                  ; layer 3
-    vpaddd       zmm15, zmm15, zmm25
-    vpsubd       zmm4, zmm15, zmm4
-    vmovshdup    zmm15, zmm4
-    vpmuludq     zmm18, zmm4, [rax + 64]
-    vpmuludq     zmm15, zmm15, [rax + 64]
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm4, zmm4, zmm15
-    vpaddd       zmm15, zmm16, zmm5                  ; layer 3
-    vpaddd       zmm16, zmm16, zmm25
-    vpsubd       zmm5, zmm16, zmm5
-    vmovshdup    zmm16, zmm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5248] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5120
-    vpmuludq     zmm18, zmm5, [rax - 64]
-    vpmuludq     zmm16, zmm16, [rax - 64]
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm16, zmm16, zmm0
-    vpsubd       zmm5, zmm5, zmm16
-    vpaddd       zmm16, zmm9, zmm6                   ; layer 3
-    vpaddd       zmm9, zmm9, zmm25
-    vpsubd       zmm6, zmm9, zmm6
-    vmovshdup    zmm9, zmm6
-    vpmuludq     zmm18, zmm6, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
     vmovshdup    zmm9{k2}, zmm18
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm17, zmm7                   ; layer 3
-    vpaddd       zmm17, zmm17, zmm25
-    vpsubd       zmm7, zmm17, zmm7
-    vmovshdup    zmm17, zmm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5376
-    vpmuludq     zmm18, zmm7, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax - 64]
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm7, zmm7, zmm17
-    vpaddd       zmm17, zmm10, zmm8                  ; layer 3
-    vpaddd       zmm10, zmm10, zmm25
-    vpsubd       zmm8, zmm10, zmm8
-    vmovshdup    zmm10, zmm8
-    vpmuludq     zmm18, zmm8, [rax + 64]
+    vpmulld      zmm1, zmm1, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm1, zmm1, zmm9
+    vpaddd       zmm9, zmm10, zmm3                   ; layer 3
+    vpaddd       zmm10, zmm10, zmm27
+    vpsubd       zmm3, zmm10, zmm3
+    vmovshdup    zmm10, zmm3
+    vpmuludq     zmm18, zmm3, [rax + 64]
     vpmuludq     zmm10, zmm10, [rax + 64]
     vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm8, zmm8, zmm10
-    vpaddd       zmm10, zmm11, zmm12                 ; layer 2
-    vpaddd       zmm11, zmm11, [rel pd_142467089]
-    vpsubd       zmm11, zmm11, zmm12
-    vmovshdup    zmm12, zmm11
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5632
-    vpmuludq     zmm18, zmm11, [rax - 64]
-    vpmuludq     zmm12, zmm12, [rax - 64]
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm3, zmm3, zmm10
+    vpaddd       zmm10, zmm14, zmm4                  ; layer 3
+    vpaddd       zmm14, zmm14, zmm27
+    vpsubd       zmm4, zmm14, zmm4
+    vmovshdup    zmm14, zmm4
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4992] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4864
+    vpmuludq     zmm18, zmm4, [rax - 64]
+    vpmuludq     zmm14, zmm14, [rax - 64]
+    vmovshdup    zmm14{k2}, zmm18
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm4, zmm4, zmm14
+    vpaddd       zmm14, zmm15, zmm5                  ; layer 3
+    vpaddd       zmm15, zmm15, zmm27
+    vpsubd       zmm5, zmm15, zmm5
+    vmovshdup    zmm15, zmm5
+    vpmuludq     zmm18, zmm5, [rax + 64]
+    vpmuludq     zmm15, zmm15, [rax + 64]
+    vmovshdup    zmm15{k2}, zmm18
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm5, zmm5, zmm15
+    vpaddd       zmm15, zmm16, zmm6                  ; layer 3
+    vpaddd       zmm16, zmm16, zmm27
+    vpsubd       zmm6, zmm16, zmm6
+    vmovshdup    zmm16, zmm6
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5248] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5120
+    vpmuludq     zmm18, zmm6, [rax - 64]
+    vpmuludq     zmm16, zmm16, [rax - 64]
+    vmovshdup    zmm16{k2}, zmm18
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm6, zmm6, zmm16
+    vpaddd       zmm16, zmm11, zmm7                  ; layer 3
+    vpaddd       zmm11, zmm11, zmm27
+    vpsubd       zmm7, zmm11, zmm7
+    vmovshdup    zmm11, zmm7
+    vpmuludq     zmm18, zmm7, [rax + 64]
+    vpmuludq     zmm11, zmm11, [rax + 64]
+    vmovshdup    zmm11{k2}, zmm18
+    vpmulld      zmm7, zmm7, [rax]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpaddd       zmm11, zmm17, zmm8                  ; layer 3
+    vpaddd       zmm17, zmm17, zmm27
+    vpsubd       zmm8, zmm17, zmm8
+    vmovshdup    zmm17, zmm8
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5504] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5376
+    vpmuludq     zmm18, zmm8, [rax - 64]
+    vpmuludq     zmm17, zmm17, [rax - 64]
+    vmovshdup    zmm17{k2}, zmm18
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm8, zmm8, zmm17
+    vpaddd       zmm17, zmm12, zmm0                  ; layer 3
+    vpaddd       zmm12, zmm12, zmm27
+    vpsubd       zmm0, zmm12, zmm0
+    vmovshdup    zmm12, zmm0
+    vpmuludq     zmm18, zmm0, [rax + 64]
+    vpmuludq     zmm12, zmm12, [rax + 64]
     vmovshdup    zmm12{k2}, zmm18
-    vpmulld      zmm11, zmm11, [rax - 128]
-    vpmulld      zmm12, zmm12, zmm0
-    vpsubd       zmm11, zmm11, zmm12
-    vpaddd       zmm12, zmm1, zmm2                   ; layer 2
-    vpaddd       zmm1, zmm1, zmm19
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm18, zmm1, [rax - 64]
-    vpmuludq     zmm2, zmm2, [rax - 64]
-    vmovshdup    zmm2{k2}, zmm18
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
-    vpaddd       zmm2, zmm13, zmm14                  ; layer 2
+    vpmulld      zmm0, zmm0, [rax]
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm0, zmm0, zmm12
+    vpaddd       zmm12, zmm13, zmm9                  ; layer 2
     vpaddd       zmm13, zmm13, [rel pd_142467089]
-    vpsubd       zmm13, zmm13, zmm14
-    vmovshdup    zmm14, zmm13
-    vpmuludq     zmm18, zmm13, [rax + 64]
+    vpsubd       zmm9, zmm13, zmm9
+    vmovshdup    zmm13, zmm9
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5632
+    vpmuludq     zmm18, zmm9, [rax - 64]
+    vpmuludq     zmm13, zmm13, [rax - 64]
+    vmovshdup    zmm13{k2}, zmm18
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm9, zmm9, zmm13
+    vpaddd       zmm13, zmm1, zmm3                   ; layer 2
+    vpaddd       zmm1, zmm1, zmm21
+    vpsubd       zmm1, zmm1, zmm3
+    vmovshdup    zmm3, zmm1
+    vpmuludq     zmm18, zmm1, [rax - 64]
+    vpmuludq     zmm3, zmm3, [rax - 64]
+    vmovshdup    zmm3{k2}, zmm18
+    vpmulld      zmm1, zmm1, [rax - 128]
+    vpmulld      zmm3, zmm3, zmm2
+    vpsubd       zmm1, zmm1, zmm3
+    vpaddd       zmm3, zmm10, zmm14                  ; layer 2
+    vpaddd       zmm10, zmm10, [rel pd_142467089]
+    vpsubd       zmm10, zmm10, zmm14
+    vmovshdup    zmm14, zmm10
+    vpmuludq     zmm18, zmm10, [rax + 64]
     vpmuludq     zmm14, zmm14, [rax + 64]
     vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm13, zmm13, [rax]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm13, zmm13, zmm14
-    vpaddd       zmm14, zmm3, zmm4                   ; layer 2
-    vpaddd       zmm3, zmm3, zmm19
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm18, zmm3, [rax + 64]
-    vpmuludq     zmm4, zmm4, [rax + 64]
-    vmovshdup    zmm4{k2}, zmm18
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm15, zmm16                  ; layer 2
+    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm10, zmm10, zmm14
+    vpaddd       zmm14, zmm4, zmm5                   ; layer 2
+    vpaddd       zmm4, zmm4, zmm21
+    vpsubd       zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm4
+    vpmuludq     zmm18, zmm4, [rax + 64]
+    vpmuludq     zmm5, zmm5, [rax + 64]
+    vmovshdup    zmm5{k2}, zmm18
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm4, zmm4, zmm5
+    vpaddd       zmm5, zmm15, zmm16                  ; layer 2
     vpaddd       zmm15, zmm15, [rel pd_142467089]
     vpsubd       zmm15, zmm15, zmm16
     vmovshdup    zmm16, zmm15
@@ -3081,213 +3095,213 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmuludq     zmm16, zmm16, [rax - 64]
     vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm15, zmm15, [rax - 128]
-    vpmulld      zmm16, zmm16, zmm0
+    vpmulld      zmm16, zmm16, zmm2
     vpsubd       zmm15, zmm15, zmm16
-    vpaddd       zmm16, zmm5, zmm6                   ; layer 2
-    vpaddd       zmm5, zmm5, zmm19
-    vpsubd       zmm5, zmm5, zmm6
-    vmovshdup    zmm6, zmm5
-    vpmuludq     zmm18, zmm5, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm18
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm5, zmm5, zmm6
-    vpaddd       zmm6, zmm9, zmm17                   ; layer 2
-    vpaddd       zmm9, zmm9, [rel pd_142467089]
-    vpsubd       zmm9, zmm9, zmm17
-    vmovshdup    zmm17, zmm9
-    vpmuludq     zmm18, zmm9, [rax + 64]
+    vpaddd       zmm16, zmm6, zmm7                   ; layer 2
+    vpaddd       zmm6, zmm6, zmm21
+    vpsubd       zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm18, zmm6, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm18
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm11, zmm17                  ; layer 2
+    vpaddd       zmm11, zmm11, [rel pd_142467089]
+    vpsubd       zmm11, zmm11, zmm17
+    vmovshdup    zmm17, zmm11
+    vpmuludq     zmm18, zmm11, [rax + 64]
     vpmuludq     zmm17, zmm17, [rax + 64]
     vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm9, zmm9, [rax]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm9, zmm9, zmm17
-    vpaddd       zmm17, zmm7, zmm8                   ; layer 2
-    vpaddd       zmm7, zmm7, zmm19
-    vpsubd       zmm7, zmm7, zmm8
-    vmovshdup    zmm8, zmm7
-    vpmuludq     zmm18, zmm7, [rax + 64]
+    vpmulld      zmm11, zmm11, [rax]
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm11, zmm11, zmm17
+    vpaddd       zmm17, zmm8, zmm0                   ; layer 2
+    vpaddd       zmm8, zmm8, zmm21
+    vpsubd       zmm0, zmm8, zmm0
+    vmovshdup    zmm8, zmm0
+    vpmuludq     zmm18, zmm0, [rax + 64]
     vpmuludq     zmm8, zmm8, [rax + 64]
     vmovshdup    zmm8{k2}, zmm18
-    vpmulld      zmm7, zmm7, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm10, zmm2                   ; layer 1
-    vpaddd       zmm10, zmm10, [rel pd_276553761]
-    vpsubd       zmm2, zmm10, zmm2
-    vmovshdup    zmm10, zmm2
-    vpmuludq     zmm18, zmm2, zmm26
-    vpmuludq     zmm10, zmm10, zmm26
-    vmovshdup    zmm10{k2}, zmm18
+    vpmulld      zmm0, zmm0, [rax]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm0, zmm0, zmm8
+    vpaddd       zmm8, zmm12, zmm3                   ; layer 1
+    vpaddd       zmm12, zmm12, [rel pd_276553761]
+    vpsubd       zmm3, zmm12, zmm3
+    vmovshdup    zmm12, zmm3
+    vpmuludq     zmm18, zmm3, zmm28
+    vpmuludq     zmm12, zmm12, zmm28
+    vmovshdup    zmm12{k2}, zmm18
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 6272] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 6144
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm2, zmm2, zmm10
-    vpaddd       zmm10, zmm12, zmm14                 ; layer 1
-    vpaddd       zmm12, zmm12, zmm22
-    vpsubd       zmm12, zmm12, zmm14
-    vmovshdup    zmm14, zmm12
-    vpmuludq     zmm18, zmm12, zmm26
-    vpmuludq     zmm14, zmm14, zmm26
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm3, zmm3, zmm12
+    vpaddd       zmm12, zmm13, zmm14                 ; layer 1
+    vpaddd       zmm13, zmm13, zmm24
+    vpsubd       zmm13, zmm13, zmm14
+    vmovshdup    zmm14, zmm13
+    vpmuludq     zmm18, zmm13, zmm28
+    vpmuludq     zmm14, zmm14, zmm28
     vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm12, zmm12, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm0
-    vpsubd       zmm12, zmm12, zmm14
-    vpaddd       zmm14, zmm11, zmm13                 ; layer 1
-    vpaddd       zmm11, zmm11, zmm19
-    vpsubd       zmm11, zmm11, zmm13
-    vmovshdup    zmm13, zmm11
-    vpmuludq     zmm18, zmm11, zmm26
-    vpmuludq     zmm13, zmm13, zmm26
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm11, zmm11, [rax - 128]
-    vpmulld      zmm13, zmm13, zmm0
-    vpsubd       zmm11, zmm11, zmm13
-    vpaddd       zmm13, zmm1, zmm3                   ; layer 1
-    vpaddd       zmm1, zmm1, zmm19
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuludq     zmm18, zmm1, zmm26
-    vpmuludq     zmm3, zmm3, zmm26
-    vmovshdup    zmm3{k2}, zmm18
+    vpmulld      zmm13, zmm13, [rax - 128]
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm13, zmm13, zmm14
+    vpaddd       zmm14, zmm9, zmm10                  ; layer 1
+    vpaddd       zmm9, zmm9, zmm21
+    vpsubd       zmm9, zmm9, zmm10
+    vmovshdup    zmm10, zmm9
+    vpmuludq     zmm18, zmm9, zmm28
+    vpmuludq     zmm10, zmm10, zmm28
+    vmovshdup    zmm10{k2}, zmm18
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm9, zmm9, zmm10
+    vpaddd       zmm10, zmm1, zmm4                   ; layer 1
+    vpaddd       zmm1, zmm1, zmm21
+    vpsubd       zmm1, zmm1, zmm4
+    vmovshdup    zmm4, zmm1
+    vpmuludq     zmm18, zmm1, zmm28
+    vpmuludq     zmm4, zmm4, zmm28
+    vmovshdup    zmm4{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm1, zmm1, zmm3
-    vpaddd       zmm3, zmm4, zmm6                    ; layer 1
-    vpaddd       zmm4, zmm4, [rel pd_276553761]
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuludq     zmm18, zmm4, zmm27
-    vpmuludq     zmm6, zmm6, zmm27
-    vmovshdup    zmm6{k2}, zmm18
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm16, zmm17                  ; layer 1
-    vpaddd       zmm16, zmm16, zmm22
-    vpsubd       zmm16, zmm16, zmm17
-    vmovshdup    zmm17, zmm16
-    vpmuludq     zmm18, zmm16, zmm27
-    vpmuludq     zmm17, zmm17, zmm27
-    vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm16, zmm16, [rax]
-    vpmulld      zmm17, zmm17, zmm0
-    vpsubd       zmm16, zmm16, zmm17
-    vpaddd       zmm17, zmm15, zmm9                  ; layer 1
-    vpaddd       zmm15, zmm15, zmm19
-    vpsubd       zmm9, zmm15, zmm9
-    vmovshdup    zmm15, zmm9
-    vpmuludq     zmm18, zmm9, zmm27
-    vpmuludq     zmm15, zmm15, zmm27
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm9, zmm9, [rax]
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm9, zmm9, zmm15
-    vpaddd       zmm15, zmm5, zmm7                   ; layer 1
-    vpaddd       zmm5, zmm5, zmm19
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm1, zmm1, zmm4
+    vpaddd       zmm4, zmm5, zmm7                    ; layer 1
+    vpaddd       zmm5, zmm5, [rel pd_276553761]
     vpsubd       zmm5, zmm5, zmm7
     vmovshdup    zmm7, zmm5
-    vpmuludq     zmm18, zmm5, zmm27
-    vpmuludq     zmm7, zmm7, zmm27
+    vpmuludq     zmm18, zmm5, zmm29
+    vpmuludq     zmm7, zmm7, zmm29
     vmovshdup    zmm7{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm7, zmm7, zmm0
+    vpmulld      zmm7, zmm7, zmm2
     vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm8, zmm3                    ; layer 0
+    vpaddd       zmm7, zmm16, zmm17                  ; layer 1
+    vpaddd       zmm16, zmm16, zmm24
+    vpsubd       zmm16, zmm16, zmm17
+    vmovshdup    zmm17, zmm16
+    vpmuludq     zmm18, zmm16, zmm29
+    vpmuludq     zmm17, zmm17, zmm29
+    vmovshdup    zmm17{k2}, zmm18
+    vpmulld      zmm16, zmm16, [rax]
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm16, zmm16, zmm17
+    vpaddd       zmm17, zmm15, zmm11                 ; layer 1
+    vpaddd       zmm15, zmm15, zmm21
+    vpsubd       zmm11, zmm15, zmm11
+    vmovshdup    zmm15, zmm11
+    vpmuludq     zmm18, zmm11, zmm29
+    vpmuludq     zmm15, zmm15, zmm29
+    vmovshdup    zmm15{k2}, zmm18
+    vpmulld      zmm11, zmm11, [rax]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm11, zmm11, zmm15
+    vpaddd       zmm15, zmm6, zmm0                   ; layer 1
+    vpaddd       zmm6, zmm6, zmm21
+    vpsubd       zmm0, zmm6, zmm0
+    vmovshdup    zmm6, zmm0
+    vpmuludq     zmm18, zmm0, zmm29
+    vpmuludq     zmm6, zmm6, zmm29
+    vmovshdup    zmm6{k2}, zmm18
+    vpmulld      zmm0, zmm0, [rax]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm0, zmm0, zmm6
+    vpaddd       zmm6, zmm8, zmm4                    ; layer 0
     vpaddd       zmm8, zmm8, [rel pd_544727105]
-    vpsubd       zmm3, zmm8, zmm3
-    vmovshdup    zmm8, zmm3
-    vpmuludq     zmm18, zmm3, zmm21
-    vpmuludq     zmm8, zmm8, zmm21
+    vpsubd       zmm4, zmm8, zmm4
+    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm18, zmm4, zmm23
+    vpmuludq     zmm8, zmm8, zmm23
     vmovshdup    zmm8{k2}, zmm18
-    vpmulld      zmm3, zmm3, zmm28
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm10, zmm6                   ; layer 0
-    vpaddd       zmm10, zmm10, zmm23
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    vpmuludq     zmm18, zmm6, zmm21
-    vpmuludq     zmm10, zmm10, zmm21
-    vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm6, zmm6, zmm28
-    vpmulld      zmm10, zmm10, zmm0
-    vpsubd       zmm6, zmm6, zmm10
-    vpaddd       zmm10, zmm14, zmm17                 ; layer 0
-    vpaddd       zmm14, zmm14, zmm22
+    vpmulld      zmm4, zmm4, zmm30
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm12, zmm7                   ; layer 0
+    vpaddd       zmm12, zmm12, zmm25
+    vpsubd       zmm7, zmm12, zmm7
+    vmovshdup    zmm12, zmm7
+    vpmuludq     zmm18, zmm7, zmm23
+    vpmuludq     zmm12, zmm12, zmm23
+    vmovshdup    zmm12{k2}, zmm18
+    vpmulld      zmm7, zmm7, zmm30
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm7, zmm7, zmm12
+    vpaddd       zmm12, zmm14, zmm17                 ; layer 0
+    vpaddd       zmm14, zmm14, zmm24
     vpsubd       zmm14, zmm14, zmm17
     vmovshdup    zmm17, zmm14
-    vpmuludq     zmm18, zmm14, zmm21
-    vpmuludq     zmm17, zmm17, zmm21
+    vpmuludq     zmm18, zmm14, zmm23
+    vpmuludq     zmm17, zmm17, zmm23
     vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm14, zmm14, zmm28
-    vpmulld      zmm17, zmm17, zmm0
+    vpmulld      zmm14, zmm14, zmm30
+    vpmulld      zmm17, zmm17, zmm2
     vpsubd       zmm14, zmm14, zmm17
-    vpaddd       zmm17, zmm13, zmm15                 ; layer 0
-    vpaddd       zmm13, zmm13, zmm22
-    vpsubd       zmm13, zmm13, zmm15
-    vmovshdup    zmm15, zmm13
-    vpmuludq     zmm18, zmm13, zmm21
-    vpmuludq     zmm15, zmm15, zmm21
+    vpaddd       zmm17, zmm10, zmm15                 ; layer 0
+    vpaddd       zmm10, zmm10, zmm24
+    vpsubd       zmm10, zmm10, zmm15
+    vmovshdup    zmm15, zmm10
+    vpmuludq     zmm18, zmm10, zmm23
+    vpmuludq     zmm15, zmm15, zmm23
     vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm13, zmm13, zmm28
-    vpmulld      zmm15, zmm15, zmm0
-    vpsubd       zmm13, zmm13, zmm15
-    vpaddd       zmm15, zmm2, zmm4                   ; layer 0
-    vpaddd       zmm2, zmm2, zmm19
-    vpsubd       zmm2, zmm2, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuludq     zmm18, zmm2, zmm21
-    vpmuludq     zmm4, zmm4, zmm21
-    vmovshdup    zmm4{k2}, zmm18
-    vpmulld      zmm2, zmm2, zmm28
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm2, zmm2, zmm4
-    vpaddd       zmm4, zmm12, zmm16                  ; layer 0
-    vpaddd       zmm12, zmm12, zmm19
-    vpsubd       zmm12, zmm12, zmm16
-    vmovshdup    zmm16, zmm12
-    vpmuludq     zmm18, zmm12, zmm21
-    vpmuludq     zmm16, zmm16, zmm21
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm12, zmm12, zmm28
-    vpmulld      zmm16, zmm16, zmm0
-    vpsubd       zmm12, zmm12, zmm16
-    vpaddd       zmm16, zmm11, zmm9                  ; layer 0
-    vpaddd       zmm11, zmm11, zmm19
-    vpsubd       zmm9, zmm11, zmm9
-    vmovshdup    zmm11, zmm9
-    vpmuludq     zmm18, zmm9, zmm21
-    vpmuludq     zmm11, zmm11, zmm21
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm9, zmm9, zmm28
-    vpmulld      zmm11, zmm11, zmm0
-    vpsubd       zmm9, zmm9, zmm11
-    vpaddd       zmm11, zmm1, zmm5                   ; layer 0
-    vpaddd       zmm1, zmm1, zmm19
-    vpsubd       zmm1, zmm1, zmm5
-    vmovshdup    zmm5, zmm1
-    vpmuludq     zmm18, zmm1, zmm21
-    vpmuludq     zmm5, zmm5, zmm21
+    vpmulld      zmm10, zmm10, zmm30
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm10, zmm10, zmm15
+    vpaddd       zmm15, zmm3, zmm5                   ; layer 0
+    vpaddd       zmm3, zmm3, zmm21
+    vpsubd       zmm3, zmm3, zmm5
+    vmovshdup    zmm5, zmm3
+    vpmuludq     zmm18, zmm3, zmm23
+    vpmuludq     zmm5, zmm5, zmm23
     vmovshdup    zmm5{k2}, zmm18
-    vpmulld      zmm1, zmm1, zmm28
-    vpmulld      zmm0, zmm5, zmm0
+    vpmulld      zmm3, zmm3, zmm30
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm3, zmm3, zmm5
+    vpaddd       zmm5, zmm13, zmm16                  ; layer 0
+    vpaddd       zmm13, zmm13, zmm21
+    vpsubd       zmm13, zmm13, zmm16
+    vmovshdup    zmm16, zmm13
+    vpmuludq     zmm18, zmm13, zmm23
+    vpmuludq     zmm16, zmm16, zmm23
+    vmovshdup    zmm16{k2}, zmm18
+    vpmulld      zmm13, zmm13, zmm30
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm13, zmm13, zmm16
+    vpaddd       zmm16, zmm9, zmm11                  ; layer 0
+    vpaddd       zmm9, zmm9, zmm21
+    vpsubd       zmm9, zmm9, zmm11
+    vmovshdup    zmm11, zmm9
+    vpmuludq     zmm18, zmm9, zmm23
+    vpmuludq     zmm11, zmm11, zmm23
+    vmovshdup    zmm11{k2}, zmm18
+    vpmulld      zmm9, zmm9, zmm30
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpaddd       zmm11, zmm1, zmm0                   ; layer 0
+    vpaddd       zmm1, zmm1, zmm21
     vpsubd       zmm0, zmm1, zmm0
-    vmovdqu64    [rdi], zmm7
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm18, zmm0, zmm23
+    vpmuludq     zmm1, zmm1, zmm23
+    vmovshdup    zmm1{k2}, zmm18
+    vpmulld      zmm0, zmm0, zmm30
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
+    vmovdqu64    [rdi], zmm6
     vmovdqu64    [rdi + 64], zmm8
-    vmovdqu64    [rdi + 128], zmm10
+    vmovdqu64    [rdi + 128], zmm12
     vmovdqu64    [rdi + 192], zmm17
     vmovdqu64    [rdi + 256], zmm15
-    vmovdqu64    [rdi + 320], zmm4
+    vmovdqu64    [rdi + 320], zmm5
     vmovdqu64    [rdi + 384], zmm16
     vmovdqu64    [rdi + 448], zmm11
-    vmovdqu64    [rdi + 512], zmm3
-    vmovdqu64    [rdi + 576], zmm6
+    vmovdqu64    [rdi + 512], zmm4
+    vmovdqu64    [rdi + 576], zmm7
     vmovdqu64    [rdi + 640], zmm14
-    vmovdqu64    [rdi + 704], zmm13
-    vmovdqu64    [rdi + 768], zmm2
-    vmovdqu64    [rdi + 832], zmm12
+    vmovdqu64    [rdi + 704], zmm10
+    vmovdqu64    [rdi + 768], zmm3
+    vmovdqu64    [rdi + 832], zmm13
     vmovdqu64    [rdi + 896], zmm9
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper

@@ -1156,6 +1156,16 @@ align 32
 pq_9223372036854775808:
     dq 0x8000000000000000, 0x8000000000000000, 0x8000000000000000, 0x8000000000000000
 
+align 32
+pq_index64_0_1_8_9_4_5_12_13:
+    dq 0x0000000000000000, 0x0000000000000001, 0x0000000000000008, 0x0000000000000009
+    dq 0x0000000000000004, 0x0000000000000005, 0x000000000000000c, 0x000000000000000d
+
+align 32
+pq_index64_2_3_10_11_6_7_14_15:
+    dq 0x0000000000000002, 0x0000000000000003, 0x000000000000000a, 0x000000000000000b
+    dq 0x0000000000000006, 0x0000000000000007, 0x000000000000000e, 0x000000000000000f
+
 
 section .text
 
@@ -1169,7 +1179,7 @@ section .text
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, k2, rax, rcx, rdi, flags
-;   loops: 8 x 161 instructions (repeated groups rolled: 5267 instructions run, 4183 written)
+;   loops: 8 x 161 instructions (repeated groups rolled: 5267 instructions run, 4184 written)
 ;
 ; reduction schedule:
 ;   policy index, freeze reduction, 0 vector reductions
@@ -1179,4191 +1189,4192 @@ global kg_goldilocks18446744069414584321_ntt_forward_avx512:function KERNGEN_VIS
 align 32
 kg_goldilocks18446744069414584321_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm13, [rel pq_4294967295]          ; held in a register: read 512 times
-    vmovdqu64    zmm14, [rel pq_18446744069414584321] ; held in a register: read 256 times
-    vmovdqu64    zmm15, [rel pq_18446744073709551615] ; held in a register: read 128 times
-    vmovdqu64    zmm16, [rel pq_1]                   ; held in a register: read 128 times
+    vmovdqu64    zmm15, [rel pq_4294967295]          ; held in a register: read 512 times
+    vmovdqu64    zmm16, [rel pq_18446744069414584321] ; held in a register: read 256 times
+    vmovdqu64    zmm17, [rel pq_18446744073709551615] ; held in a register: read 128 times
+    vmovdqu64    zmm18, [rel pq_1]                   ; held in a register: read 128 times
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 128] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 0
-    vmovdqu64    zmm17, [rcx - 64]                   ; held in a register: read 68 times
-    vmovdqu64    zmm18, [rcx - 128]                  ; held in a register: read 62 times
-    vmovdqu64    zmm19, [rcx]                        ; held in a register: read 30 times
-    vmovdqu64    zmm20, [rcx + 64]                   ; held in a register: read 30 times
+    vmovdqu64    zmm19, [rcx - 64]                   ; held in a register: read 68 times
+    vmovdqu64    zmm20, [rcx - 128]                  ; held in a register: read 62 times
+    vmovdqu64    zmm21, [rcx]                        ; held in a register: read 30 times
+    vmovdqu64    zmm22, [rcx + 64]                   ; held in a register: read 30 times
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 384] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 256
-    vmovdqu64    zmm21, [rcx + 64]                   ; held in a register: read 20 times
-    vmovdqu64    zmm22, [rcx - 128]                  ; held in a register: read 14 times
-    vmovdqu64    zmm23, [rcx - 64]                   ; held in a register: read 14 times
-    vmovdqu64    zmm24, [rcx]                        ; held in a register: read 14 times
+    vmovdqu64    zmm23, [rcx + 64]                   ; held in a register: read 20 times
+    vmovdqu64    zmm24, [rcx - 128]                  ; held in a register: read 14 times
+    vmovdqu64    zmm25, [rcx - 64]                   ; held in a register: read 14 times
+    vmovdqu64    zmm26, [rcx]                        ; held in a register: read 14 times
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2176] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2048
-    vmovdqu64    zmm25, [rcx - 128]                  ; held in a register: read 6 times
-    vmovdqu64    zmm26, [rcx - 64]                   ; held in a register: read 6 times
-    vmovdqu64    zmm27, [rcx]                        ; held in a register: read 6 times
-    vmovdqu64    zmm28, [rcx + 64]                   ; held in a register: read 6 times
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2304
-    vmovdqu64    zmm29, [rcx - 128]                  ; held in a register: read 6 times
-    vmovdqu64    zmm30, [rcx - 64]                   ; held in a register: read 6 times
-    vmovdqu64    zmm31, [rcx]                        ; held in a register: read 6 times
+    vmovdqu64    zmm27, [rcx - 128]                  ; held in a register: read 6 times
+    vmovdqu64    zmm28, [rcx - 64]                   ; held in a register: read 6 times
+    vmovdqu64    zmm29, [rcx]                        ; held in a register: read 6 times
+    vmovdqu64    zmm30, [rcx + 64]                   ; held in a register: read 6 times
+    vmovdqu64    zmm31, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2304] ; held in a register: read 6 times
+    vmovdqu64    zmm0, [rel pq_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pq_index64_2_3_10_11_6_7_14_15]
     mov          rax, 8
     .repeat1:
-    vmovdqu64    zmm0, [rdi]
-    vmovdqu64    zmm1, [rdi + 512]
-    vmovdqu64    zmm2, [rdi + 1024]
-    vmovdqu64    zmm3, [rdi + 1536]
-    vpsrlq       zmm4, zmm2, 32                      ; layer 0
-    vpmuludq     zmm5, zmm2, zmm18
-    vpmuludq     zmm2, zmm2, zmm17
-    vpmuludq     zmm6, zmm4, zmm18
-    vpmuludq     zmm4, zmm4, zmm17
-    vpsrlq       zmm7, zmm5, 32
-    vpaddq       zmm7, zmm2, zmm7
-    vpandq       zmm8, zmm7, zmm13
-    vpaddq       zmm8, zmm6, zmm8
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm4, zmm4, zmm7
+    vmovdqu64    zmm2, [rdi]
+    vmovdqu64    zmm3, [rdi + 512]
+    vmovdqu64    zmm4, [rdi + 1024]
+    vmovdqu64    zmm5, [rdi + 1536]
+    vpsrlq       zmm6, zmm4, 32                      ; layer 0
+    vpmuludq     zmm7, zmm4, zmm20
+    vpmuludq     zmm4, zmm4, zmm19
+    vpmuludq     zmm8, zmm6, zmm20
+    vpmuludq     zmm6, zmm6, zmm19
+    vpsrlq       zmm9, zmm7, 32
+    vpaddq       zmm9, zmm4, zmm9
+    vpandq       zmm10, zmm9, zmm15
+    vpaddq       zmm10, zmm8, zmm10
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpaddq       zmm6, zmm6, zmm9
+    vpaddq       zmm6, zmm6, zmm10
     vpaddq       zmm4, zmm4, zmm8
-    vpaddq       zmm2, zmm2, zmm6
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm5, zmm2
-    vpsllq       zmm5, zmm4, 32
-    vpsubq       zmm6, zmm5, zmm4
-    vpsrlq       zmm7, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm7, zmm4
+    vpsllq       zmm7, zmm6, 32
+    vpsubq       zmm8, zmm7, zmm6
+    vpsrlq       zmm9, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm7
+    vpaddq       zmm9{k2}, zmm9, zmm17
+    vpaddq       zmm4, zmm4, zmm8
+    vpcmpnleuq   k2, zmm8, zmm4
+    vpaddq       zmm9{k2}, zmm9, zmm18
+    vpsllq       zmm6, zmm9, 32
+    vpsubq       zmm6, zmm6, zmm9
+    vpaddq       zmm4, zmm4, zmm6
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm6, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm6
+    vpaddq       zmm6, zmm2, zmm4
+    vpaddq       zmm7, zmm6, zmm15
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm7, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
     vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsllq       zmm4, zmm7, 32
-    vpsubq       zmm4, zmm4, zmm7
+    vpsrlq       zmm2, zmm5, 32                      ; layer 0
+    vpmuludq     zmm4, zmm5, zmm20
+    vpmuludq     zmm5, zmm5, zmm19
+    vpmuludq     zmm8, zmm2, zmm20
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm9, zmm4, 32
+    vpaddq       zmm9, zmm5, zmm9
+    vpandq       zmm10, zmm9, zmm15
+    vpaddq       zmm10, zmm8, zmm10
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpaddq       zmm2, zmm2, zmm9
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm5, zmm5, zmm8
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm4, zmm4, zmm5
+    vpsllq       zmm5, zmm2, 32
+    vpsubq       zmm8, zmm5, zmm2
+    vpsrlq       zmm9, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm9{k2}, zmm9, zmm17
+    vpaddq       zmm2, zmm4, zmm8
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpaddq       zmm9{k2}, zmm9, zmm18
+    vpsllq       zmm4, zmm9, 32
+    vpsubq       zmm4, zmm4, zmm9
     vpaddq       zmm2, zmm2, zmm4
     vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm2, zmm14
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
     vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm0, zmm2
-    vpaddq       zmm5, zmm4, zmm13
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm5, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 0
-    vpmuludq     zmm2, zmm3, zmm18
-    vpmuludq     zmm3, zmm3, zmm17
-    vpmuludq     zmm6, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm7, zmm2, 32
-    vpaddq       zmm7, zmm3, zmm7
-    vpandq       zmm8, zmm7, zmm13
-    vpaddq       zmm8, zmm6, zmm8
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm0, zmm0, zmm7
-    vpaddq       zmm0, zmm0, zmm8
-    vpaddq       zmm3, zmm3, zmm6
-    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm4, zmm3, zmm2
+    vpaddq       zmm5, zmm4, zmm15
+    vpcmpnleuq   k2, zmm3, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm5, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm5{k2}, zmm5, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 1
+    vpmuludq     zmm3, zmm4, zmm20
+    vpmuludq     zmm4, zmm4, zmm19
+    vpmuludq     zmm8, zmm2, zmm20
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm9, zmm3, 32
+    vpaddq       zmm9, zmm4, zmm9
+    vpandq       zmm10, zmm9, zmm15
+    vpaddq       zmm10, zmm8, zmm10
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpaddq       zmm2, zmm2, zmm9
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm4, zmm4, zmm8
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm3, zmm3, zmm4
+    vpsllq       zmm4, zmm2, 32
+    vpsubq       zmm8, zmm4, zmm2
+    vpsrlq       zmm9, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm9{k2}, zmm9, zmm17
+    vpaddq       zmm2, zmm3, zmm8
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpaddq       zmm9{k2}, zmm9, zmm18
+    vpsllq       zmm3, zmm9, 32
+    vpsubq       zmm3, zmm3, zmm9
     vpaddq       zmm2, zmm2, zmm3
-    vpsllq       zmm3, zmm0, 32
-    vpsubq       zmm6, zmm3, zmm0
-    vpsrlq       zmm7, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpaddq       zmm0, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsllq       zmm2, zmm7, 32
-    vpsubq       zmm2, zmm2, zmm7
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm1, zmm0
-    vpaddq       zmm3, zmm2, zmm13
-    vpcmpnleuq   k2, zmm1, zmm3
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm3, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm3{k2}, zmm3, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 1
-    vpmuludq     zmm1, zmm2, zmm18
-    vpmuludq     zmm2, zmm2, zmm17
-    vpmuludq     zmm6, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm7, zmm1, 32
-    vpaddq       zmm7, zmm2, zmm7
-    vpandq       zmm8, zmm7, zmm13
-    vpaddq       zmm8, zmm6, zmm8
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm0, zmm0, zmm7
-    vpaddq       zmm0, zmm0, zmm8
-    vpaddq       zmm2, zmm2, zmm6
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm1, zmm1, zmm2
-    vpsllq       zmm2, zmm0, 32
-    vpsubq       zmm6, zmm2, zmm0
-    vpsrlq       zmm7, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpaddq       zmm0, zmm1, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsllq       zmm1, zmm7, 32
-    vpsubq       zmm1, zmm1, zmm7
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm4, zmm0
-    vpaddq       zmm2, zmm1, zmm13
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm2, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm2{k2}, zmm2, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 1
-    vpmuludq     zmm4, zmm3, zmm19
-    vpmuludq     zmm3, zmm3, zmm20
-    vpmuludq     zmm6, zmm0, zmm19
-    vpmuludq     zmm0, zmm0, zmm20
-    vpsrlq       zmm7, zmm4, 32
-    vpaddq       zmm7, zmm3, zmm7
-    vpandq       zmm8, zmm7, zmm13
-    vpaddq       zmm8, zmm6, zmm8
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm0, zmm0, zmm7
-    vpaddq       zmm0, zmm0, zmm8
-    vpaddq       zmm3, zmm3, zmm6
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm4, zmm3
-    vpsllq       zmm4, zmm0, 32
-    vpsubq       zmm6, zmm4, zmm0
-    vpsrlq       zmm7, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpaddq       zmm0, zmm3, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsllq       zmm3, zmm7, 32
-    vpsubq       zmm3, zmm3, zmm7
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm5, zmm0
-    vpaddq       zmm4, zmm3, zmm13
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm4, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm14
-    vmovdqu64    [rdi], zmm1
-    vmovdqu64    [rdi + 512], zmm2
-    vmovdqu64    [rdi + 1024], zmm3
-    vmovdqu64    [rdi + 1536], zmm4
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm6, zmm2
+    vpaddq       zmm4, zmm3, zmm15
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm4, zmm6, zmm2
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm4{k2}, zmm4, zmm16
+    vpsrlq       zmm2, zmm5, 32                      ; layer 1
+    vpmuludq     zmm6, zmm5, zmm21
+    vpmuludq     zmm5, zmm5, zmm22
+    vpmuludq     zmm8, zmm2, zmm21
+    vpmuludq     zmm2, zmm2, zmm22
+    vpsrlq       zmm9, zmm6, 32
+    vpaddq       zmm9, zmm5, zmm9
+    vpandq       zmm10, zmm9, zmm15
+    vpaddq       zmm10, zmm8, zmm10
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpaddq       zmm2, zmm2, zmm9
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm5, zmm5, zmm8
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm5, zmm6, zmm5
+    vpsllq       zmm6, zmm2, 32
+    vpsubq       zmm8, zmm6, zmm2
+    vpsrlq       zmm9, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm9{k2}, zmm9, zmm17
+    vpaddq       zmm2, zmm5, zmm8
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpaddq       zmm9{k2}, zmm9, zmm18
+    vpsllq       zmm5, zmm9, 32
+    vpsubq       zmm5, zmm5, zmm9
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm7, zmm2
+    vpaddq       zmm6, zmm5, zmm15
+    vpcmpnleuq   k2, zmm7, zmm6
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm6, zmm7, zmm2
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm16
+    vmovdqu64    [rdi], zmm3
+    vmovdqu64    [rdi + 512], zmm4
+    vmovdqu64    [rdi + 1024], zmm5
+    vmovdqu64    [rdi + 1536], zmm6
     add          rdi, 64
     dec          rax
     jnz          .repeat1
     add          rdi, -512                           ; back to the argument
-    vmovdqu64    zmm0, [rdi]
-    vmovdqu64    zmm1, [rdi + 64]
-    vmovdqu64    zmm2, [rdi + 128]
-    vmovdqu64    zmm3, [rdi + 192]
-    vmovdqu64    zmm4, [rdi + 256]
-    vmovdqu64    zmm5, [rdi + 320]
-    vmovdqu64    zmm6, [rdi + 384]
-    vmovdqu64    zmm7, [rdi + 448]
-    vpsrlq       zmm8, zmm4, 32                      ; layer 2
-    vpmuludq     zmm9, zmm4, zmm18
-    vpmuludq     zmm4, zmm4, zmm17
-    vpmuludq     zmm10, zmm8, zmm18
-    vpmuludq     zmm8, zmm8, zmm17
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm9, zmm4
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm8, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm0, zmm4
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm5, 32                      ; layer 2
-    vpmuludq     zmm4, zmm5, zmm18
-    vpmuludq     zmm5, zmm5, zmm17
-    vpmuludq     zmm10, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm5, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm5, zmm5, zmm10
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm4, zmm4, zmm5
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm1, zmm0
-    vpaddq       zmm5, zmm4, zmm13
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm5, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm6, 32                      ; layer 2
-    vpmuludq     zmm1, zmm6, zmm18
-    vpmuludq     zmm6, zmm6, zmm17
-    vpmuludq     zmm10, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm6, zmm6, zmm10
+    vmovdqu64    zmm2, [rdi]
+    vmovdqu64    zmm3, [rdi + 64]
+    vmovdqu64    zmm4, [rdi + 128]
+    vmovdqu64    zmm5, [rdi + 192]
+    vmovdqu64    zmm6, [rdi + 256]
+    vmovdqu64    zmm7, [rdi + 320]
+    vmovdqu64    zmm8, [rdi + 384]
+    vmovdqu64    zmm9, [rdi + 448]
+    vpsrlq       zmm10, zmm6, 32                     ; layer 2
+    vpmuludq     zmm11, zmm6, zmm20
+    vpmuludq     zmm6, zmm6, zmm19
+    vpmuludq     zmm12, zmm10, zmm20
+    vpmuludq     zmm10, zmm10, zmm19
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm6, zmm6, zmm12
     vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm1, zmm1, zmm6
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
+    vpaddq       zmm6, zmm11, zmm6
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm6, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm10, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm10
+    vpaddq       zmm10, zmm2, zmm6
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm2, zmm0
-    vpaddq       zmm6, zmm1, zmm13
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm2, zmm0
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 2
-    vpmuludq     zmm2, zmm7, zmm18
-    vpmuludq     zmm7, zmm7, zmm17
-    vpmuludq     zmm10, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
+    vpsrlq       zmm2, zmm7, 32                      ; layer 2
+    vpmuludq     zmm6, zmm7, zmm20
+    vpmuludq     zmm7, zmm7, zmm19
+    vpmuludq     zmm12, zmm2, zmm20
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm7, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm7, zmm7, zmm12
     vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm2, zmm2, zmm7
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm3, zmm0
-    vpaddq       zmm7, zmm2, zmm13
+    vpaddq       zmm6, zmm6, zmm7
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm3, zmm2
+    vpaddq       zmm7, zmm6, zmm15
     vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm7, zmm3, zmm0
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 3
-    vpmuludq     zmm3, zmm1, zmm18
-    vpmuludq     zmm1, zmm1, zmm17
-    vpmuludq     zmm10, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm3, zmm1
-    vpsllq       zmm3, zmm0, 32
-    vpsubq       zmm10, zmm3, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm8, zmm0
-    vpaddq       zmm3, zmm1, zmm13
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm3, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 3
-    vpmuludq     zmm8, zmm2, zmm18
-    vpmuludq     zmm2, zmm2, zmm17
-    vpmuludq     zmm10, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm8, zmm2
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm4, zmm0
-    vpaddq       zmm8, zmm2, zmm13
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm6, 32                      ; layer 3
-    vpmuludq     zmm4, zmm6, zmm19
-    vpmuludq     zmm6, zmm6, zmm20
-    vpmuludq     zmm10, zmm0, zmm19
-    vpmuludq     zmm0, zmm0, zmm20
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm4, zmm4, zmm6
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm9, zmm0
-    vpaddq       zmm6, zmm4, zmm13
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm9, zmm0
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 3
-    vpmuludq     zmm9, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpmuludq     zmm10, zmm0, zmm19
-    vpmuludq     zmm0, zmm0, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm0, zmm0, zmm7
-    vpcmpnleuq   k2, zmm7, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm7, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm7
-    vpaddq       zmm7, zmm5, zmm0
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 4
-    vpmuludq     zmm5, zmm2, zmm18
-    vpmuludq     zmm2, zmm2, zmm17
-    vpmuludq     zmm10, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm5, zmm2
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm1, zmm0
-    vpaddq       zmm5, zmm2, zmm13
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm5, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm8, 32                      ; layer 4
-    vpmuludq     zmm1, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpmuludq     zmm10, zmm0, zmm19
-    vpmuludq     zmm0, zmm0, zmm20
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm7, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm8, 32                      ; layer 2
+    vpmuludq     zmm3, zmm8, zmm20
+    vpmuludq     zmm8, zmm8, zmm19
+    vpmuludq     zmm12, zmm2, zmm20
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm8, zmm8, zmm12
     vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm1, zmm1, zmm8
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm3, zmm0
-    vpaddq       zmm8, zmm1, zmm13
-    vpcmpnleuq   k2, zmm3, zmm8
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm8, zmm3, zmm0
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 4
-    vpmuludq     zmm3, zmm7, zmm22
-    vpmuludq     zmm7, zmm7, zmm23
-    vpmuludq     zmm10, zmm0, zmm22
-    vpmuludq     zmm0, zmm0, zmm23
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm3, zmm3, zmm7
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm4, zmm0
-    vpaddq       zmm7, zmm3, zmm13
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm7, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm9, 32                      ; layer 4
-    vpmuludq     zmm4, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm21
-    vpmuludq     zmm10, zmm0, zmm24
-    vpmuludq     zmm0, zmm0, zmm21
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
+    vpaddq       zmm3, zmm3, zmm8
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm4, zmm2
+    vpaddq       zmm8, zmm3, zmm15
+    vpcmpnleuq   k2, zmm4, zmm8
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm8, zmm4, zmm2
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 2
+    vpmuludq     zmm4, zmm9, zmm20
+    vpmuludq     zmm9, zmm9, zmm19
+    vpmuludq     zmm12, zmm2, zmm20
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
     vpsllq       zmm9, zmm9, 32
     vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm6, zmm0
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vshufi64x2   zmm0, zmm2, zmm5, 68
-    vshufi64x2   zmm2, zmm2, zmm5, 238
-    vshufi64x2   zmm5, zmm1, zmm8, 68
-    vshufi64x2   zmm1, zmm1, zmm8, 238
-    vshufi64x2   zmm6, zmm3, zmm7, 68
-    vshufi64x2   zmm3, zmm3, zmm7, 238
-    vshufi64x2   zmm7, zmm4, zmm9, 68
-    vshufi64x2   zmm4, zmm4, zmm9, 238
-    vpsrlq       zmm8, zmm2, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 640] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 512
-    vpmuludq     zmm9, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpmuludq     zmm10, zmm8, [rcx - 128]
-    vpmuludq     zmm8, zmm8, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm9, zmm2
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm0, zmm2
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 5
-    vpmuludq     zmm2, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm2, zmm1
-    vpsllq       zmm2, zmm0, 32
-    vpsubq       zmm10, zmm2, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm5, zmm0
-    vpaddq       zmm2, zmm1, zmm13
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm2, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm2{k2}, zmm2, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 896] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 768
-    vpmuludq     zmm5, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm5, zmm2
+    vpaddq       zmm9, zmm4, zmm15
+    vpcmpnleuq   k2, zmm5, zmm9
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm9, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 3
+    vpmuludq     zmm5, zmm3, zmm20
+    vpmuludq     zmm3, zmm3, zmm19
+    vpmuludq     zmm12, zmm2, zmm20
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
     vpsllq       zmm3, zmm3, 32
     vpaddq       zmm3, zmm5, zmm3
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm6, zmm0
-    vpaddq       zmm5, zmm3, zmm13
-    vpcmpnleuq   k2, zmm6, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm4, 32                      ; layer 5
-    vpmuludq     zmm6, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm6, zmm4
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm7, zmm0
-    vpaddq       zmm6, zmm4, zmm13
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vshufi64x2   zmm0, zmm8, zmm9, 34
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm7, zmm8, zmm9, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm8, zmm1, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm1, zmm1, zmm2, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm2, zmm3, zmm5, 34
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm3, zmm3, zmm5, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm5, zmm4, zmm6, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm4, zmm4, zmm6, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vpsrlq       zmm6, zmm7, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1024
-    vpmuludq     zmm9, zmm7, [rcx - 128]
-    vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpmuludq     zmm10, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm10, zmm9, zmm6
-    vpsrlq       zmm11, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm6, zmm6, zmm7
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm7, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm0, zmm6
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm0, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 6
-    vpmuludq     zmm6, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm6, zmm1
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm8, zmm0
-    vpaddq       zmm6, zmm1, zmm13
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1408] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1280
-    vpmuludq     zmm8, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm8, zmm3
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm2, zmm0
-    vpaddq       zmm8, zmm3, zmm13
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm8, zmm2, zmm0
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm4, 32                      ; layer 6
-    vpmuludq     zmm2, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm2, zmm2, zmm4
-    vpsllq       zmm4, zmm0, 32
-    vpsubq       zmm10, zmm4, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm5, zmm0
-    vpaddq       zmm4, zmm2, zmm13
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm14
-    vpunpcklqdq  zmm0, zmm7, zmm9
-    vpunpckhqdq  zmm5, zmm7, zmm9
-    vpunpcklqdq  zmm7, zmm1, zmm6
-    vpunpckhqdq  zmm1, zmm1, zmm6
-    vpunpcklqdq  zmm6, zmm3, zmm8
-    vpunpckhqdq  zmm3, zmm3, zmm8
-    vpunpcklqdq  zmm8, zmm2, zmm4
-    vpunpckhqdq  zmm2, zmm2, zmm4
-    vpsrlq       zmm4, zmm5, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1536
-    vpmuludq     zmm9, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpmuludq     zmm10, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm5, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
+    vpsllq       zmm5, zmm2, 32
+    vpsubq       zmm12, zmm5, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm10, zmm2
+    vpaddq       zmm5, zmm3, zmm15
+    vpcmpnleuq   k2, zmm10, zmm5
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm5, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm5{k2}, zmm5, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 3
+    vpmuludq     zmm10, zmm4, zmm20
+    vpmuludq     zmm4, zmm4, zmm19
+    vpmuludq     zmm12, zmm2, zmm20
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
     vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm5, zmm5, zmm10
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm9, zmm5
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm4, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm5, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm0, zmm4
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 7
-    vpmuludq     zmm4, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm4, zmm1
-    vpsllq       zmm4, zmm0, 32
-    vpsubq       zmm10, zmm4, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm7, zmm0
-    vpaddq       zmm4, zmm1, zmm13
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm4, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1792
-    vpmuludq     zmm7, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm7, zmm3
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm6, zmm0
-    vpaddq       zmm7, zmm3, zmm13
-    vpcmpnleuq   k2, zmm6, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm7, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 7
-    vpmuludq     zmm6, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm6, zmm2
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm8, zmm0
-    vpaddq       zmm6, zmm2, zmm13
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm6, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpunpcklqdq  zmm0, zmm5, zmm9
-    vpunpckhqdq  zmm5, zmm5, zmm9
-    vpunpcklqdq  zmm8, zmm1, zmm4
-    vpunpckhqdq  zmm1, zmm1, zmm4
-    vpunpcklqdq  zmm4, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpunpcklqdq  zmm7, zmm2, zmm6
-    vpunpckhqdq  zmm2, zmm2, zmm6
-    vshufi64x2   zmm6, zmm0, zmm5, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm0, zmm0, zmm5, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm4, zmm3, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm3, zmm4, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm4, zmm7, zmm2, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm2, zmm7, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm7, zmm6, zmm0, 68
-    vshufi64x2   zmm0, zmm6, zmm0, 238
-    vshufi64x2   zmm6, zmm5, zmm1, 68
-    vshufi64x2   zmm1, zmm5, zmm1, 238
-    vshufi64x2   zmm5, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm4, zmm2, 68
-    vshufi64x2   zmm2, zmm4, zmm2, 238
-    vmovdqu64    [rdi], zmm7
-    vmovdqu64    [rdi + 64], zmm0
-    vmovdqu64    [rdi + 128], zmm6
-    vmovdqu64    [rdi + 192], zmm1
-    vmovdqu64    [rdi + 256], zmm5
-    vmovdqu64    [rdi + 320], zmm3
-    vmovdqu64    [rdi + 384], zmm8
-    vmovdqu64    [rdi + 448], zmm2
-    vmovdqu64    zmm0, [rdi + 512]
-    vmovdqu64    zmm1, [rdi + 576]
-    vmovdqu64    zmm2, [rdi + 640]
-    vmovdqu64    zmm3, [rdi + 704]
-    vmovdqu64    zmm4, [rdi + 768]
-    vmovdqu64    zmm5, [rdi + 832]
-    vmovdqu64    zmm6, [rdi + 896]
-    vmovdqu64    zmm7, [rdi + 960]
-    vpsrlq       zmm8, zmm4, 32                      ; layer 2
-    vpmuludq     zmm9, zmm4, zmm19
-    vpmuludq     zmm4, zmm4, zmm20
-    vpmuludq     zmm10, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm4, zmm4, zmm10
     vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm9, zmm4
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm8, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm0, zmm4
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm5, 32                      ; layer 2
-    vpmuludq     zmm4, zmm5, zmm19
-    vpmuludq     zmm5, zmm5, zmm20
-    vpmuludq     zmm10, zmm0, zmm19
-    vpmuludq     zmm0, zmm0, zmm20
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm5, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm5, zmm5, zmm10
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm4, zmm4, zmm5
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm1, zmm0
-    vpaddq       zmm5, zmm4, zmm13
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm5, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm6, 32                      ; layer 2
-    vpmuludq     zmm1, zmm6, zmm19
-    vpmuludq     zmm6, zmm6, zmm20
-    vpmuludq     zmm10, zmm0, zmm19
-    vpmuludq     zmm0, zmm0, zmm20
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm1, zmm1, zmm6
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm2, zmm0
-    vpaddq       zmm6, zmm1, zmm13
+    vpaddq       zmm4, zmm10, zmm4
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm6, zmm2
+    vpaddq       zmm10, zmm4, zmm15
+    vpcmpnleuq   k2, zmm6, zmm10
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm6, zmm2
     vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm2, zmm0
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 2
-    vpmuludq     zmm2, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpmuludq     zmm10, zmm0, zmm19
-    vpmuludq     zmm0, zmm0, zmm20
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm2, zmm2, zmm7
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm8, 32                      ; layer 3
+    vpmuludq     zmm6, zmm8, zmm21
+    vpmuludq     zmm8, zmm8, zmm22
+    vpmuludq     zmm12, zmm2, zmm21
+    vpmuludq     zmm2, zmm2, zmm22
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm8, zmm8, zmm12
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm6, zmm6, zmm8
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm11, zmm2
+    vpaddq       zmm8, zmm6, zmm15
+    vpcmpnleuq   k2, zmm11, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm11, zmm2
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 3
+    vpmuludq     zmm11, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpmuludq     zmm12, zmm2, zmm21
+    vpmuludq     zmm2, zmm2, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm2, zmm2, zmm9
+    vpcmpnleuq   k2, zmm9, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm9, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm9
+    vpaddq       zmm9, zmm7, zmm2
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm7, zmm2
+    vpcmpnleuq   k2, zmm2, zmm7
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm3, zmm0
-    vpaddq       zmm7, zmm2, zmm13
+    vpsrlq       zmm2, zmm4, 32                      ; layer 4
+    vpmuludq     zmm7, zmm4, zmm20
+    vpmuludq     zmm4, zmm4, zmm19
+    vpmuludq     zmm12, zmm2, zmm20
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm7, zmm4
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm3, zmm2
+    vpaddq       zmm7, zmm4, zmm15
     vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm7, zmm3, zmm0
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 3
-    vpmuludq     zmm3, zmm1, zmm22
-    vpmuludq     zmm1, zmm1, zmm23
-    vpmuludq     zmm10, zmm0, zmm22
-    vpmuludq     zmm0, zmm0, zmm23
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm3, zmm1
-    vpsllq       zmm3, zmm0, 32
-    vpsubq       zmm10, zmm3, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm8, zmm0
-    vpaddq       zmm3, zmm1, zmm13
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm3, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 3
-    vpmuludq     zmm8, zmm2, zmm22
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm7, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm10, 32                     ; layer 4
+    vpmuludq     zmm3, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpmuludq     zmm12, zmm2, zmm21
+    vpmuludq     zmm2, zmm2, zmm22
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm3, zmm3, zmm10
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm5, zmm2
+    vpaddq       zmm10, zmm3, zmm15
+    vpcmpnleuq   k2, zmm5, zmm10
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm10, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 4
+    vpmuludq     zmm5, zmm9, zmm24
+    vpmuludq     zmm9, zmm9, zmm25
+    vpmuludq     zmm12, zmm2, zmm24
+    vpmuludq     zmm2, zmm2, zmm25
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm5, zmm5, zmm9
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm6, zmm2
+    vpaddq       zmm9, zmm5, zmm15
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm6, zmm2
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm11, 32                     ; layer 4
+    vpmuludq     zmm6, zmm11, zmm26
+    vpmuludq     zmm11, zmm11, zmm23
+    vpmuludq     zmm12, zmm2, zmm26
     vpmuludq     zmm2, zmm2, zmm23
-    vpmuludq     zmm10, zmm0, zmm22
-    vpmuludq     zmm0, zmm0, zmm23
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm8, zmm2
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm4, zmm0
-    vpaddq       zmm8, zmm2, zmm13
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm6, 32                      ; layer 3
-    vpmuludq     zmm4, zmm6, zmm24
-    vpmuludq     zmm6, zmm6, zmm21
-    vpmuludq     zmm10, zmm0, zmm24
-    vpmuludq     zmm0, zmm0, zmm21
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm4, zmm4, zmm6
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm9, zmm0
-    vpaddq       zmm6, zmm4, zmm13
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm9, zmm0
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 3
-    vpmuludq     zmm9, zmm7, zmm24
-    vpmuludq     zmm7, zmm7, zmm21
-    vpmuludq     zmm10, zmm0, zmm24
-    vpmuludq     zmm0, zmm0, zmm21
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm0, zmm0, zmm7
-    vpcmpnleuq   k2, zmm7, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm7, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm7
-    vpaddq       zmm7, zmm5, zmm0
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 4
-    vpmuludq     zmm5, zmm2, zmm25
-    vpmuludq     zmm2, zmm2, zmm26
-    vpmuludq     zmm10, zmm0, zmm25
-    vpmuludq     zmm0, zmm0, zmm26
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm5, zmm2
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm1, zmm0
-    vpaddq       zmm5, zmm2, zmm13
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm5, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm8, 32                      ; layer 4
-    vpmuludq     zmm1, zmm8, zmm27
-    vpmuludq     zmm8, zmm8, zmm28
-    vpmuludq     zmm10, zmm0, zmm27
-    vpmuludq     zmm0, zmm0, zmm28
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm1, zmm1, zmm8
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm3, zmm0
-    vpaddq       zmm8, zmm1, zmm13
-    vpcmpnleuq   k2, zmm3, zmm8
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm8, zmm3, zmm0
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 4
-    vpmuludq     zmm3, zmm7, zmm29
-    vpmuludq     zmm7, zmm7, zmm30
-    vpmuludq     zmm10, zmm0, zmm29
-    vpmuludq     zmm0, zmm0, zmm30
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm3, zmm3, zmm7
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm4, zmm0
-    vpaddq       zmm7, zmm3, zmm13
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm7, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm9, 32                      ; layer 4
-    vpmuludq     zmm4, zmm9, zmm31
-    vpmuludq     zmm9, zmm9, zmm21
-    vpmuludq     zmm10, zmm0, zmm31
-    vpmuludq     zmm0, zmm0, zmm21
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm6, zmm0
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vshufi64x2   zmm0, zmm2, zmm5, 68
-    vshufi64x2   zmm2, zmm2, zmm5, 238
-    vshufi64x2   zmm5, zmm1, zmm8, 68
-    vshufi64x2   zmm1, zmm1, zmm8, 238
-    vshufi64x2   zmm6, zmm3, zmm7, 68
-    vshufi64x2   zmm3, zmm3, zmm7, 238
-    vshufi64x2   zmm7, zmm4, zmm9, 68
-    vshufi64x2   zmm4, zmm4, zmm9, 238
-    vpsrlq       zmm8, zmm2, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2624] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2496
-    vpmuludq     zmm9, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpmuludq     zmm10, zmm8, [rcx - 128]
-    vpmuludq     zmm8, zmm8, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm9, zmm2
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm0, zmm2
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 5
-    vpmuludq     zmm2, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm2, zmm1
-    vpsllq       zmm2, zmm0, 32
-    vpsubq       zmm10, zmm2, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm5, zmm0
-    vpaddq       zmm2, zmm1, zmm13
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm2, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm2{k2}, zmm2, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2880] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2752
-    vpmuludq     zmm5, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm5, zmm3
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm6, zmm0
-    vpaddq       zmm5, zmm3, zmm13
-    vpcmpnleuq   k2, zmm6, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm4, 32                      ; layer 5
-    vpmuludq     zmm6, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm6, zmm4
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm7, zmm0
-    vpaddq       zmm6, zmm4, zmm13
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vshufi64x2   zmm0, zmm8, zmm9, 34
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm7, zmm8, zmm9, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm8, zmm1, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm1, zmm1, zmm2, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm2, zmm3, zmm5, 34
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm3, zmm3, zmm5, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm5, zmm4, zmm6, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm4, zmm4, zmm6, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vpsrlq       zmm6, zmm7, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3136] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3008
-    vpmuludq     zmm9, zmm7, [rcx - 128]
-    vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpmuludq     zmm10, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
     vpaddq       zmm6, zmm6, zmm11
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm10, zmm9, zmm6
-    vpsrlq       zmm11, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm6, zmm6, zmm7
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm7, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm0, zmm6
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm0, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 6
-    vpmuludq     zmm6, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm6, zmm1
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm8, zmm0
-    vpaddq       zmm6, zmm1, zmm13
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3392] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3264
-    vpmuludq     zmm8, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm8, zmm3
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm2, zmm0
-    vpaddq       zmm8, zmm3, zmm13
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm8, zmm2
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm8, zmm2
     vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm8, zmm2, zmm0
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm4, 32                      ; layer 6
-    vpmuludq     zmm2, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm2, zmm2, zmm4
-    vpsllq       zmm4, zmm0, 32
-    vpsubq       zmm10, zmm4, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm5, zmm0
-    vpaddq       zmm4, zmm2, zmm13
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm14
-    vpunpcklqdq  zmm0, zmm7, zmm9
-    vpunpckhqdq  zmm5, zmm7, zmm9
-    vpunpcklqdq  zmm7, zmm1, zmm6
-    vpunpckhqdq  zmm1, zmm1, zmm6
-    vpunpcklqdq  zmm6, zmm3, zmm8
-    vpunpckhqdq  zmm3, zmm3, zmm8
-    vpunpcklqdq  zmm8, zmm2, zmm4
-    vpunpckhqdq  zmm2, zmm2, zmm4
-    vpsrlq       zmm4, zmm5, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3648] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3520
-    vpmuludq     zmm9, zmm5, [rcx - 128]
+    vshufi64x2   zmm2, zmm4, zmm7, 68
+    vshufi64x2   zmm4, zmm4, zmm7, 238
+    vshufi64x2   zmm7, zmm3, zmm10, 68
+    vshufi64x2   zmm3, zmm3, zmm10, 238
+    vshufi64x2   zmm8, zmm5, zmm9, 68
+    vshufi64x2   zmm5, zmm5, zmm9, 238
+    vshufi64x2   zmm9, zmm6, zmm11, 68
+    vshufi64x2   zmm6, zmm6, zmm11, 238
+    vpsrlq       zmm10, zmm4, 32                     ; layer 5
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 640] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 512
+    vpmuludq     zmm11, zmm4, [rcx - 128]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpmuludq     zmm12, zmm10, [rcx - 128]
+    vpmuludq     zmm10, zmm10, [rcx - 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm11, zmm4
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm4, zmm4, zmm10
+    vpcmpnleuq   k2, zmm10, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm10
+    vpaddq       zmm10, zmm2, zmm4
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 5
+    vpmuludq     zmm4, zmm3, [rcx]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm4, zmm3
+    vpsllq       zmm4, zmm2, 32
+    vpsubq       zmm12, zmm4, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm7, zmm2
+    vpaddq       zmm4, zmm3, zmm15
+    vpcmpnleuq   k2, zmm7, zmm4
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm4, zmm7, zmm2
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm16
+    vpsrlq       zmm2, zmm5, 32                      ; layer 5
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 896] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 768
+    vpmuludq     zmm7, zmm5, [rcx - 128]
     vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm5, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm5, zmm5, zmm12
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm5, zmm7, zmm5
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm8, zmm2
+    vpaddq       zmm7, zmm5, zmm15
+    vpcmpnleuq   k2, zmm8, zmm7
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm6, 32                      ; layer 5
+    vpmuludq     zmm8, zmm6, [rcx]
+    vpmuludq     zmm6, zmm6, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm6, zmm8, zmm6
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm9, zmm2
+    vpaddq       zmm8, zmm6, zmm15
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm10, zmm11
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm9, zmm10, zmm11
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm3, zmm4
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm3, zmm4
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm5, zmm7
+    vmovdqa64    zmm4, zmm1
+    vpermi2q     zmm4, zmm5, zmm7
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm6, zmm8
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm6, zmm8
+    vpsrlq       zmm6, zmm9, 32                      ; layer 6
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1024
+    vpmuludq     zmm8, zmm9, [rcx - 128]
+    vpmuludq     zmm9, zmm9, [rcx - 64]
+    vpmuludq     zmm12, zmm6, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm8, zmm9
+    vpsllq       zmm9, zmm6, 32
+    vpsubq       zmm12, zmm9, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm6, zmm6, zmm8
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm8, zmm2, zmm6
+    vpaddq       zmm9, zmm8, zmm15
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm11, 32                     ; layer 6
+    vpmuludq     zmm6, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm10, zmm2
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 6
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1408] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1280
     vpmuludq     zmm10, zmm4, [rcx - 128]
     vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm5, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm5, zmm5, zmm10
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm9, zmm5
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm4, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm5, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm0, zmm4
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 7
-    vpmuludq     zmm4, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm4, zmm1
-    vpsllq       zmm4, zmm0, 32
-    vpsubq       zmm10, zmm4, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm7, zmm0
-    vpaddq       zmm4, zmm1, zmm13
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm4, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3904] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3776
-    vpmuludq     zmm7, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm7, zmm3
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm6, zmm0
-    vpaddq       zmm7, zmm3, zmm13
-    vpcmpnleuq   k2, zmm6, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm7, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 7
-    vpmuludq     zmm6, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm6, zmm2
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm8, zmm0
-    vpaddq       zmm6, zmm2, zmm13
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm6, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpunpcklqdq  zmm0, zmm5, zmm9
-    vpunpckhqdq  zmm5, zmm5, zmm9
-    vpunpcklqdq  zmm8, zmm1, zmm4
-    vpunpckhqdq  zmm1, zmm1, zmm4
-    vpunpcklqdq  zmm4, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpunpcklqdq  zmm7, zmm2, zmm6
-    vpunpckhqdq  zmm2, zmm2, zmm6
-    vshufi64x2   zmm6, zmm0, zmm5, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm0, zmm0, zmm5, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm4, zmm3, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm3, zmm4, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm4, zmm7, zmm2, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm2, zmm7, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm7, zmm6, zmm0, 68
-    vshufi64x2   zmm0, zmm6, zmm0, 238
-    vshufi64x2   zmm6, zmm5, zmm1, 68
-    vshufi64x2   zmm1, zmm5, zmm1, 238
-    vshufi64x2   zmm5, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm4, zmm2, 68
-    vshufi64x2   zmm2, zmm4, zmm2, 238
-    vmovdqu64    [rdi + 512], zmm7
-    vmovdqu64    [rdi + 576], zmm0
-    vmovdqu64    [rdi + 640], zmm6
-    vmovdqu64    [rdi + 704], zmm1
-    vmovdqu64    [rdi + 768], zmm5
-    vmovdqu64    [rdi + 832], zmm3
-    vmovdqu64    [rdi + 896], zmm8
-    vmovdqu64    [rdi + 960], zmm2
-    vmovdqu64    zmm0, [rdi + 1024]
-    vmovdqu64    zmm1, [rdi + 1088]
-    vmovdqu64    zmm2, [rdi + 1152]
-    vmovdqu64    zmm3, [rdi + 1216]
-    vmovdqu64    zmm4, [rdi + 1280]
-    vmovdqu64    zmm5, [rdi + 1344]
-    vmovdqu64    zmm6, [rdi + 1408]
-    vmovdqu64    zmm7, [rdi + 1472]
-    vpsrlq       zmm8, zmm4, 32                      ; layer 2
-    vpmuludq     zmm9, zmm4, zmm22
-    vpmuludq     zmm4, zmm4, zmm23
-    vpmuludq     zmm10, zmm8, zmm22
-    vpmuludq     zmm8, zmm8, zmm23
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm9, zmm4
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm8, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm0, zmm4
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm5, 32                      ; layer 2
-    vpmuludq     zmm4, zmm5, zmm22
-    vpmuludq     zmm5, zmm5, zmm23
-    vpmuludq     zmm10, zmm0, zmm22
-    vpmuludq     zmm0, zmm0, zmm23
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm5, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm5, zmm5, zmm10
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm4, zmm4, zmm5
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm1, zmm0
-    vpaddq       zmm5, zmm4, zmm13
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm5, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm6, 32                      ; layer 2
-    vpmuludq     zmm1, zmm6, zmm22
-    vpmuludq     zmm6, zmm6, zmm23
-    vpmuludq     zmm10, zmm0, zmm22
-    vpmuludq     zmm0, zmm0, zmm23
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm1, zmm1, zmm6
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm2, zmm0
-    vpaddq       zmm6, zmm1, zmm13
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm2, zmm0
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 2
-    vpmuludq     zmm2, zmm7, zmm22
-    vpmuludq     zmm7, zmm7, zmm23
-    vpmuludq     zmm10, zmm0, zmm22
-    vpmuludq     zmm0, zmm0, zmm23
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm2, zmm2, zmm7
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm3, zmm0
-    vpaddq       zmm7, zmm2, zmm13
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm7, zmm3, zmm0
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 3
-    vpmuludq     zmm3, zmm1, zmm25
-    vpmuludq     zmm1, zmm1, zmm26
-    vpmuludq     zmm10, zmm0, zmm25
-    vpmuludq     zmm0, zmm0, zmm26
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm3, zmm1
-    vpsllq       zmm3, zmm0, 32
-    vpsubq       zmm10, zmm3, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm8, zmm0
-    vpaddq       zmm3, zmm1, zmm13
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm3, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 3
-    vpmuludq     zmm8, zmm2, zmm25
-    vpmuludq     zmm2, zmm2, zmm26
-    vpmuludq     zmm10, zmm0, zmm25
-    vpmuludq     zmm0, zmm0, zmm26
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm8, zmm2
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm4, zmm0
-    vpaddq       zmm8, zmm2, zmm13
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm6, 32                      ; layer 3
-    vpmuludq     zmm4, zmm6, zmm27
-    vpmuludq     zmm6, zmm6, zmm28
-    vpmuludq     zmm10, zmm0, zmm27
-    vpmuludq     zmm0, zmm0, zmm28
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm4, zmm4, zmm6
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm9, zmm0
-    vpaddq       zmm6, zmm4, zmm13
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm9, zmm0
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 3
-    vpmuludq     zmm9, zmm7, zmm27
-    vpmuludq     zmm7, zmm7, zmm28
-    vpmuludq     zmm10, zmm0, zmm27
-    vpmuludq     zmm0, zmm0, zmm28
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm0, zmm0, zmm7
-    vpcmpnleuq   k2, zmm7, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm7, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm7
-    vpaddq       zmm7, zmm5, zmm0
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 4
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4160] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4032
-    vpmuludq     zmm5, zmm2, [rcx - 128]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
     vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm5, zmm2
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm10, zmm4
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm3, zmm2
+    vpaddq       zmm10, zmm4, zmm15
+    vpcmpnleuq   k2, zmm3, zmm10
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm7, 32                      ; layer 6
+    vpmuludq     zmm3, zmm7, [rcx]
+    vpmuludq     zmm7, zmm7, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm7, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm7, zmm7, zmm12
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm3, zmm3, zmm7
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm5, zmm2
+    vpaddq       zmm7, zmm3, zmm15
+    vpcmpnleuq   k2, zmm5, zmm7
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm7, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpunpcklqdq  zmm2, zmm8, zmm9
+    vpunpckhqdq  zmm5, zmm8, zmm9
+    vpunpcklqdq  zmm8, zmm6, zmm11
+    vpunpckhqdq  zmm6, zmm6, zmm11
+    vpunpcklqdq  zmm9, zmm4, zmm10
+    vpunpckhqdq  zmm4, zmm4, zmm10
+    vpunpcklqdq  zmm10, zmm3, zmm7
+    vpunpckhqdq  zmm3, zmm3, zmm7
+    vpsrlq       zmm7, zmm5, 32                      ; layer 7
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1536
+    vpmuludq     zmm11, zmm5, [rcx - 128]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpmuludq     zmm12, zmm7, [rcx - 128]
+    vpmuludq     zmm7, zmm7, [rcx - 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm5, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm7, zmm7, zmm13
+    vpaddq       zmm7, zmm7, zmm14
+    vpaddq       zmm5, zmm5, zmm12
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm5, zmm11, zmm5
+    vpsllq       zmm11, zmm7, 32
+    vpsubq       zmm12, zmm11, zmm7
+    vpsrlq       zmm13, zmm7, 32
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm2, zmm5
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm1, zmm0
-    vpaddq       zmm5, zmm2, zmm13
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm5, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm8, 32                      ; layer 4
-    vpmuludq     zmm1, zmm8, [rcx]
-    vpmuludq     zmm8, zmm8, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm8, zmm8, zmm10
+    vpsrlq       zmm2, zmm6, 32                      ; layer 7
+    vpmuludq     zmm5, zmm6, [rcx]
+    vpmuludq     zmm6, zmm6, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm5, zmm5, zmm6
+    vpsllq       zmm6, zmm2, 32
+    vpsubq       zmm12, zmm6, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm8, zmm2
+    vpaddq       zmm6, zmm5, zmm15
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm6, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 7
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1792
+    vpmuludq     zmm8, zmm4, [rcx - 128]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm8, zmm4
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm9, zmm2
+    vpaddq       zmm8, zmm4, zmm15
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm8, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 7
+    vpmuludq     zmm9, zmm3, [rcx]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm9, zmm3
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm10, zmm2
+    vpaddq       zmm9, zmm3, zmm15
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm9, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpunpcklqdq  zmm2, zmm7, zmm11
+    vpunpckhqdq  zmm7, zmm7, zmm11
+    vpunpcklqdq  zmm10, zmm5, zmm6
+    vpunpckhqdq  zmm5, zmm5, zmm6
+    vpunpcklqdq  zmm6, zmm4, zmm8
+    vpunpckhqdq  zmm4, zmm4, zmm8
+    vpunpcklqdq  zmm8, zmm3, zmm9
+    vpunpckhqdq  zmm3, zmm3, zmm9
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm2, zmm7
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm2, zmm7
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm10, zmm5
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm10, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm6, zmm4
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm6, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm8, zmm3
+    vmovdqa64    zmm6, zmm1
+    vpermi2q     zmm6, zmm8, zmm3
+    vshufi64x2   zmm3, zmm9, zmm11, 68
+    vshufi64x2   zmm8, zmm9, zmm11, 238
+    vshufi64x2   zmm9, zmm2, zmm7, 68
+    vshufi64x2   zmm2, zmm2, zmm7, 238
+    vshufi64x2   zmm7, zmm5, zmm10, 68
+    vshufi64x2   zmm5, zmm5, zmm10, 238
+    vshufi64x2   zmm10, zmm4, zmm6, 68
+    vshufi64x2   zmm4, zmm4, zmm6, 238
+    vmovdqu64    [rdi], zmm3
+    vmovdqu64    [rdi + 64], zmm8
+    vmovdqu64    [rdi + 128], zmm9
+    vmovdqu64    [rdi + 192], zmm2
+    vmovdqu64    [rdi + 256], zmm7
+    vmovdqu64    [rdi + 320], zmm5
+    vmovdqu64    [rdi + 384], zmm10
+    vmovdqu64    [rdi + 448], zmm4
+    vmovdqu64    zmm2, [rdi + 512]
+    vmovdqu64    zmm3, [rdi + 576]
+    vmovdqu64    zmm4, [rdi + 640]
+    vmovdqu64    zmm5, [rdi + 704]
+    vmovdqu64    zmm6, [rdi + 768]
+    vmovdqu64    zmm7, [rdi + 832]
+    vmovdqu64    zmm8, [rdi + 896]
+    vmovdqu64    zmm9, [rdi + 960]
+    vpsrlq       zmm10, zmm6, 32                     ; layer 2
+    vpmuludq     zmm11, zmm6, zmm21
+    vpmuludq     zmm6, zmm6, zmm22
+    vpmuludq     zmm12, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm6, zmm11, zmm6
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm6, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm10, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm10
+    vpaddq       zmm10, zmm2, zmm6
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm7, 32                      ; layer 2
+    vpmuludq     zmm6, zmm7, zmm21
+    vpmuludq     zmm7, zmm7, zmm22
+    vpmuludq     zmm12, zmm2, zmm21
+    vpmuludq     zmm2, zmm2, zmm22
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm7, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm7, zmm7, zmm12
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm6, zmm7
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm3, zmm2
+    vpaddq       zmm7, zmm6, zmm15
+    vpcmpnleuq   k2, zmm3, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm7, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm8, 32                      ; layer 2
+    vpmuludq     zmm3, zmm8, zmm21
+    vpmuludq     zmm8, zmm8, zmm22
+    vpmuludq     zmm12, zmm2, zmm21
+    vpmuludq     zmm2, zmm2, zmm22
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm8, zmm8, zmm12
     vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm1, zmm1, zmm8
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
+    vpaddq       zmm3, zmm3, zmm8
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm4, zmm2
+    vpaddq       zmm8, zmm3, zmm15
+    vpcmpnleuq   k2, zmm4, zmm8
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm8, zmm4, zmm2
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 2
+    vpmuludq     zmm4, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpmuludq     zmm12, zmm2, zmm21
+    vpmuludq     zmm2, zmm2, zmm22
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm4, zmm4, zmm9
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm5, zmm2
+    vpaddq       zmm9, zmm4, zmm15
+    vpcmpnleuq   k2, zmm5, zmm9
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm9, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 3
+    vpmuludq     zmm5, zmm3, zmm24
+    vpmuludq     zmm3, zmm3, zmm25
+    vpmuludq     zmm12, zmm2, zmm24
+    vpmuludq     zmm2, zmm2, zmm25
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm5, zmm3
+    vpsllq       zmm5, zmm2, 32
+    vpsubq       zmm12, zmm5, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm10, zmm2
+    vpaddq       zmm5, zmm3, zmm15
+    vpcmpnleuq   k2, zmm10, zmm5
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm5, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm5{k2}, zmm5, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 3
+    vpmuludq     zmm10, zmm4, zmm24
+    vpmuludq     zmm4, zmm4, zmm25
+    vpmuludq     zmm12, zmm2, zmm24
+    vpmuludq     zmm2, zmm2, zmm25
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm10, zmm4
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm6, zmm2
+    vpaddq       zmm10, zmm4, zmm15
+    vpcmpnleuq   k2, zmm6, zmm10
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm6, zmm2
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm8, 32                      ; layer 3
+    vpmuludq     zmm6, zmm8, zmm26
+    vpmuludq     zmm8, zmm8, zmm23
+    vpmuludq     zmm12, zmm2, zmm26
+    vpmuludq     zmm2, zmm2, zmm23
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm8, zmm8, zmm12
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm6, zmm6, zmm8
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm11, zmm2
+    vpaddq       zmm8, zmm6, zmm15
+    vpcmpnleuq   k2, zmm11, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm11, zmm2
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 3
+    vpmuludq     zmm11, zmm9, zmm26
+    vpmuludq     zmm9, zmm9, zmm23
+    vpmuludq     zmm12, zmm2, zmm26
+    vpmuludq     zmm2, zmm2, zmm23
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm2, zmm2, zmm9
+    vpcmpnleuq   k2, zmm9, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm9, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm9
+    vpaddq       zmm9, zmm7, zmm2
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm7, zmm2
+    vpcmpnleuq   k2, zmm2, zmm7
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm3, zmm0
-    vpaddq       zmm8, zmm1, zmm13
-    vpcmpnleuq   k2, zmm3, zmm8
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm8, zmm3, zmm0
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 4
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4416] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4288
+    vpsrlq       zmm2, zmm4, 32                      ; layer 4
+    vpmuludq     zmm7, zmm4, zmm27
+    vpmuludq     zmm4, zmm4, zmm28
+    vpmuludq     zmm12, zmm2, zmm27
+    vpmuludq     zmm2, zmm2, zmm28
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm7, zmm4
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm3, zmm2
+    vpaddq       zmm7, zmm4, zmm15
+    vpcmpnleuq   k2, zmm3, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm7, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm10, 32                     ; layer 4
+    vpmuludq     zmm3, zmm10, zmm29
+    vpmuludq     zmm10, zmm10, zmm30
+    vpmuludq     zmm12, zmm2, zmm29
+    vpmuludq     zmm2, zmm2, zmm30
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm3, zmm3, zmm10
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm5, zmm2
+    vpaddq       zmm10, zmm3, zmm15
+    vpcmpnleuq   k2, zmm5, zmm10
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm10, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 4
+    vpmuludq     zmm5, zmm9, zmm31
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2496] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2368
+    vpmuludq     zmm9, zmm9, [rcx - 128]
+    vpmuludq     zmm12, zmm2, zmm31
+    vpmuludq     zmm2, zmm2, [rcx - 128]
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm5, zmm5, zmm9
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm6, zmm2
+    vpaddq       zmm9, zmm5, zmm15
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm6, zmm2
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm11, 32                     ; layer 4
+    vpmuludq     zmm6, zmm11, [rcx - 64]
+    vpmuludq     zmm11, zmm11, zmm23
+    vpmuludq     zmm12, zmm2, [rcx - 64]
+    vpmuludq     zmm2, zmm2, zmm23
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm8, zmm2
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vshufi64x2   zmm2, zmm4, zmm7, 68
+    vshufi64x2   zmm4, zmm4, zmm7, 238
+    vshufi64x2   zmm7, zmm3, zmm10, 68
+    vshufi64x2   zmm3, zmm3, zmm10, 238
+    vshufi64x2   zmm8, zmm5, zmm9, 68
+    vshufi64x2   zmm5, zmm5, zmm9, 238
+    vshufi64x2   zmm9, zmm6, zmm11, 68
+    vshufi64x2   zmm6, zmm6, zmm11, 238
+    vpsrlq       zmm10, zmm4, 32                     ; layer 5
+    vpmuludq     zmm11, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpmuludq     zmm12, zmm10, [rcx]
+    vpmuludq     zmm10, zmm10, [rcx + 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm11, zmm4
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm4, zmm4, zmm10
+    vpcmpnleuq   k2, zmm10, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm10
+    vpaddq       zmm10, zmm2, zmm4
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 5
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2752] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2624
+    vpmuludq     zmm4, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm4, zmm3
+    vpsllq       zmm4, zmm2, 32
+    vpsubq       zmm12, zmm4, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm7, zmm2
+    vpaddq       zmm4, zmm3, zmm15
+    vpcmpnleuq   k2, zmm7, zmm4
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm4, zmm7, zmm2
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm16
+    vpsrlq       zmm2, zmm5, 32                      ; layer 5
+    vpmuludq     zmm7, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm5, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm5, zmm5, zmm12
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm5, zmm7, zmm5
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm8, zmm2
+    vpaddq       zmm7, zmm5, zmm15
+    vpcmpnleuq   k2, zmm8, zmm7
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm6, 32                      ; layer 5
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3008] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2880
+    vpmuludq     zmm8, zmm6, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm6, zmm8, zmm6
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm9, zmm2
+    vpaddq       zmm8, zmm6, zmm15
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm10, zmm11
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm9, zmm10, zmm11
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm3, zmm4
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm3, zmm4
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm5, zmm7
+    vmovdqa64    zmm4, zmm1
+    vpermi2q     zmm4, zmm5, zmm7
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm6, zmm8
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm6, zmm8
+    vpsrlq       zmm6, zmm9, 32                      ; layer 6
+    vpmuludq     zmm8, zmm9, [rcx]
+    vpmuludq     zmm9, zmm9, [rcx + 64]
+    vpmuludq     zmm12, zmm6, [rcx]
+    vpmuludq     zmm6, zmm6, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm8, zmm9
+    vpsllq       zmm9, zmm6, 32
+    vpsubq       zmm12, zmm9, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm6, zmm6, zmm8
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm8, zmm2, zmm6
+    vpaddq       zmm9, zmm8, zmm15
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm11, 32                     ; layer 6
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3264] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3136
+    vpmuludq     zmm6, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm10, zmm2
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 6
+    vpmuludq     zmm10, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm10, zmm4
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm3, zmm2
+    vpaddq       zmm10, zmm4, zmm15
+    vpcmpnleuq   k2, zmm3, zmm10
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm7, 32                      ; layer 6
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3520] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3392
     vpmuludq     zmm3, zmm7, [rcx - 128]
     vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm7, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm7, zmm7, zmm12
     vpsllq       zmm7, zmm7, 32
     vpaddq       zmm3, zmm3, zmm7
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm4, zmm0
-    vpaddq       zmm7, zmm3, zmm13
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm7, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm9, 32                      ; layer 4
-    vpmuludq     zmm4, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm6, zmm0
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vshufi64x2   zmm0, zmm2, zmm5, 68
-    vshufi64x2   zmm2, zmm2, zmm5, 238
-    vshufi64x2   zmm5, zmm1, zmm8, 68
-    vshufi64x2   zmm1, zmm1, zmm8, 238
-    vshufi64x2   zmm6, zmm3, zmm7, 68
-    vshufi64x2   zmm3, zmm3, zmm7, 238
-    vshufi64x2   zmm7, zmm4, zmm9, 68
-    vshufi64x2   zmm4, zmm4, zmm9, 238
-    vpsrlq       zmm8, zmm2, 32                      ; layer 5
-    vpmuludq     zmm9, zmm2, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4608] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4480
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpmuludq     zmm10, zmm8, [rcx - 128]
-    vpmuludq     zmm8, zmm8, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm9, zmm2
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm0, zmm2
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 5
-    vpmuludq     zmm2, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm2, zmm1
-    vpsllq       zmm2, zmm0, 32
-    vpsubq       zmm10, zmm2, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm5, zmm0
-    vpaddq       zmm2, zmm1, zmm13
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm2, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm2{k2}, zmm2, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4736
-    vpmuludq     zmm5, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm5, zmm3
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm6, zmm0
-    vpaddq       zmm5, zmm3, zmm13
-    vpcmpnleuq   k2, zmm6, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm4, 32                      ; layer 5
-    vpmuludq     zmm6, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm6, zmm4
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm7, zmm0
-    vpaddq       zmm6, zmm4, zmm13
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vshufi64x2   zmm0, zmm8, zmm9, 34
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm7, zmm8, zmm9, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm8, zmm1, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm1, zmm1, zmm2, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm2, zmm3, zmm5, 34
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm3, zmm3, zmm5, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm5, zmm4, zmm6, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm4, zmm4, zmm6, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vpsrlq       zmm6, zmm7, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5120] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4992
-    vpmuludq     zmm9, zmm7, [rcx - 128]
-    vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpmuludq     zmm10, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm10, zmm9, zmm6
-    vpsrlq       zmm11, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm6, zmm6, zmm7
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm7, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm0, zmm6
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm0, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 6
-    vpmuludq     zmm6, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm6, zmm1
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm8, zmm0
-    vpaddq       zmm6, zmm1, zmm13
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5376] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5248
-    vpmuludq     zmm8, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm8, zmm3
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm2, zmm0
-    vpaddq       zmm8, zmm3, zmm13
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm8, zmm2, zmm0
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm4, 32                      ; layer 6
-    vpmuludq     zmm2, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm2, zmm2, zmm4
-    vpsllq       zmm4, zmm0, 32
-    vpsubq       zmm10, zmm4, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm5, zmm0
-    vpaddq       zmm4, zmm2, zmm13
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm14
-    vpunpcklqdq  zmm0, zmm7, zmm9
-    vpunpckhqdq  zmm5, zmm7, zmm9
-    vpunpcklqdq  zmm7, zmm1, zmm6
-    vpunpckhqdq  zmm1, zmm1, zmm6
-    vpunpcklqdq  zmm6, zmm3, zmm8
-    vpunpckhqdq  zmm3, zmm3, zmm8
-    vpunpcklqdq  zmm8, zmm2, zmm4
-    vpunpckhqdq  zmm2, zmm2, zmm4
-    vpsrlq       zmm4, zmm5, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5504
-    vpmuludq     zmm9, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpmuludq     zmm10, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm5, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm5, zmm5, zmm10
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm9, zmm5
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm4, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm5, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm0, zmm4
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 7
-    vpmuludq     zmm4, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm4, zmm1
-    vpsllq       zmm4, zmm0, 32
-    vpsubq       zmm10, zmm4, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm7, zmm0
-    vpaddq       zmm4, zmm1, zmm13
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm4, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5888] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5760
-    vpmuludq     zmm7, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm7, zmm3
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm6, zmm0
-    vpaddq       zmm7, zmm3, zmm13
-    vpcmpnleuq   k2, zmm6, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm7, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 7
-    vpmuludq     zmm6, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm6, zmm2
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm8, zmm0
-    vpaddq       zmm6, zmm2, zmm13
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm6, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpunpcklqdq  zmm0, zmm5, zmm9
-    vpunpckhqdq  zmm5, zmm5, zmm9
-    vpunpcklqdq  zmm8, zmm1, zmm4
-    vpunpckhqdq  zmm1, zmm1, zmm4
-    vpunpcklqdq  zmm4, zmm3, zmm7
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm5, zmm2
+    vpaddq       zmm7, zmm3, zmm15
+    vpcmpnleuq   k2, zmm5, zmm7
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm7, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpunpcklqdq  zmm2, zmm8, zmm9
+    vpunpckhqdq  zmm5, zmm8, zmm9
+    vpunpcklqdq  zmm8, zmm6, zmm11
+    vpunpckhqdq  zmm6, zmm6, zmm11
+    vpunpcklqdq  zmm9, zmm4, zmm10
+    vpunpckhqdq  zmm4, zmm4, zmm10
+    vpunpcklqdq  zmm10, zmm3, zmm7
     vpunpckhqdq  zmm3, zmm3, zmm7
-    vpunpcklqdq  zmm7, zmm2, zmm6
-    vpunpckhqdq  zmm2, zmm2, zmm6
-    vshufi64x2   zmm6, zmm0, zmm5, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm0, zmm0, zmm5, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm4, zmm3, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm3, zmm4, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm4, zmm7, zmm2, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm2, zmm7, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm7, zmm6, zmm0, 68
-    vshufi64x2   zmm0, zmm6, zmm0, 238
-    vshufi64x2   zmm6, zmm5, zmm1, 68
-    vshufi64x2   zmm1, zmm5, zmm1, 238
-    vshufi64x2   zmm5, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm4, zmm2, 68
-    vshufi64x2   zmm2, zmm4, zmm2, 238
-    vmovdqu64    [rdi + 1024], zmm7
-    vmovdqu64    [rdi + 1088], zmm0
-    vmovdqu64    [rdi + 1152], zmm6
-    vmovdqu64    [rdi + 1216], zmm1
-    vmovdqu64    [rdi + 1280], zmm5
-    vmovdqu64    [rdi + 1344], zmm3
-    vmovdqu64    [rdi + 1408], zmm8
-    vmovdqu64    [rdi + 1472], zmm2
-    vmovdqu64    zmm0, [rdi + 1536]
-    vmovdqu64    zmm1, [rdi + 1600]
-    vmovdqu64    zmm2, [rdi + 1664]
-    vmovdqu64    zmm3, [rdi + 1728]
-    vmovdqu64    zmm4, [rdi + 1792]
-    vmovdqu64    zmm5, [rdi + 1856]
-    vmovdqu64    zmm6, [rdi + 1920]
-    vmovdqu64    zmm7, [rdi + 1984]
-    vpsrlq       zmm8, zmm4, 32                      ; layer 2
-    vpmuludq     zmm9, zmm4, zmm24
-    vpmuludq     zmm4, zmm4, zmm21
-    vpmuludq     zmm10, zmm8, zmm24
-    vpmuludq     zmm8, zmm8, zmm21
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm9, zmm4
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm8, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm0, zmm4
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm5, 32                      ; layer 2
-    vpmuludq     zmm4, zmm5, zmm24
-    vpmuludq     zmm5, zmm5, zmm21
-    vpmuludq     zmm10, zmm0, zmm24
-    vpmuludq     zmm0, zmm0, zmm21
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm5, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm5, zmm5, zmm10
+    vpsrlq       zmm7, zmm5, 32                      ; layer 7
+    vpmuludq     zmm11, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpmuludq     zmm12, zmm7, [rcx]
+    vpmuludq     zmm7, zmm7, [rcx + 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm5, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm7, zmm7, zmm13
+    vpaddq       zmm7, zmm7, zmm14
+    vpaddq       zmm5, zmm5, zmm12
     vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm4, zmm4, zmm5
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
+    vpaddq       zmm5, zmm11, zmm5
+    vpsllq       zmm11, zmm7, 32
+    vpsubq       zmm12, zmm11, zmm7
+    vpsrlq       zmm13, zmm7, 32
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm2, zmm5
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm1, zmm0
-    vpaddq       zmm5, zmm4, zmm13
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm5, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm6, 32                      ; layer 2
-    vpmuludq     zmm1, zmm6, zmm24
-    vpmuludq     zmm6, zmm6, zmm21
-    vpmuludq     zmm10, zmm0, zmm24
-    vpmuludq     zmm0, zmm0, zmm21
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm6, zmm6, zmm10
+    vpsrlq       zmm2, zmm6, 32                      ; layer 7
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3776] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3648
+    vpmuludq     zmm5, zmm6, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm6, zmm6, zmm12
     vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm1, zmm1, zmm6
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm2, zmm0
-    vpaddq       zmm6, zmm1, zmm13
+    vpaddq       zmm5, zmm5, zmm6
+    vpsllq       zmm6, zmm2, 32
+    vpsubq       zmm12, zmm6, zmm2
+    vpsrlq       zmm13, zmm2, 32
     vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm2, zmm0
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 2
-    vpmuludq     zmm2, zmm7, zmm24
-    vpmuludq     zmm7, zmm7, zmm21
-    vpmuludq     zmm10, zmm0, zmm24
-    vpmuludq     zmm0, zmm0, zmm21
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm2, zmm2, zmm7
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm3, zmm0
-    vpaddq       zmm7, zmm2, zmm13
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm7, zmm3, zmm0
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 3
-    vpmuludq     zmm3, zmm1, zmm29
-    vpmuludq     zmm1, zmm1, zmm30
-    vpmuludq     zmm10, zmm0, zmm29
-    vpmuludq     zmm0, zmm0, zmm30
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm3, zmm1
-    vpsllq       zmm3, zmm0, 32
-    vpsubq       zmm10, zmm3, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm8, zmm0
-    vpaddq       zmm3, zmm1, zmm13
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm3, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 3
-    vpmuludq     zmm8, zmm2, zmm29
-    vpmuludq     zmm2, zmm2, zmm30
-    vpmuludq     zmm10, zmm0, zmm29
-    vpmuludq     zmm0, zmm0, zmm30
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm8, zmm2
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm4, zmm0
-    vpaddq       zmm8, zmm2, zmm13
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm6, 32                      ; layer 3
-    vpmuludq     zmm4, zmm6, zmm31
-    vpmuludq     zmm6, zmm6, zmm21
-    vpmuludq     zmm10, zmm0, zmm31
-    vpmuludq     zmm0, zmm0, zmm21
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm4, zmm4, zmm6
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm9, zmm0
-    vpaddq       zmm6, zmm4, zmm13
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm9, zmm0
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 3
-    vpmuludq     zmm9, zmm7, zmm31
-    vpmuludq     zmm7, zmm7, zmm21
-    vpmuludq     zmm10, zmm0, zmm31
-    vpmuludq     zmm0, zmm0, zmm21
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm0, zmm0, zmm7
-    vpcmpnleuq   k2, zmm7, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm7, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm7
-    vpaddq       zmm7, zmm5, zmm0
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 4
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6144] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6016
-    vpmuludq     zmm5, zmm2, [rcx - 128]
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm8, zmm2
+    vpaddq       zmm6, zmm5, zmm15
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm6, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 7
+    vpmuludq     zmm8, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm8, zmm4
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm9, zmm2
+    vpaddq       zmm8, zmm4, zmm15
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm8, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 7
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4032] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3904
+    vpmuludq     zmm9, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
     vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm5, zmm2
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm9, zmm3
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm10, zmm2
+    vpaddq       zmm9, zmm3, zmm15
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm9, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpunpcklqdq  zmm2, zmm7, zmm11
+    vpunpckhqdq  zmm7, zmm7, zmm11
+    vpunpcklqdq  zmm10, zmm5, zmm6
+    vpunpckhqdq  zmm5, zmm5, zmm6
+    vpunpcklqdq  zmm6, zmm4, zmm8
+    vpunpckhqdq  zmm4, zmm4, zmm8
+    vpunpcklqdq  zmm8, zmm3, zmm9
+    vpunpckhqdq  zmm3, zmm3, zmm9
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm2, zmm7
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm2, zmm7
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm10, zmm5
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm10, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm6, zmm4
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm6, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm8, zmm3
+    vmovdqa64    zmm6, zmm1
+    vpermi2q     zmm6, zmm8, zmm3
+    vshufi64x2   zmm3, zmm9, zmm11, 68
+    vshufi64x2   zmm8, zmm9, zmm11, 238
+    vshufi64x2   zmm9, zmm2, zmm7, 68
+    vshufi64x2   zmm2, zmm2, zmm7, 238
+    vshufi64x2   zmm7, zmm5, zmm10, 68
+    vshufi64x2   zmm5, zmm5, zmm10, 238
+    vshufi64x2   zmm10, zmm4, zmm6, 68
+    vshufi64x2   zmm4, zmm4, zmm6, 238
+    vmovdqu64    [rdi + 512], zmm3
+    vmovdqu64    [rdi + 576], zmm8
+    vmovdqu64    [rdi + 640], zmm9
+    vmovdqu64    [rdi + 704], zmm2
+    vmovdqu64    [rdi + 768], zmm7
+    vmovdqu64    [rdi + 832], zmm5
+    vmovdqu64    [rdi + 896], zmm10
+    vmovdqu64    [rdi + 960], zmm4
+    vmovdqu64    zmm2, [rdi + 1024]
+    vmovdqu64    zmm3, [rdi + 1088]
+    vmovdqu64    zmm4, [rdi + 1152]
+    vmovdqu64    zmm5, [rdi + 1216]
+    vmovdqu64    zmm6, [rdi + 1280]
+    vmovdqu64    zmm7, [rdi + 1344]
+    vmovdqu64    zmm8, [rdi + 1408]
+    vmovdqu64    zmm9, [rdi + 1472]
+    vpsrlq       zmm10, zmm6, 32                     ; layer 2
+    vpmuludq     zmm11, zmm6, zmm24
+    vpmuludq     zmm6, zmm6, zmm25
+    vpmuludq     zmm12, zmm10, zmm24
+    vpmuludq     zmm10, zmm10, zmm25
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm6, zmm11, zmm6
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm6, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm10, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm10
+    vpaddq       zmm10, zmm2, zmm6
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm1, zmm0
-    vpaddq       zmm5, zmm2, zmm13
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm5, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm8, 32                      ; layer 4
-    vpmuludq     zmm1, zmm8, [rcx]
-    vpmuludq     zmm8, zmm8, zmm17
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm1, zmm1, zmm8
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm3, zmm0
-    vpaddq       zmm8, zmm1, zmm13
-    vpcmpnleuq   k2, zmm3, zmm8
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm8, zmm3, zmm0
-    vpcmpnleuq   k2, zmm0, zmm3
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm7, 32                      ; layer 4
-    vpmuludq     zmm3, zmm7, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6336] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6208
-    vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm7, zmm7, zmm10
+    vpsrlq       zmm2, zmm7, 32                      ; layer 2
+    vpmuludq     zmm6, zmm7, zmm24
+    vpmuludq     zmm7, zmm7, zmm25
+    vpmuludq     zmm12, zmm2, zmm24
+    vpmuludq     zmm2, zmm2, zmm25
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm7, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm7, zmm7, zmm12
     vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm3, zmm3, zmm7
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm4, zmm0
-    vpaddq       zmm7, zmm3, zmm13
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm7, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm9, 32                      ; layer 4
-    vpmuludq     zmm4, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
+    vpaddq       zmm6, zmm6, zmm7
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm3, zmm2
+    vpaddq       zmm7, zmm6, zmm15
+    vpcmpnleuq   k2, zmm3, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm7, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm8, 32                      ; layer 2
+    vpmuludq     zmm3, zmm8, zmm24
+    vpmuludq     zmm8, zmm8, zmm25
+    vpmuludq     zmm12, zmm2, zmm24
+    vpmuludq     zmm2, zmm2, zmm25
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm8, zmm8, zmm12
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm3, zmm3, zmm8
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm4, zmm2
+    vpaddq       zmm8, zmm3, zmm15
+    vpcmpnleuq   k2, zmm4, zmm8
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm8, zmm4, zmm2
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 2
+    vpmuludq     zmm4, zmm9, zmm24
+    vpmuludq     zmm9, zmm9, zmm25
+    vpmuludq     zmm12, zmm2, zmm24
+    vpmuludq     zmm2, zmm2, zmm25
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
     vpsllq       zmm9, zmm9, 32
     vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm6, zmm0
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vshufi64x2   zmm0, zmm2, zmm5, 68
-    vshufi64x2   zmm2, zmm2, zmm5, 238
-    vshufi64x2   zmm5, zmm1, zmm8, 68
-    vshufi64x2   zmm1, zmm1, zmm8, 238
-    vshufi64x2   zmm6, zmm3, zmm7, 68
-    vshufi64x2   zmm3, zmm3, zmm7, 238
-    vshufi64x2   zmm7, zmm4, zmm9, 68
-    vshufi64x2   zmm4, zmm4, zmm9, 238
-    vpsrlq       zmm8, zmm2, 32                      ; layer 5
-    vpmuludq     zmm9, zmm2, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6528] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6400
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpmuludq     zmm10, zmm8, [rcx - 128]
-    vpmuludq     zmm8, zmm8, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm9, zmm2
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm0, zmm2
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 5
-    vpmuludq     zmm2, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm2, zmm1
-    vpsllq       zmm2, zmm0, 32
-    vpsubq       zmm10, zmm2, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm5, zmm0
-    vpaddq       zmm2, zmm1, zmm13
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm2, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm2{k2}, zmm2, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6784] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6656
-    vpmuludq     zmm5, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm5, zmm2
+    vpaddq       zmm9, zmm4, zmm15
+    vpcmpnleuq   k2, zmm5, zmm9
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm9, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 3
+    vpmuludq     zmm5, zmm3, zmm27
+    vpmuludq     zmm3, zmm3, zmm28
+    vpmuludq     zmm12, zmm2, zmm27
+    vpmuludq     zmm2, zmm2, zmm28
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
     vpsllq       zmm3, zmm3, 32
     vpaddq       zmm3, zmm5, zmm3
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm10, zmm5, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm6, zmm0
-    vpaddq       zmm5, zmm3, zmm13
-    vpcmpnleuq   k2, zmm6, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm5{k2}, zmm5, zmm14
-    vpsrlq       zmm0, zmm4, 32                      ; layer 5
-    vpmuludq     zmm6, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm4, zmm4, zmm10
+    vpsllq       zmm5, zmm2, 32
+    vpsubq       zmm12, zmm5, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm10, zmm2
+    vpaddq       zmm5, zmm3, zmm15
+    vpcmpnleuq   k2, zmm10, zmm5
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm5, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm5{k2}, zmm5, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 3
+    vpmuludq     zmm10, zmm4, zmm27
+    vpmuludq     zmm4, zmm4, zmm28
+    vpmuludq     zmm12, zmm2, zmm27
+    vpmuludq     zmm2, zmm2, zmm28
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
     vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm6, zmm4
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm7, zmm0
-    vpaddq       zmm6, zmm4, zmm13
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vshufi64x2   zmm0, zmm8, zmm9, 34
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm7, zmm8, zmm9, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm8, zmm1, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm1, zmm1, zmm2, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm2, zmm3, zmm5, 34
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm3, zmm3, zmm5, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm5, zmm4, zmm6, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm4, zmm4, zmm6, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vpsrlq       zmm6, zmm7, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7040] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6912
-    vpmuludq     zmm9, zmm7, [rcx - 128]
-    vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpmuludq     zmm10, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm10, zmm9, zmm6
-    vpsrlq       zmm11, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm6, zmm6, zmm7
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm7, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm0, zmm6
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm0, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 6
-    vpmuludq     zmm6, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm6, zmm1
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm8, zmm0
-    vpaddq       zmm6, zmm1, zmm13
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7296] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 7168
-    vpmuludq     zmm8, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm8, zmm3
-    vpsllq       zmm8, zmm0, 32
-    vpsubq       zmm10, zmm8, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm2, zmm0
-    vpaddq       zmm8, zmm3, zmm13
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm8, zmm2, zmm0
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm8{k2}, zmm8, zmm14
-    vpsrlq       zmm0, zmm4, 32                      ; layer 6
-    vpmuludq     zmm2, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm4, zmm4, zmm10
-    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm10, zmm4
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
     vpaddq       zmm2, zmm2, zmm4
-    vpsllq       zmm4, zmm0, 32
-    vpsubq       zmm10, zmm4, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm6, zmm2
+    vpaddq       zmm10, zmm4, zmm15
+    vpcmpnleuq   k2, zmm6, zmm10
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm6, zmm2
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm8, 32                      ; layer 3
+    vpmuludq     zmm6, zmm8, zmm29
+    vpmuludq     zmm8, zmm8, zmm30
+    vpmuludq     zmm12, zmm2, zmm29
+    vpmuludq     zmm2, zmm2, zmm30
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm8, zmm8, zmm12
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm6, zmm6, zmm8
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm11, zmm2
+    vpaddq       zmm8, zmm6, zmm15
+    vpcmpnleuq   k2, zmm11, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm11, zmm2
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 3
+    vpmuludq     zmm11, zmm9, zmm29
+    vpmuludq     zmm9, zmm9, zmm30
+    vpmuludq     zmm12, zmm2, zmm29
+    vpmuludq     zmm2, zmm2, zmm30
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm2, zmm2, zmm9
+    vpcmpnleuq   k2, zmm9, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm9, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm9
+    vpaddq       zmm9, zmm7, zmm2
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm7, zmm2
+    vpcmpnleuq   k2, zmm2, zmm7
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm5, zmm0
-    vpaddq       zmm4, zmm2, zmm13
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm5, zmm0
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm14
-    vpunpcklqdq  zmm0, zmm7, zmm9
-    vpunpckhqdq  zmm5, zmm7, zmm9
-    vpunpcklqdq  zmm7, zmm1, zmm6
-    vpunpckhqdq  zmm1, zmm1, zmm6
-    vpunpcklqdq  zmm6, zmm3, zmm8
-    vpunpckhqdq  zmm3, zmm3, zmm8
-    vpunpcklqdq  zmm8, zmm2, zmm4
-    vpunpckhqdq  zmm2, zmm2, zmm4
-    vpsrlq       zmm4, zmm5, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7552] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 7424
-    vpmuludq     zmm9, zmm5, [rcx - 128]
+    vpsrlq       zmm2, zmm4, 32                      ; layer 4
+    vpmuludq     zmm7, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm7, zmm4
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm3, zmm2
+    vpaddq       zmm7, zmm4, zmm15
+    vpcmpnleuq   k2, zmm3, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm7, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm10, 32                     ; layer 4
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4288] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4160
+    vpmuludq     zmm3, zmm10, [rcx - 128]
+    vpmuludq     zmm10, zmm10, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm3, zmm3, zmm10
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm5, zmm2
+    vpaddq       zmm10, zmm3, zmm15
+    vpcmpnleuq   k2, zmm5, zmm10
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm10, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 4
+    vpmuludq     zmm5, zmm9, [rcx]
+    vpmuludq     zmm9, zmm9, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm5, zmm5, zmm9
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm6, zmm2
+    vpaddq       zmm9, zmm5, zmm15
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm6, zmm2
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm11, 32                     ; layer 4
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4544] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4416
+    vpmuludq     zmm6, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm8, zmm2
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vshufi64x2   zmm2, zmm4, zmm7, 68
+    vshufi64x2   zmm4, zmm4, zmm7, 238
+    vshufi64x2   zmm7, zmm3, zmm10, 68
+    vshufi64x2   zmm3, zmm3, zmm10, 238
+    vshufi64x2   zmm8, zmm5, zmm9, 68
+    vshufi64x2   zmm5, zmm5, zmm9, 238
+    vshufi64x2   zmm9, zmm6, zmm11, 68
+    vshufi64x2   zmm6, zmm6, zmm11, 238
+    vpsrlq       zmm10, zmm4, 32                     ; layer 5
+    vpmuludq     zmm11, zmm4, [rcx - 64]
+    vpmuludq     zmm4, zmm4, [rcx]
+    vpmuludq     zmm12, zmm10, [rcx - 64]
+    vpmuludq     zmm10, zmm10, [rcx]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm11, zmm4
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm4, zmm4, zmm10
+    vpcmpnleuq   k2, zmm10, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm10
+    vpaddq       zmm10, zmm2, zmm4
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 5
+    vpmuludq     zmm4, zmm3, [rcx + 64]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4736] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4608
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm4, zmm3
+    vpsllq       zmm4, zmm2, 32
+    vpsubq       zmm12, zmm4, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm7, zmm2
+    vpaddq       zmm4, zmm3, zmm15
+    vpcmpnleuq   k2, zmm7, zmm4
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm4, zmm7, zmm2
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm16
+    vpsrlq       zmm2, zmm5, 32                      ; layer 5
+    vpmuludq     zmm7, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm5, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm5, zmm5, zmm12
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm5, zmm7, zmm5
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm8, zmm2
+    vpaddq       zmm7, zmm5, zmm15
+    vpcmpnleuq   k2, zmm8, zmm7
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm6, 32                      ; layer 5
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4992] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4864
+    vpmuludq     zmm8, zmm6, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm6, zmm8, zmm6
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm9, zmm2
+    vpaddq       zmm8, zmm6, zmm15
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm10, zmm11
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm9, zmm10, zmm11
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm3, zmm4
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm3, zmm4
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm5, zmm7
+    vmovdqa64    zmm4, zmm1
+    vpermi2q     zmm4, zmm5, zmm7
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm6, zmm8
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm6, zmm8
+    vpsrlq       zmm6, zmm9, 32                      ; layer 6
+    vpmuludq     zmm8, zmm9, [rcx]
+    vpmuludq     zmm9, zmm9, [rcx + 64]
+    vpmuludq     zmm12, zmm6, [rcx]
+    vpmuludq     zmm6, zmm6, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm8, zmm9
+    vpsllq       zmm9, zmm6, 32
+    vpsubq       zmm12, zmm9, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm6, zmm6, zmm8
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm8, zmm2, zmm6
+    vpaddq       zmm9, zmm8, zmm15
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm11, 32                     ; layer 6
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5248] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5120
+    vpmuludq     zmm6, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm10, zmm2
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 6
+    vpmuludq     zmm10, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm10, zmm4
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm3, zmm2
+    vpaddq       zmm10, zmm4, zmm15
+    vpcmpnleuq   k2, zmm3, zmm10
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm7, 32                      ; layer 6
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5504] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5376
+    vpmuludq     zmm3, zmm7, [rcx - 128]
+    vpmuludq     zmm7, zmm7, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm7, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm7, zmm7, zmm12
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm3, zmm3, zmm7
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm5, zmm2
+    vpaddq       zmm7, zmm3, zmm15
+    vpcmpnleuq   k2, zmm5, zmm7
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm7, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpunpcklqdq  zmm2, zmm8, zmm9
+    vpunpckhqdq  zmm5, zmm8, zmm9
+    vpunpcklqdq  zmm8, zmm6, zmm11
+    vpunpckhqdq  zmm6, zmm6, zmm11
+    vpunpcklqdq  zmm9, zmm4, zmm10
+    vpunpckhqdq  zmm4, zmm4, zmm10
+    vpunpcklqdq  zmm10, zmm3, zmm7
+    vpunpckhqdq  zmm3, zmm3, zmm7
+    vpsrlq       zmm7, zmm5, 32                      ; layer 7
+    vpmuludq     zmm11, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpmuludq     zmm12, zmm7, [rcx]
+    vpmuludq     zmm7, zmm7, [rcx + 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm5, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm7, zmm7, zmm13
+    vpaddq       zmm7, zmm7, zmm14
+    vpaddq       zmm5, zmm5, zmm12
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm5, zmm11, zmm5
+    vpsllq       zmm11, zmm7, 32
+    vpsubq       zmm12, zmm11, zmm7
+    vpsrlq       zmm13, zmm7, 32
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm2, zmm5
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm6, 32                      ; layer 7
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5760] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5632
+    vpmuludq     zmm5, zmm6, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm5, zmm5, zmm6
+    vpsllq       zmm6, zmm2, 32
+    vpsubq       zmm12, zmm6, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm8, zmm2
+    vpaddq       zmm6, zmm5, zmm15
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm6, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 7
+    vpmuludq     zmm8, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm8, zmm4
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm9, zmm2
+    vpaddq       zmm8, zmm4, zmm15
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm8, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 7
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6016] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5888
+    vpmuludq     zmm9, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm9, zmm3
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm10, zmm2
+    vpaddq       zmm9, zmm3, zmm15
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm9, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpunpcklqdq  zmm2, zmm7, zmm11
+    vpunpckhqdq  zmm7, zmm7, zmm11
+    vpunpcklqdq  zmm10, zmm5, zmm6
+    vpunpckhqdq  zmm5, zmm5, zmm6
+    vpunpcklqdq  zmm6, zmm4, zmm8
+    vpunpckhqdq  zmm4, zmm4, zmm8
+    vpunpcklqdq  zmm8, zmm3, zmm9
+    vpunpckhqdq  zmm3, zmm3, zmm9
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm2, zmm7
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm2, zmm7
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm10, zmm5
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm10, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm6, zmm4
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm6, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm8, zmm3
+    vmovdqa64    zmm6, zmm1
+    vpermi2q     zmm6, zmm8, zmm3
+    vshufi64x2   zmm3, zmm9, zmm11, 68
+    vshufi64x2   zmm8, zmm9, zmm11, 238
+    vshufi64x2   zmm9, zmm2, zmm7, 68
+    vshufi64x2   zmm2, zmm2, zmm7, 238
+    vshufi64x2   zmm7, zmm5, zmm10, 68
+    vshufi64x2   zmm5, zmm5, zmm10, 238
+    vshufi64x2   zmm10, zmm4, zmm6, 68
+    vshufi64x2   zmm4, zmm4, zmm6, 238
+    vmovdqu64    [rdi + 1024], zmm3
+    vmovdqu64    [rdi + 1088], zmm8
+    vmovdqu64    [rdi + 1152], zmm9
+    vmovdqu64    [rdi + 1216], zmm2
+    vmovdqu64    [rdi + 1280], zmm7
+    vmovdqu64    [rdi + 1344], zmm5
+    vmovdqu64    [rdi + 1408], zmm10
+    vmovdqu64    [rdi + 1472], zmm4
+    vmovdqu64    zmm2, [rdi + 1536]
+    vmovdqu64    zmm3, [rdi + 1600]
+    vmovdqu64    zmm4, [rdi + 1664]
+    vmovdqu64    zmm5, [rdi + 1728]
+    vmovdqu64    zmm6, [rdi + 1792]
+    vmovdqu64    zmm7, [rdi + 1856]
+    vmovdqu64    zmm8, [rdi + 1920]
+    vmovdqu64    zmm9, [rdi + 1984]
+    vpsrlq       zmm10, zmm6, 32                     ; layer 2
+    vpmuludq     zmm11, zmm6, zmm26
+    vpmuludq     zmm6, zmm6, zmm23
+    vpmuludq     zmm12, zmm10, zmm26
+    vpmuludq     zmm10, zmm10, zmm23
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm6, zmm11, zmm6
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm6, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm10, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm10
+    vpaddq       zmm10, zmm2, zmm6
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm7, 32                      ; layer 2
+    vpmuludq     zmm6, zmm7, zmm26
+    vpmuludq     zmm7, zmm7, zmm23
+    vpmuludq     zmm12, zmm2, zmm26
+    vpmuludq     zmm2, zmm2, zmm23
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm7, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm7, zmm7, zmm12
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm6, zmm7
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm3, zmm2
+    vpaddq       zmm7, zmm6, zmm15
+    vpcmpnleuq   k2, zmm3, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm7, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm8, 32                      ; layer 2
+    vpmuludq     zmm3, zmm8, zmm26
+    vpmuludq     zmm8, zmm8, zmm23
+    vpmuludq     zmm12, zmm2, zmm26
+    vpmuludq     zmm2, zmm2, zmm23
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm8, zmm8, zmm12
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm3, zmm3, zmm8
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm4, zmm2
+    vpaddq       zmm8, zmm3, zmm15
+    vpcmpnleuq   k2, zmm4, zmm8
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm8, zmm4, zmm2
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 2
+    vpmuludq     zmm4, zmm9, zmm26
+    vpmuludq     zmm9, zmm9, zmm23
+    vpmuludq     zmm12, zmm2, zmm26
+    vpmuludq     zmm2, zmm2, zmm23
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm4, zmm4, zmm9
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm5, zmm2
+    vpaddq       zmm9, zmm4, zmm15
+    vpcmpnleuq   k2, zmm5, zmm9
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm9, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 3
+    vpmuludq     zmm5, zmm3, zmm31
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2496] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2368
+    vpmuludq     zmm3, zmm3, [rcx - 128]
+    vpmuludq     zmm12, zmm2, zmm31
+    vpmuludq     zmm2, zmm2, [rcx - 128]
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm5, zmm3
+    vpsllq       zmm5, zmm2, 32
+    vpsubq       zmm12, zmm5, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm10, zmm2
+    vpaddq       zmm5, zmm3, zmm15
+    vpcmpnleuq   k2, zmm10, zmm5
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm5, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm5{k2}, zmm5, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 3
+    vpmuludq     zmm10, zmm4, zmm31
+    vpmuludq     zmm4, zmm4, [rcx - 128]
+    vpmuludq     zmm12, zmm2, zmm31
+    vpmuludq     zmm2, zmm2, [rcx - 128]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm10, zmm4
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm6, zmm2
+    vpaddq       zmm10, zmm4, zmm15
+    vpcmpnleuq   k2, zmm6, zmm10
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm6, zmm2
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm8, 32                      ; layer 3
+    vpmuludq     zmm6, zmm8, [rcx - 64]
+    vpmuludq     zmm8, zmm8, zmm23
+    vpmuludq     zmm12, zmm2, [rcx - 64]
+    vpmuludq     zmm2, zmm2, zmm23
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm8, zmm8, zmm12
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm6, zmm6, zmm8
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm11, zmm2
+    vpaddq       zmm8, zmm6, zmm15
+    vpcmpnleuq   k2, zmm11, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm11, zmm2
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 3
+    vpmuludq     zmm11, zmm9, [rcx - 64]
+    vpmuludq     zmm9, zmm9, zmm23
+    vpmuludq     zmm12, zmm2, [rcx - 64]
+    vpmuludq     zmm2, zmm2, zmm23
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm2, zmm2, zmm9
+    vpcmpnleuq   k2, zmm9, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm9, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm9
+    vpaddq       zmm9, zmm7, zmm2
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm7, zmm2
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 4
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6144] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6016
+    vpmuludq     zmm7, zmm4, [rcx - 128]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm7, zmm4
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm3, zmm2
+    vpaddq       zmm7, zmm4, zmm15
+    vpcmpnleuq   k2, zmm3, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm7, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm10, 32                     ; layer 4
+    vpmuludq     zmm3, zmm10, [rcx]
+    vpmuludq     zmm10, zmm10, zmm19
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm3, zmm3, zmm10
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm5, zmm2
+    vpaddq       zmm10, zmm3, zmm15
+    vpcmpnleuq   k2, zmm5, zmm10
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm10, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm9, 32                      ; layer 4
+    vpmuludq     zmm5, zmm9, [rcx + 64]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6336] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6208
+    vpmuludq     zmm9, zmm9, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm5, zmm5, zmm9
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm6, zmm2
+    vpaddq       zmm9, zmm5, zmm15
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm6, zmm2
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm11, 32                     ; layer 4
+    vpmuludq     zmm6, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm8, zmm2
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vshufi64x2   zmm2, zmm4, zmm7, 68
+    vshufi64x2   zmm4, zmm4, zmm7, 238
+    vshufi64x2   zmm7, zmm3, zmm10, 68
+    vshufi64x2   zmm3, zmm3, zmm10, 238
+    vshufi64x2   zmm8, zmm5, zmm9, 68
+    vshufi64x2   zmm5, zmm5, zmm9, 238
+    vshufi64x2   zmm9, zmm6, zmm11, 68
+    vshufi64x2   zmm6, zmm6, zmm11, 238
+    vpsrlq       zmm10, zmm4, 32                     ; layer 5
+    vpmuludq     zmm11, zmm4, [rcx + 64]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6528] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6400
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpmuludq     zmm12, zmm10, [rcx - 128]
+    vpmuludq     zmm10, zmm10, [rcx - 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm11, zmm4
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm4, zmm4, zmm10
+    vpcmpnleuq   k2, zmm10, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm10
+    vpaddq       zmm10, zmm2, zmm4
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 5
+    vpmuludq     zmm4, zmm3, [rcx]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm4, zmm3
+    vpsllq       zmm4, zmm2, 32
+    vpsubq       zmm12, zmm4, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm7, zmm2
+    vpaddq       zmm4, zmm3, zmm15
+    vpcmpnleuq   k2, zmm7, zmm4
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm4, zmm7, zmm2
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm16
+    vpsrlq       zmm2, zmm5, 32                      ; layer 5
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6784] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6656
+    vpmuludq     zmm7, zmm5, [rcx - 128]
     vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm5, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm5, zmm5, zmm12
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm5, zmm7, zmm5
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm8, zmm2
+    vpaddq       zmm7, zmm5, zmm15
+    vpcmpnleuq   k2, zmm8, zmm7
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpsrlq       zmm2, zmm6, 32                      ; layer 5
+    vpmuludq     zmm8, zmm6, [rcx]
+    vpmuludq     zmm6, zmm6, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm6, zmm8, zmm6
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm9, zmm2
+    vpaddq       zmm8, zmm6, zmm15
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm10, zmm11
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm9, zmm10, zmm11
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm3, zmm4
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm3, zmm4
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm5, zmm7
+    vmovdqa64    zmm4, zmm1
+    vpermi2q     zmm4, zmm5, zmm7
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm6, zmm8
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm6, zmm8
+    vpsrlq       zmm6, zmm9, 32                      ; layer 6
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7040] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6912
+    vpmuludq     zmm8, zmm9, [rcx - 128]
+    vpmuludq     zmm9, zmm9, [rcx - 64]
+    vpmuludq     zmm12, zmm6, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm8, zmm9
+    vpsllq       zmm9, zmm6, 32
+    vpsubq       zmm12, zmm9, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm6, zmm6, zmm8
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm8, zmm2, zmm6
+    vpaddq       zmm9, zmm8, zmm15
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm11, 32                     ; layer 6
+    vpmuludq     zmm6, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm10, zmm2
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 6
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7296] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 7168
     vpmuludq     zmm10, zmm4, [rcx - 128]
     vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm5, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
     vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm5, zmm5, zmm10
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm9, zmm5
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm4, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm5, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm0, zmm4
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm1, 32                      ; layer 7
-    vpmuludq     zmm4, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm1, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm1, zmm1, zmm10
-    vpsllq       zmm1, zmm1, 32
-    vpaddq       zmm1, zmm4, zmm1
-    vpsllq       zmm4, zmm0, 32
-    vpsubq       zmm10, zmm4, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm7, zmm0
-    vpaddq       zmm4, zmm1, zmm13
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm4, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm14
-    vpsrlq       zmm0, zmm3, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7808] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 7680
-    vpmuludq     zmm7, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm3, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm7, zmm3
-    vpsllq       zmm7, zmm0, 32
-    vpsubq       zmm10, zmm7, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm0, zmm0, zmm3
-    vpcmpnleuq   k2, zmm3, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm3, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm3
-    vpaddq       zmm3, zmm6, zmm0
-    vpaddq       zmm7, zmm3, zmm13
-    vpcmpnleuq   k2, zmm6, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm7, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm7{k2}, zmm7, zmm14
-    vpsrlq       zmm0, zmm2, 32                      ; layer 7
-    vpmuludq     zmm6, zmm2, [rcx]
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm10, zmm4
+    vpsllq       zmm10, zmm2, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm3, zmm2
+    vpaddq       zmm10, zmm4, zmm15
+    vpcmpnleuq   k2, zmm3, zmm10
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm10, zmm3, zmm2
+    vpcmpnleuq   k2, zmm2, zmm3
+    vpaddq       zmm10{k2}, zmm10, zmm16
+    vpsrlq       zmm2, zmm7, 32                      ; layer 6
+    vpmuludq     zmm3, zmm7, [rcx]
+    vpmuludq     zmm7, zmm7, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
     vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm2, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm2, zmm2, zmm10
-    vpsllq       zmm2, zmm2, 32
-    vpaddq       zmm2, zmm6, zmm2
-    vpsllq       zmm6, zmm0, 32
-    vpsubq       zmm10, zmm6, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm8, zmm0
-    vpaddq       zmm6, zmm2, zmm13
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm6, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm14
-    vpunpcklqdq  zmm0, zmm5, zmm9
-    vpunpckhqdq  zmm5, zmm5, zmm9
-    vpunpcklqdq  zmm8, zmm1, zmm4
-    vpunpckhqdq  zmm1, zmm1, zmm4
-    vpunpcklqdq  zmm4, zmm3, zmm7
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm7, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm7, zmm7, zmm12
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm3, zmm3, zmm7
+    vpsllq       zmm7, zmm2, 32
+    vpsubq       zmm12, zmm7, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm5, zmm2
+    vpaddq       zmm7, zmm3, zmm15
+    vpcmpnleuq   k2, zmm5, zmm7
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm7, zmm5, zmm2
+    vpcmpnleuq   k2, zmm2, zmm5
+    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpunpcklqdq  zmm2, zmm8, zmm9
+    vpunpckhqdq  zmm5, zmm8, zmm9
+    vpunpcklqdq  zmm8, zmm6, zmm11
+    vpunpckhqdq  zmm6, zmm6, zmm11
+    vpunpcklqdq  zmm9, zmm4, zmm10
+    vpunpckhqdq  zmm4, zmm4, zmm10
+    vpunpcklqdq  zmm10, zmm3, zmm7
     vpunpckhqdq  zmm3, zmm3, zmm7
-    vpunpcklqdq  zmm7, zmm2, zmm6
-    vpunpckhqdq  zmm2, zmm2, zmm6
-    vshufi64x2   zmm6, zmm0, zmm5, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm0, zmm0, zmm5, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm4, zmm3, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm3, zmm4, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm4, zmm7, zmm2, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm2, zmm7, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm7, zmm6, zmm0, 68
-    vshufi64x2   zmm0, zmm6, zmm0, 238
-    vshufi64x2   zmm6, zmm5, zmm1, 68
-    vshufi64x2   zmm1, zmm5, zmm1, 238
-    vshufi64x2   zmm5, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm4, zmm2, 68
-    vshufi64x2   zmm2, zmm4, zmm2, 238
-    vmovdqu64    [rdi + 1536], zmm7
-    vmovdqu64    [rdi + 1600], zmm0
+    vpsrlq       zmm7, zmm5, 32                      ; layer 7
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7552] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 7424
+    vpmuludq     zmm11, zmm5, [rcx - 128]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpmuludq     zmm12, zmm7, [rcx - 128]
+    vpmuludq     zmm7, zmm7, [rcx - 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm5, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm7, zmm7, zmm13
+    vpaddq       zmm7, zmm7, zmm14
+    vpaddq       zmm5, zmm5, zmm12
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm5, zmm11, zmm5
+    vpsllq       zmm11, zmm7, 32
+    vpsubq       zmm12, zmm11, zmm7
+    vpsrlq       zmm13, zmm7, 32
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm2, zmm5
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm6, 32                      ; layer 7
+    vpmuludq     zmm5, zmm6, [rcx]
+    vpmuludq     zmm6, zmm6, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm6, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm6, zmm6, zmm12
+    vpsllq       zmm6, zmm6, 32
+    vpaddq       zmm5, zmm5, zmm6
+    vpsllq       zmm6, zmm2, 32
+    vpsubq       zmm12, zmm6, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm2, zmm2, zmm5
+    vpcmpnleuq   k2, zmm5, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm5, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm5
+    vpaddq       zmm5, zmm8, zmm2
+    vpaddq       zmm6, zmm5, zmm15
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm6, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm16
+    vpsrlq       zmm2, zmm4, 32                      ; layer 7
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7808] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 7680
+    vpmuludq     zmm8, zmm4, [rcx - 128]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm4, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm4, zmm4, zmm12
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm8, zmm4
+    vpsllq       zmm8, zmm2, 32
+    vpsubq       zmm12, zmm8, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vpaddq       zmm4, zmm9, zmm2
+    vpaddq       zmm8, zmm4, zmm15
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm8, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm3, 32                      ; layer 7
+    vpmuludq     zmm9, zmm3, [rcx]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm3, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm12
+    vpsllq       zmm3, zmm3, 32
+    vpaddq       zmm3, zmm9, zmm3
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm12, zmm9, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm10, zmm2
+    vpaddq       zmm9, zmm3, zmm15
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm9, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpunpcklqdq  zmm2, zmm7, zmm11
+    vpunpckhqdq  zmm7, zmm7, zmm11
+    vpunpcklqdq  zmm10, zmm5, zmm6
+    vpunpckhqdq  zmm5, zmm5, zmm6
+    vpunpcklqdq  zmm6, zmm4, zmm8
+    vpunpckhqdq  zmm4, zmm4, zmm8
+    vpunpcklqdq  zmm8, zmm3, zmm9
+    vpunpckhqdq  zmm3, zmm3, zmm9
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm2, zmm7
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm2, zmm7
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm10, zmm5
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm10, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm6, zmm4
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm6, zmm4
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm8, zmm3
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm8, zmm3
+    vshufi64x2   zmm3, zmm9, zmm11, 68
+    vshufi64x2   zmm4, zmm9, zmm11, 238
+    vshufi64x2   zmm6, zmm2, zmm7, 68
+    vshufi64x2   zmm2, zmm2, zmm7, 238
+    vshufi64x2   zmm7, zmm5, zmm10, 68
+    vshufi64x2   zmm5, zmm5, zmm10, 238
+    vshufi64x2   zmm8, zmm0, zmm1, 68
+    vshufi64x2   zmm0, zmm0, zmm1, 238
+    vmovdqu64    [rdi + 1536], zmm3
+    vmovdqu64    [rdi + 1600], zmm4
     vmovdqu64    [rdi + 1664], zmm6
-    vmovdqu64    [rdi + 1728], zmm1
-    vmovdqu64    [rdi + 1792], zmm5
-    vmovdqu64    [rdi + 1856], zmm3
+    vmovdqu64    [rdi + 1728], zmm2
+    vmovdqu64    [rdi + 1792], zmm7
+    vmovdqu64    [rdi + 1856], zmm5
     vmovdqu64    [rdi + 1920], zmm8
-    vmovdqu64    [rdi + 1984], zmm2
+    vmovdqu64    [rdi + 1984], zmm0
     vzeroupper
     ret
 .end:
@@ -6521,7 +6532,7 @@ kg_goldilocks18446744069414584321_basemul_avx512:
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, k2, rax, rcx, rdi, flags
-;   loops: 8 x 161 instructions (repeated groups rolled: 5747 instructions run, 4663 written)
+;   loops: 8 x 161 instructions (repeated groups rolled: 5747 instructions run, 4664 written)
 ;
 ; reduction schedule:
 ;   policy index, freeze reduction, 0 vector reductions
@@ -6531,886 +6542,4008 @@ global kg_goldilocks18446744069414584321_ntt_inverse_avx512:function KERNGEN_VIS
 align 32
 kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm13, [rel pq_4294967295]          ; held in a register: read 544 times
-    vmovdqu64    zmm14, [rel pq_18446744069414584321] ; held in a register: read 272 times
-    vmovdqu64    zmm15, [rel pq_18446744073709551615] ; held in a register: read 144 times
-    vmovdqu64    zmm16, [rel pq_1]                   ; held in a register: read 144 times
-    vmovdqu64    zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600] ; held in a register: read 82 times
-    vmovdqu64    zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1536] ; held in a register: read 62 times
-    vmovdqu64    zmm19, [rel pq_18374686475393433601] ; held in a register: read 32 times
-    vmovdqu64    zmm20, [rel pq_4278190079]          ; held in a register: read 32 times
+    vmovdqu64    zmm15, [rel pq_4294967295]          ; held in a register: read 544 times
+    vmovdqu64    zmm16, [rel pq_18446744069414584321] ; held in a register: read 272 times
+    vmovdqu64    zmm17, [rel pq_18446744073709551615] ; held in a register: read 144 times
+    vmovdqu64    zmm18, [rel pq_1]                   ; held in a register: read 144 times
+    vmovdqu64    zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600] ; held in a register: read 82 times
+    vmovdqu64    zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1536] ; held in a register: read 62 times
+    vmovdqu64    zmm21, [rel pq_18374686475393433601] ; held in a register: read 32 times
+    vmovdqu64    zmm22, [rel pq_4278190079]          ; held in a register: read 32 times
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1792] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1664
-    vmovdqu64    zmm21, [rcx - 128]                  ; held in a register: read 30 times
-    vmovdqu64    zmm22, [rcx - 64]                   ; held in a register: read 30 times
-    vmovdqu64    zmm23, [rcx]                        ; held in a register: read 14 times
-    vmovdqu64    zmm24, [rcx + 64]                   ; held in a register: read 14 times
-    vmovdqu64    zmm25, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1920] ; held in a register: read 14 times
+    vmovdqu64    zmm23, [rcx - 128]                  ; held in a register: read 30 times
+    vmovdqu64    zmm24, [rcx - 64]                   ; held in a register: read 30 times
+    vmovdqu64    zmm25, [rcx]                        ; held in a register: read 14 times
+    vmovdqu64    zmm26, [rcx + 64]                   ; held in a register: read 14 times
+    vmovdqu64    zmm27, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1920] ; held in a register: read 14 times
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3648] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3520
-    vmovdqu64    zmm26, [rcx - 128]                  ; held in a register: read 6 times
-    vmovdqu64    zmm27, [rcx - 64]                   ; held in a register: read 6 times
-    vmovdqu64    zmm28, [rcx]                        ; held in a register: read 6 times
-    vmovdqu64    zmm29, [rcx + 64]                   ; held in a register: read 6 times
-    vmovdqu64    zmm30, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3776] ; held in a register: read 6 times
-    vmovdqu64    zmm31, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3840] ; held in a register: read 6 times
-    vmovdqu64    zmm0, [rdi]
-    vmovdqu64    zmm1, [rdi + 128]
-    vmovdqu64    zmm2, [rdi + 256]
-    vmovdqu64    zmm3, [rdi + 384]
-    vshufi64x2   zmm4, zmm0, [rdi + 64], 68
-    vshufi64x2   zmm0, zmm0, [rdi + 64], 238
-    vshufi64x2   zmm5, zmm1, [rdi + 192], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 192], 238
-    vshufi64x2   zmm6, zmm2, [rdi + 320], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 320], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 448], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 448], 238
-    vshufi64x2   zmm8, zmm4, zmm0, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm0, zmm4, zmm0, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm4, zmm5, zmm1, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm1, zmm5, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm5, zmm6, zmm2, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm7, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm7, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vpunpcklqdq  zmm7, zmm8, zmm0
-    vpunpckhqdq  zmm0, zmm8, zmm0
-    vpunpcklqdq  zmm8, zmm4, zmm1
-    vpunpckhqdq  zmm1, zmm4, zmm1
-    vpunpcklqdq  zmm4, zmm5, zmm2
-    vpunpckhqdq  zmm2, zmm5, zmm2
-    vpunpcklqdq  zmm5, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpaddq       zmm6, zmm7, zmm0                    ; layer 7
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
+    vmovdqu64    zmm28, [rcx - 128]                  ; held in a register: read 6 times
+    vmovdqu64    zmm29, [rcx - 64]                   ; held in a register: read 6 times
+    vmovdqu64    zmm30, [rcx]                        ; held in a register: read 6 times
+    vmovdqu64    zmm31, [rcx + 64]                   ; held in a register: read 6 times
+    vmovdqu64    zmm0, [rel pq_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pq_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rdi]
+    vmovdqu64    zmm3, [rdi + 128]
+    vmovdqu64    zmm4, [rdi + 256]
+    vmovdqu64    zmm5, [rdi + 384]
+    vshufi64x2   zmm6, zmm2, [rdi + 64], 68
+    vshufi64x2   zmm2, zmm2, [rdi + 64], 238
+    vshufi64x2   zmm7, zmm3, [rdi + 192], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 192], 238
+    vshufi64x2   zmm8, zmm4, [rdi + 320], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 320], 238
+    vshufi64x2   zmm9, zmm5, [rdi + 448], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 448], 238
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm6, zmm2
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm6, zmm2
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm7, zmm3
+    vmovdqa64    zmm6, zmm1
+    vpermi2q     zmm6, zmm7, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm8, zmm4
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm8, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm9, zmm5
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm5
+    vpunpcklqdq  zmm5, zmm10, zmm11
+    vpunpckhqdq  zmm9, zmm10, zmm11
+    vpunpcklqdq  zmm10, zmm2, zmm6
+    vpunpckhqdq  zmm2, zmm2, zmm6
+    vpunpcklqdq  zmm6, zmm3, zmm7
+    vpunpckhqdq  zmm3, zmm3, zmm7
+    vpunpcklqdq  zmm7, zmm4, zmm8
+    vpunpckhqdq  zmm4, zmm4, zmm8
+    vpaddq       zmm8, zmm5, zmm9                    ; layer 7
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm5, zmm9
+    vpcmpnleuq   k2, zmm9, zmm5
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 0
-    vpmuludq     zmm7, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm0, zmm0, zmm7
-    vpcmpnleuq   k2, zmm7, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm7, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm7
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm9, zmm6, zmm19
-    vpmuludq     zmm6, zmm6, zmm20
-    vpmuludq     zmm10, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm9, zmm6
-    vpsllq       zmm9, zmm7, 32
-    vpsubq       zmm10, zmm9, zmm7
-    vpsrlq       zmm11, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm6, zmm6, zmm7
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm7, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm8, zmm1                    ; layer 7
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm8, zmm1
-    vpcmpnleuq   k2, zmm1, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm8, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm1, zmm1, zmm8
-    vpcmpnleuq   k2, zmm8, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm8, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm8
-    vpsrlq       zmm8, zmm7, 32
-    vpmuludq     zmm9, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpmuludq     zmm10, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
+    vpmuludq     zmm9, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm5, [rcx - 128]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm5, zmm5, zmm9
+    vpcmpnleuq   k2, zmm9, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm9
+    vpsrlq       zmm9, zmm8, 32
+    vpmuludq     zmm11, zmm8, zmm21
+    vpmuludq     zmm8, zmm8, zmm22
+    vpmuludq     zmm12, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm9, zmm9, zmm13
+    vpaddq       zmm9, zmm9, zmm14
     vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm7, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm7, zmm7, zmm8
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm8, zmm7, zmm14
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm4, zmm2                    ; layer 7
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 384] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 256
-    vpmuludq     zmm4, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm4
-    vpsrlq       zmm4, zmm8, 32
-    vpmuludq     zmm9, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpmuludq     zmm10, zmm4, zmm19
-    vpmuludq     zmm4, zmm4, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm8, zmm8, zmm10
     vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm9, zmm8
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm8, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm5, zmm3                    ; layer 7
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm5, zmm3
-    vpcmpnleuq   k2, zmm3, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm5, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm3, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm8, 32
-    vpmuludq     zmm9, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpmuludq     zmm10, zmm5, zmm19
-    vpmuludq     zmm5, zmm5, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm5, zmm5, zmm11
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm9, zmm8
-    vpsllq       zmm9, zmm5, 32
-    vpsubq       zmm10, zmm9, zmm5
-    vpsrlq       zmm11, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm5, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm5, zmm5, zmm8
-    vpcmpnleuq   k2, zmm8, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm8, zmm5, zmm14
-    vpminuq      zmm5, zmm5, zmm8
-    vpunpcklqdq  zmm8, zmm6, zmm0
-    vpunpckhqdq  zmm0, zmm6, zmm0
-    vpunpcklqdq  zmm6, zmm7, zmm1
-    vpunpckhqdq  zmm1, zmm7, zmm1
-    vpunpcklqdq  zmm7, zmm4, zmm2
-    vpunpckhqdq  zmm2, zmm4, zmm2
-    vpunpcklqdq  zmm4, zmm5, zmm3
-    vpunpckhqdq  zmm3, zmm5, zmm3
-    vpaddq       zmm5, zmm8, zmm0                    ; layer 6
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 640] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 512
-    vpmuludq     zmm8, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm11, zmm8
+    vpsllq       zmm11, zmm9, 32
+    vpsubq       zmm12, zmm11, zmm9
+    vpsrlq       zmm13, zmm9, 32
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm8, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
     vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm8, zmm16
+    vpminuq      zmm8, zmm8, zmm9
+    vpaddq       zmm9, zmm10, zmm2                   ; layer 7
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm0, zmm0, zmm8
-    vpcmpnleuq   k2, zmm8, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm8, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm8
-    vpaddq       zmm8, zmm6, zmm1                    ; layer 6
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm1
-    vpcmpnleuq   k2, zmm1, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm6, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm1, zmm1, zmm6
-    vpcmpnleuq   k2, zmm6, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm7, zmm2                    ; layer 6
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 768
-    vpmuludq     zmm7, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm7, zmm10
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm10, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm2, zmm2, zmm10
     vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm2, zmm2, zmm7
-    vpcmpnleuq   k2, zmm7, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm7, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm7
-    vpaddq       zmm7, zmm4, zmm3                    ; layer 6
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm3
-    vpcmpnleuq   k2, zmm3, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm4, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm10, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm10
+    vpsrlq       zmm10, zmm9, 32
+    vpmuludq     zmm11, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpmuludq     zmm12, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm9, zmm9, zmm12
     vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm3, zmm3, zmm4
-    vpcmpnleuq   k2, zmm4, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm4, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm5, zmm0, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm0, zmm5, zmm0, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm6, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm7, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm7, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vpaddq       zmm7, zmm4, zmm0                    ; layer 5
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1024
-    vpmuludq     zmm4, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm9, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
     vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm5, zmm1                    ; layer 5
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm5, zmm1
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm5, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm1, zmm1, zmm5
-    vpcmpnleuq   k2, zmm5, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm5, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm8, zmm2                    ; layer 5
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1280
-    vpmuludq     zmm8, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm6, zmm3                    ; layer 5
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm3
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm10, zmm9, zmm16
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm3                   ; layer 7
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm6, zmm3
     vpcmpnleuq   k2, zmm3, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm6, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
+    vpsrlq       zmm3, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 384] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 256
+    vpmuludq     zmm6, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
     vpaddq       zmm3, zmm3, zmm6
     vpcmpnleuq   k2, zmm6, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm6, zmm3, zmm14
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm6, zmm3, zmm16
     vpminuq      zmm3, zmm3, zmm6
-    vshufi64x2   zmm6, zmm7, zmm0, 68
-    vshufi64x2   zmm0, zmm7, zmm0, 238
-    vshufi64x2   zmm7, zmm4, zmm1, 68
-    vshufi64x2   zmm1, zmm4, zmm1, 238
-    vshufi64x2   zmm4, zmm5, zmm2, 68
-    vshufi64x2   zmm2, zmm5, zmm2, 238
-    vshufi64x2   zmm5, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpaddq       zmm8, zmm6, zmm0                    ; layer 4
-    vpaddq       zmm9, zmm8, zmm13
+    vpsrlq       zmm6, zmm10, 32
+    vpmuludq     zmm11, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpmuludq     zmm12, zmm6, zmm21
+    vpmuludq     zmm6, zmm6, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm10, zmm11, zmm10
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm6, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm10, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm10
+    vpaddq       zmm10, zmm7, zmm4                   ; layer 7
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm7, zmm4
+    vpcmpnleuq   k2, zmm4, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm7, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm4, zmm4, zmm7
+    vpcmpnleuq   k2, zmm7, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm7, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm7
+    vpsrlq       zmm7, zmm10, 32
+    vpmuludq     zmm11, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpmuludq     zmm12, zmm7, zmm21
+    vpmuludq     zmm7, zmm7, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm7, zmm7, zmm13
+    vpaddq       zmm7, zmm7, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm10, zmm11, zmm10
+    vpsllq       zmm11, zmm7, 32
+    vpsubq       zmm12, zmm11, zmm7
+    vpsrlq       zmm13, zmm7, 32
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm7, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm7, zmm7, zmm10
+    vpcmpnleuq   k2, zmm10, zmm7
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm10, zmm7, zmm16
+    vpminuq      zmm7, zmm7, zmm10
+    vpunpcklqdq  zmm10, zmm8, zmm5
+    vpunpckhqdq  zmm5, zmm8, zmm5
+    vpunpcklqdq  zmm8, zmm9, zmm2
+    vpunpckhqdq  zmm2, zmm9, zmm2
+    vpunpcklqdq  zmm9, zmm6, zmm3
+    vpunpckhqdq  zmm3, zmm6, zmm3
+    vpunpcklqdq  zmm6, zmm7, zmm4
+    vpunpckhqdq  zmm4, zmm7, zmm4
+    vpaddq       zmm7, zmm10, zmm5                   ; layer 6
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm5
+    vpcmpnleuq   k2, zmm5, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 640] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 512
+    vpmuludq     zmm10, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm5, [rcx - 128]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm5, zmm5, zmm10
+    vpcmpnleuq   k2, zmm10, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm10, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm10
+    vpaddq       zmm10, zmm8, zmm2                   ; layer 6
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm8, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm2, zmm2, zmm8
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm8, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm8
+    vpaddq       zmm8, zmm9, zmm3                    ; layer 6
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm9, zmm3
+    vpcmpnleuq   k2, zmm3, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 768
+    vpmuludq     zmm9, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm9, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm9, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm6, zmm4                    ; layer 6
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm6, zmm4
+    vpcmpnleuq   k2, zmm4, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm6, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm4, zmm4, zmm6
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm6, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm7, zmm5
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm7, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm10, zmm2
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm10, zmm2
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm8, zmm3
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm8, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm9, zmm4
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm4
+    vpaddq       zmm4, zmm6, zmm11                   ; layer 5
+    vpaddq       zmm9, zmm4, zmm15
     vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm6, zmm9, zmm18
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm9, zmm6, zmm11
+    vpcmpnleuq   k2, zmm11, zmm6
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm6, zmm9, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1024
+    vpmuludq     zmm11, zmm9, [rcx - 128]
+    vpmuludq     zmm9, zmm9, [rcx - 64]
+    vpmuludq     zmm12, zmm6, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm9, zmm9, zmm12
     vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
     vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
+    vpcmpnleuq   k2, zmm9, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm9, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm9
+    vpaddq       zmm9, zmm5, zmm7                    ; layer 5
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm0, zmm0, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm6, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm6
-    vpaddq       zmm6, zmm7, zmm1                    ; layer 4
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm1
-    vpcmpnleuq   k2, zmm1, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm7, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm10, zmm1, zmm21
-    vpmuludq     zmm1, zmm1, zmm22
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm1, zmm1, zmm7
-    vpcmpnleuq   k2, zmm7, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm7, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm7
-    vpaddq       zmm7, zmm4, zmm2                    ; layer 4
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm4, zmm9, zmm23
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm2, zmm23
-    vpmuludq     zmm2, zmm2, zmm17
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm4, zmm10
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm7, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm2, zmm10                   ; layer 5
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm2, zmm10
     vpcmpnleuq   k2, zmm10, zmm2
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
+    vpsrlq       zmm2, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1280
+    vpmuludq     zmm10, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm2, zmm2, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm10, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm10
+    vpaddq       zmm10, zmm3, zmm8                   ; layer 5
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm3, zmm8
+    vpcmpnleuq   k2, zmm8, zmm3
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    vpmuludq     zmm8, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm3, [rcx]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm3, zmm3, zmm8
+    vpcmpnleuq   k2, zmm8, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm8, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm8
+    vshufi64x2   zmm8, zmm4, zmm6, 68
+    vshufi64x2   zmm4, zmm4, zmm6, 238
+    vshufi64x2   zmm6, zmm9, zmm5, 68
+    vshufi64x2   zmm5, zmm9, zmm5, 238
+    vshufi64x2   zmm9, zmm7, zmm2, 68
+    vshufi64x2   zmm2, zmm7, zmm2, 238
+    vshufi64x2   zmm7, zmm10, zmm3, 68
+    vshufi64x2   zmm3, zmm10, zmm3, 238
+    vpaddq       zmm10, zmm8, zmm4                   ; layer 4
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm4
+    vpcmpnleuq   k2, zmm4, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm8, zmm11, zmm20
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm4, zmm20
+    vpmuludq     zmm4, zmm4, zmm19
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm4, zmm4, zmm8
+    vpcmpnleuq   k2, zmm8, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm8, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm8
+    vpaddq       zmm8, zmm6, zmm5                    ; layer 4
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm6, zmm5
+    vpcmpnleuq   k2, zmm5, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm6, zmm11, zmm23
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm5, zmm23
+    vpmuludq     zmm5, zmm5, zmm24
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm5, zmm5, zmm6
+    vpcmpnleuq   k2, zmm6, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm6, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm6
+    vpaddq       zmm6, zmm9, zmm2                    ; layer 4
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm9, zmm11, zmm25
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm2, zmm25
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm2, zmm2, zmm9
+    vpcmpnleuq   k2, zmm9, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm9, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm9
+    vpaddq       zmm9, zmm7, zmm3                    ; layer 4
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm7, zmm3
+    vpcmpnleuq   k2, zmm3, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    vpmuludq     zmm7, zmm11, zmm26
+    vpmuludq     zmm11, zmm11, zmm27
+    vpmuludq     zmm12, zmm3, zmm26
+    vpmuludq     zmm3, zmm3, zmm27
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm7, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm7, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm7, zmm10, zmm8                   ; layer 3
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm8
+    vpcmpnleuq   k2, zmm8, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm8, zmm11, 32
+    vpmuludq     zmm10, zmm11, zmm20
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm8, zmm20
+    vpmuludq     zmm8, zmm8, zmm19
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm8, zmm8, zmm13
+    vpaddq       zmm8, zmm8, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm8, 32
+    vpsubq       zmm12, zmm11, zmm8
+    vpsrlq       zmm13, zmm8, 32
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm8, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm8, zmm8, zmm10
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm10, zmm8, zmm16
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm5                   ; layer 3
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm4, zmm5
+    vpcmpnleuq   k2, zmm5, zmm4
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm5, zmm11, zmm20
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm4, zmm20
+    vpmuludq     zmm4, zmm4, zmm19
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm5, zmm5, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm4, zmm4, zmm5
+    vpcmpnleuq   k2, zmm5, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm5, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm5
+    vpaddq       zmm5, zmm6, zmm9                    ; layer 3
+    vpaddq       zmm11, zmm5, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm11, zmm6, zmm9
+    vpcmpnleuq   k2, zmm9, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm6, zmm11, 32
+    vpmuludq     zmm9, zmm11, zmm23
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm6, zmm23
+    vpmuludq     zmm6, zmm6, zmm24
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm6, zmm6, zmm9
+    vpcmpnleuq   k2, zmm9, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm9, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 3
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm3, zmm11, zmm23
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm2, zmm23
+    vpmuludq     zmm2, zmm2, zmm24
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm3, zmm3, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm7, zmm5                    ; layer 2
+    vpaddq       zmm11, zmm3, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm11, zmm7, zmm5
+    vpcmpnleuq   k2, zmm5, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm7, zmm11, zmm20
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm5, zmm20
+    vpmuludq     zmm5, zmm5, zmm19
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm10, zmm9                   ; layer 2
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm9
+    vpcmpnleuq   k2, zmm9, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm9, zmm11, 32
+    vpmuludq     zmm10, zmm11, zmm20
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm9, zmm20
+    vpmuludq     zmm9, zmm9, zmm19
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm9, zmm9, zmm13
+    vpaddq       zmm9, zmm9, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm9, 32
+    vpsubq       zmm12, zmm11, zmm9
+    vpsrlq       zmm13, zmm9, 32
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm9, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm9, zmm9, zmm10
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm10, zmm9, zmm16
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm8, zmm6                   ; layer 2
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm6
+    vpcmpnleuq   k2, zmm6, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm6, zmm11, 32
+    vpmuludq     zmm8, zmm11, zmm20
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm6, zmm20
+    vpmuludq     zmm6, zmm6, zmm19
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm6, zmm6, zmm8
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm8, zmm4, zmm2                    ; layer 2
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm4, zmm2
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm4, zmm11, zmm20
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm2, zmm20
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm4, zmm4, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
     vpaddq       zmm2, zmm2, zmm4
     vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm2, zmm14
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
     vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm5, zmm3                    ; layer 4
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm5, zmm3
-    vpcmpnleuq   k2, zmm3, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm5, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm25
-    vpmuludq     zmm10, zmm3, zmm24
-    vpmuludq     zmm3, zmm3, zmm25
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
+    vmovdqu64    [rdi], zmm3
+    vmovdqu64    [rdi + 64], zmm7
+    vmovdqu64    [rdi + 128], zmm10
+    vmovdqu64    [rdi + 192], zmm8
+    vmovdqu64    [rdi + 256], zmm5
+    vmovdqu64    [rdi + 320], zmm9
+    vmovdqu64    [rdi + 384], zmm6
+    vmovdqu64    [rdi + 448], zmm2
+    vmovdqu64    zmm2, [rdi + 512]
+    vmovdqu64    zmm3, [rdi + 640]
+    vmovdqu64    zmm4, [rdi + 768]
+    vmovdqu64    zmm5, [rdi + 896]
+    vshufi64x2   zmm6, zmm2, [rdi + 576], 68
+    vshufi64x2   zmm2, zmm2, [rdi + 576], 238
+    vshufi64x2   zmm7, zmm3, [rdi + 704], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 704], 238
+    vshufi64x2   zmm8, zmm4, [rdi + 832], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 832], 238
+    vshufi64x2   zmm9, zmm5, [rdi + 960], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 960], 238
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm6, zmm2
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm6, zmm2
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm7, zmm3
+    vmovdqa64    zmm6, zmm1
+    vpermi2q     zmm6, zmm7, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm8, zmm4
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm8, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm9, zmm5
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm5
+    vpunpcklqdq  zmm5, zmm10, zmm11
+    vpunpckhqdq  zmm9, zmm10, zmm11
+    vpunpcklqdq  zmm10, zmm2, zmm6
+    vpunpckhqdq  zmm2, zmm2, zmm6
+    vpunpcklqdq  zmm6, zmm3, zmm7
+    vpunpckhqdq  zmm3, zmm3, zmm7
+    vpunpcklqdq  zmm7, zmm4, zmm8
+    vpunpckhqdq  zmm4, zmm4, zmm8
+    vpaddq       zmm8, zmm5, zmm9                    ; layer 7
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm5, zmm9
+    vpcmpnleuq   k2, zmm9, zmm5
     vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm3, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm8, zmm6                    ; layer 3
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm6
-    vpcmpnleuq   k2, zmm6, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
+    vpsrlq       zmm5, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2112] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1984
+    vpmuludq     zmm9, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm5, [rcx - 128]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm5, zmm5, zmm9
+    vpcmpnleuq   k2, zmm9, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm9
+    vpsrlq       zmm9, zmm8, 32
+    vpmuludq     zmm11, zmm8, zmm21
+    vpmuludq     zmm8, zmm8, zmm22
+    vpmuludq     zmm12, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm9, zmm9, zmm13
+    vpaddq       zmm9, zmm9, zmm14
+    vpaddq       zmm8, zmm8, zmm12
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm8, zmm11, zmm8
+    vpsllq       zmm11, zmm9, 32
+    vpsubq       zmm12, zmm11, zmm9
+    vpsrlq       zmm13, zmm9, 32
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm8, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm8, zmm8, zmm9
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm8, zmm16
+    vpminuq      zmm8, zmm8, zmm9
+    vpaddq       zmm9, zmm10, zmm2                   ; layer 7
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm10, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm2, zmm2, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm10, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm10
+    vpsrlq       zmm10, zmm9, 32
+    vpmuludq     zmm11, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpmuludq     zmm12, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm9, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm9, zmm9, zmm10
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm10, zmm9, zmm16
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm3                   ; layer 7
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm6, zmm3
+    vpcmpnleuq   k2, zmm3, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2368] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 2240
+    vpmuludq     zmm6, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm3, zmm3, zmm6
+    vpcmpnleuq   k2, zmm6, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm6, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm6
+    vpsrlq       zmm6, zmm10, 32
+    vpmuludq     zmm11, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpmuludq     zmm12, zmm6, zmm21
+    vpmuludq     zmm6, zmm6, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm10, zmm11, zmm10
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm6, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm10, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm10
+    vpaddq       zmm10, zmm7, zmm4                   ; layer 7
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm7, zmm4
+    vpcmpnleuq   k2, zmm4, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm7, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm4, zmm4, zmm7
+    vpcmpnleuq   k2, zmm7, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm7, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm7
+    vpsrlq       zmm7, zmm10, 32
+    vpmuludq     zmm11, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpmuludq     zmm12, zmm7, zmm21
+    vpmuludq     zmm7, zmm7, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm7, zmm7, zmm13
+    vpaddq       zmm7, zmm7, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm10, zmm11, zmm10
+    vpsllq       zmm11, zmm7, 32
+    vpsubq       zmm12, zmm11, zmm7
+    vpsrlq       zmm13, zmm7, 32
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm7, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm7, zmm7, zmm10
+    vpcmpnleuq   k2, zmm10, zmm7
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm10, zmm7, zmm16
+    vpminuq      zmm7, zmm7, zmm10
+    vpunpcklqdq  zmm10, zmm8, zmm5
+    vpunpckhqdq  zmm5, zmm8, zmm5
+    vpunpcklqdq  zmm8, zmm9, zmm2
+    vpunpckhqdq  zmm2, zmm9, zmm2
+    vpunpcklqdq  zmm9, zmm6, zmm3
+    vpunpckhqdq  zmm3, zmm6, zmm3
+    vpunpcklqdq  zmm6, zmm7, zmm4
+    vpunpckhqdq  zmm4, zmm7, zmm4
+    vpaddq       zmm7, zmm10, zmm5                   ; layer 6
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm5
+    vpcmpnleuq   k2, zmm5, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2624] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 2496
+    vpmuludq     zmm10, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm5, [rcx - 128]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm5, zmm5, zmm10
+    vpcmpnleuq   k2, zmm10, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm10, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm10
+    vpaddq       zmm10, zmm8, zmm2                   ; layer 6
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm8, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm2, zmm2, zmm8
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm8, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm8
+    vpaddq       zmm8, zmm9, zmm3                    ; layer 6
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm9, zmm3
+    vpcmpnleuq   k2, zmm3, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2880] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 2752
+    vpmuludq     zmm9, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm9, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm9, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm6, zmm4                    ; layer 6
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm6, zmm4
+    vpcmpnleuq   k2, zmm4, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm6, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm4, zmm4, zmm6
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm6, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm7, zmm5
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm7, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm10, zmm2
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm10, zmm2
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm8, zmm3
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm8, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm9, zmm4
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm4
+    vpaddq       zmm4, zmm6, zmm11                   ; layer 5
+    vpaddq       zmm9, zmm4, zmm15
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm9, zmm6, zmm11
+    vpcmpnleuq   k2, zmm11, zmm6
+    vpaddq       zmm9{k2}, zmm9, zmm16
     vpsrlq       zmm6, zmm9, 32
-    vpmuludq     zmm8, zmm9, zmm18
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm6, zmm18
-    vpmuludq     zmm6, zmm6, zmm17
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3136] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3008
+    vpmuludq     zmm11, zmm9, [rcx - 128]
+    vpmuludq     zmm9, zmm9, [rcx - 64]
+    vpmuludq     zmm12, zmm6, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm6, zmm6, zmm9
+    vpcmpnleuq   k2, zmm9, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm9, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm9
+    vpaddq       zmm9, zmm5, zmm7                    ; layer 5
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm7, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm2, zmm10                   ; layer 5
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm2, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3392] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3264
+    vpmuludq     zmm10, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm2, zmm2, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm10, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm10
+    vpaddq       zmm10, zmm3, zmm8                   ; layer 5
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm3, zmm8
+    vpcmpnleuq   k2, zmm8, zmm3
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    vpmuludq     zmm8, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm3, [rcx]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm3, zmm3, zmm8
+    vpcmpnleuq   k2, zmm8, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm8, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm8
+    vshufi64x2   zmm8, zmm4, zmm6, 68
+    vshufi64x2   zmm4, zmm4, zmm6, 238
+    vshufi64x2   zmm6, zmm9, zmm5, 68
+    vshufi64x2   zmm5, zmm9, zmm5, 238
+    vshufi64x2   zmm9, zmm7, zmm2, 68
+    vshufi64x2   zmm2, zmm7, zmm2, 238
+    vshufi64x2   zmm7, zmm10, zmm3, 68
+    vshufi64x2   zmm3, zmm10, zmm3, 238
+    vpaddq       zmm10, zmm8, zmm4                   ; layer 4
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm4
+    vpcmpnleuq   k2, zmm4, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm8, zmm11, zmm28
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm4, zmm28
+    vpmuludq     zmm4, zmm4, zmm19
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm4, zmm4, zmm8
+    vpcmpnleuq   k2, zmm8, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm8, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm8
+    vpaddq       zmm8, zmm6, zmm5                    ; layer 4
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm6, zmm5
+    vpcmpnleuq   k2, zmm5, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm6, zmm11, zmm29
+    vpmuludq     zmm11, zmm11, zmm30
+    vpmuludq     zmm12, zmm5, zmm29
+    vpmuludq     zmm5, zmm5, zmm30
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm5, zmm5, zmm6
+    vpcmpnleuq   k2, zmm6, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm6, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm6
+    vpaddq       zmm6, zmm9, zmm2                    ; layer 4
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm9, zmm11, zmm31
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3776
+    vpmuludq     zmm11, zmm11, [rcx - 128]
+    vpmuludq     zmm12, zmm2, zmm31
+    vpmuludq     zmm2, zmm2, [rcx - 128]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm2, zmm2, zmm9
+    vpcmpnleuq   k2, zmm9, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm9, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm9
+    vpaddq       zmm9, zmm7, zmm3                    ; layer 4
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm7, zmm3
+    vpcmpnleuq   k2, zmm3, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    vpmuludq     zmm7, zmm11, [rcx - 64]
+    vpmuludq     zmm11, zmm11, [rcx]
+    vpmuludq     zmm12, zmm3, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm7, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm7, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm7, zmm10, zmm8                   ; layer 3
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm8
+    vpcmpnleuq   k2, zmm8, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm8, zmm11, 32
+    vpmuludq     zmm10, zmm11, zmm25
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm8, zmm25
+    vpmuludq     zmm8, zmm8, zmm19
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm8, zmm8, zmm13
+    vpaddq       zmm8, zmm8, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm8, 32
+    vpsubq       zmm12, zmm11, zmm8
+    vpsrlq       zmm13, zmm8, 32
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm8, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm8, zmm8, zmm10
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm10, zmm8, zmm16
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm5                   ; layer 3
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm4, zmm5
+    vpcmpnleuq   k2, zmm5, zmm4
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm5, zmm11, zmm25
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm4, zmm25
+    vpmuludq     zmm4, zmm4, zmm19
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm5, zmm5, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm4, zmm4, zmm5
+    vpcmpnleuq   k2, zmm5, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm5, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm5
+    vpaddq       zmm5, zmm6, zmm9                    ; layer 3
+    vpaddq       zmm11, zmm5, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm11, zmm6, zmm9
+    vpcmpnleuq   k2, zmm9, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm6, zmm11, 32
+    vpmuludq     zmm9, zmm11, zmm26
+    vpmuludq     zmm11, zmm11, zmm27
+    vpmuludq     zmm12, zmm6, zmm26
+    vpmuludq     zmm6, zmm6, zmm27
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm6, zmm6, zmm9
+    vpcmpnleuq   k2, zmm9, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm9, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 3
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm3, zmm11, zmm26
+    vpmuludq     zmm11, zmm11, zmm27
+    vpmuludq     zmm12, zmm2, zmm26
+    vpmuludq     zmm2, zmm2, zmm27
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm3, zmm3, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm7, zmm5                    ; layer 2
+    vpaddq       zmm11, zmm3, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm11, zmm7, zmm5
+    vpcmpnleuq   k2, zmm5, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm7, zmm11, zmm23
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm5, zmm23
+    vpmuludq     zmm5, zmm5, zmm24
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm10, zmm9                   ; layer 2
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm9
+    vpcmpnleuq   k2, zmm9, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm9, zmm11, 32
+    vpmuludq     zmm10, zmm11, zmm23
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm9, zmm23
+    vpmuludq     zmm9, zmm9, zmm24
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm9, zmm9, zmm13
+    vpaddq       zmm9, zmm9, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm9, 32
+    vpsubq       zmm12, zmm11, zmm9
+    vpsrlq       zmm13, zmm9, 32
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm9, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm9, zmm9, zmm10
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm10, zmm9, zmm16
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm8, zmm6                   ; layer 2
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm6
+    vpcmpnleuq   k2, zmm6, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm6, zmm11, 32
+    vpmuludq     zmm8, zmm11, zmm23
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm6, zmm23
+    vpmuludq     zmm6, zmm6, zmm24
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm6, zmm6, zmm8
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm8, zmm4, zmm2                    ; layer 2
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm4, zmm2
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm4, zmm11, zmm23
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm2, zmm23
+    vpmuludq     zmm2, zmm2, zmm24
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm4, zmm4, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vmovdqu64    [rdi + 512], zmm3
+    vmovdqu64    [rdi + 576], zmm7
+    vmovdqu64    [rdi + 640], zmm10
+    vmovdqu64    [rdi + 704], zmm8
+    vmovdqu64    [rdi + 768], zmm5
+    vmovdqu64    [rdi + 832], zmm9
+    vmovdqu64    [rdi + 896], zmm6
+    vmovdqu64    [rdi + 960], zmm2
+    vmovdqu64    zmm2, [rdi + 1024]
+    vmovdqu64    zmm3, [rdi + 1152]
+    vmovdqu64    zmm4, [rdi + 1280]
+    vmovdqu64    zmm5, [rdi + 1408]
+    vshufi64x2   zmm6, zmm2, [rdi + 1088], 68
+    vshufi64x2   zmm2, zmm2, [rdi + 1088], 238
+    vshufi64x2   zmm7, zmm3, [rdi + 1216], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 1216], 238
+    vshufi64x2   zmm8, zmm4, [rdi + 1344], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 1344], 238
+    vshufi64x2   zmm9, zmm5, [rdi + 1472], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 1472], 238
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm6, zmm2
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm6, zmm2
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm7, zmm3
+    vmovdqa64    zmm6, zmm1
+    vpermi2q     zmm6, zmm7, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm8, zmm4
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm8, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm9, zmm5
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm5
+    vpunpcklqdq  zmm5, zmm10, zmm11
+    vpunpckhqdq  zmm9, zmm10, zmm11
+    vpunpcklqdq  zmm10, zmm2, zmm6
+    vpunpckhqdq  zmm2, zmm2, zmm6
+    vpunpcklqdq  zmm6, zmm3, zmm7
+    vpunpckhqdq  zmm3, zmm3, zmm7
+    vpunpcklqdq  zmm7, zmm4, zmm8
+    vpunpckhqdq  zmm4, zmm4, zmm8
+    vpaddq       zmm8, zmm5, zmm9                    ; layer 7
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm5, zmm9
+    vpcmpnleuq   k2, zmm9, zmm5
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm9, zmm11, [rcx + 64]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4096] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3968
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm5, [rcx - 128]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm5, zmm5, zmm9
+    vpcmpnleuq   k2, zmm9, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm9
+    vpsrlq       zmm9, zmm8, 32
+    vpmuludq     zmm11, zmm8, zmm21
+    vpmuludq     zmm8, zmm8, zmm22
+    vpmuludq     zmm12, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm9, zmm9, zmm13
+    vpaddq       zmm9, zmm9, zmm14
+    vpaddq       zmm8, zmm8, zmm12
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm8, zmm11, zmm8
+    vpsllq       zmm11, zmm9, 32
+    vpsubq       zmm12, zmm11, zmm9
+    vpsrlq       zmm13, zmm9, 32
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm8, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm8, zmm8, zmm9
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm8, zmm16
+    vpminuq      zmm8, zmm8, zmm9
+    vpaddq       zmm9, zmm10, zmm2                   ; layer 7
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm10, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm2, zmm2, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm10, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm10
+    vpsrlq       zmm10, zmm9, 32
+    vpmuludq     zmm11, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpmuludq     zmm12, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm9, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm9, zmm9, zmm10
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm10, zmm9, zmm16
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm3                   ; layer 7
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm6, zmm3
+    vpcmpnleuq   k2, zmm3, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4352] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4224
+    vpmuludq     zmm6, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm3, zmm3, zmm6
+    vpcmpnleuq   k2, zmm6, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm6, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm6
+    vpsrlq       zmm6, zmm10, 32
+    vpmuludq     zmm11, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpmuludq     zmm12, zmm6, zmm21
+    vpmuludq     zmm6, zmm6, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm10, zmm11, zmm10
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm6, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm10, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm10
+    vpaddq       zmm10, zmm7, zmm4                   ; layer 7
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm7, zmm4
+    vpcmpnleuq   k2, zmm4, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm7, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm4, zmm4, zmm7
+    vpcmpnleuq   k2, zmm7, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm7, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm7
+    vpsrlq       zmm7, zmm10, 32
+    vpmuludq     zmm11, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpmuludq     zmm12, zmm7, zmm21
+    vpmuludq     zmm7, zmm7, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm7, zmm7, zmm13
+    vpaddq       zmm7, zmm7, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm10, zmm11, zmm10
+    vpsllq       zmm11, zmm7, 32
+    vpsubq       zmm12, zmm11, zmm7
+    vpsrlq       zmm13, zmm7, 32
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm7, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm7, zmm7, zmm10
+    vpcmpnleuq   k2, zmm10, zmm7
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm10, zmm7, zmm16
+    vpminuq      zmm7, zmm7, zmm10
+    vpunpcklqdq  zmm10, zmm8, zmm5
+    vpunpckhqdq  zmm5, zmm8, zmm5
+    vpunpcklqdq  zmm8, zmm9, zmm2
+    vpunpckhqdq  zmm2, zmm9, zmm2
+    vpunpcklqdq  zmm9, zmm6, zmm3
+    vpunpckhqdq  zmm3, zmm6, zmm3
+    vpunpcklqdq  zmm6, zmm7, zmm4
+    vpunpckhqdq  zmm4, zmm7, zmm4
+    vpaddq       zmm7, zmm10, zmm5                   ; layer 6
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm5
+    vpcmpnleuq   k2, zmm5, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4608] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4480
+    vpmuludq     zmm10, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm5, [rcx - 128]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm5, zmm5, zmm10
+    vpcmpnleuq   k2, zmm10, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm10, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm10
+    vpaddq       zmm10, zmm8, zmm2                   ; layer 6
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm8, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm2, zmm2, zmm8
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm8, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm8
+    vpaddq       zmm8, zmm9, zmm3                    ; layer 6
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm9, zmm3
+    vpcmpnleuq   k2, zmm3, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4864] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4736
+    vpmuludq     zmm9, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm9, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm9, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm6, zmm4                    ; layer 6
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm6, zmm4
+    vpcmpnleuq   k2, zmm4, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm6, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm4, zmm4, zmm6
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm6, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm7, zmm5
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm7, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm10, zmm2
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm10, zmm2
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm8, zmm3
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm8, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm9, zmm4
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm4
+    vpaddq       zmm4, zmm6, zmm11                   ; layer 5
+    vpaddq       zmm9, zmm4, zmm15
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm9, zmm6, zmm11
+    vpcmpnleuq   k2, zmm11, zmm6
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm6, zmm9, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5120] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4992
+    vpmuludq     zmm11, zmm9, [rcx - 128]
+    vpmuludq     zmm9, zmm9, [rcx - 64]
+    vpmuludq     zmm12, zmm6, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm6, zmm6, zmm9
+    vpcmpnleuq   k2, zmm9, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm9, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm9
+    vpaddq       zmm9, zmm5, zmm7                    ; layer 5
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm7, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm2, zmm10                   ; layer 5
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm2, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5376] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5248
+    vpmuludq     zmm10, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm2, zmm2, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm10, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm10
+    vpaddq       zmm10, zmm3, zmm8                   ; layer 5
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm3, zmm8
+    vpcmpnleuq   k2, zmm8, zmm3
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    vpmuludq     zmm8, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm3, [rcx]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm3, zmm3, zmm8
+    vpcmpnleuq   k2, zmm8, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm8, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm8
+    vshufi64x2   zmm8, zmm4, zmm6, 68
+    vshufi64x2   zmm4, zmm4, zmm6, 238
+    vshufi64x2   zmm6, zmm9, zmm5, 68
+    vshufi64x2   zmm5, zmm9, zmm5, 238
+    vshufi64x2   zmm9, zmm7, zmm2, 68
+    vshufi64x2   zmm2, zmm7, zmm2, 238
+    vshufi64x2   zmm7, zmm10, zmm3, 68
+    vshufi64x2   zmm3, zmm10, zmm3, 238
+    vpaddq       zmm10, zmm8, zmm4                   ; layer 4
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm4
+    vpcmpnleuq   k2, zmm4, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5632] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5504
+    vpmuludq     zmm8, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm4, [rcx - 128]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm4, zmm4, zmm8
+    vpcmpnleuq   k2, zmm8, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm8, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm8
+    vpaddq       zmm8, zmm6, zmm5                    ; layer 4
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm6, zmm5
+    vpcmpnleuq   k2, zmm5, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm6, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm5, zmm5, zmm6
+    vpcmpnleuq   k2, zmm6, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm6, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm6
+    vpaddq       zmm6, zmm9, zmm2                    ; layer 4
+    vpaddq       zmm11, zmm6, zmm15
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm11, zmm9, zmm2
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5696] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5568
+    vpmuludq     zmm9, zmm11, [rcx + 64]
+    vpmuludq     zmm11, zmm11, [rcx - 128]
+    vpmuludq     zmm12, zmm2, [rcx + 64]
+    vpmuludq     zmm2, zmm2, [rcx - 128]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm2, zmm2, zmm9
+    vpcmpnleuq   k2, zmm9, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm9, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm9
+    vpaddq       zmm9, zmm7, zmm3                    ; layer 4
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm7, zmm3
+    vpcmpnleuq   k2, zmm3, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5952] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5824
+    vpmuludq     zmm7, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm3, [rcx - 128]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm7, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm7, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm7, zmm10, zmm8                   ; layer 3
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm8
+    vpcmpnleuq   k2, zmm8, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm8, zmm11, 32
+    vpmuludq     zmm10, zmm11, zmm28
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm8, zmm28
+    vpmuludq     zmm8, zmm8, zmm19
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm8, zmm8, zmm13
+    vpaddq       zmm8, zmm8, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm8, 32
+    vpsubq       zmm12, zmm11, zmm8
+    vpsrlq       zmm13, zmm8, 32
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm8, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm8, zmm8, zmm10
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm10, zmm8, zmm16
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm5                   ; layer 3
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm4, zmm5
+    vpcmpnleuq   k2, zmm5, zmm4
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    vpmuludq     zmm5, zmm11, zmm28
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm4, zmm28
+    vpmuludq     zmm4, zmm4, zmm19
+    vpsrlq       zmm13, zmm5, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm5, zmm5, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm5, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm5, zmm13, 32
+    vpsubq       zmm5, zmm5, zmm13
+    vpaddq       zmm4, zmm4, zmm5
+    vpcmpnleuq   k2, zmm5, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm5, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm5
+    vpaddq       zmm5, zmm6, zmm9                    ; layer 3
+    vpaddq       zmm11, zmm5, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm11, zmm6, zmm9
+    vpcmpnleuq   k2, zmm9, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm6, zmm11, 32
+    vpmuludq     zmm9, zmm11, zmm29
+    vpmuludq     zmm11, zmm11, zmm30
+    vpmuludq     zmm12, zmm6, zmm29
+    vpmuludq     zmm6, zmm6, zmm30
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm6, zmm6, zmm9
+    vpcmpnleuq   k2, zmm9, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm9, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 3
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm3, zmm11, zmm29
+    vpmuludq     zmm11, zmm11, zmm30
+    vpmuludq     zmm12, zmm2, zmm29
+    vpmuludq     zmm2, zmm2, zmm30
+    vpsrlq       zmm13, zmm3, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm3, zmm3, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm3, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm3, zmm13, 32
+    vpsubq       zmm3, zmm3, zmm13
+    vpaddq       zmm2, zmm2, zmm3
+    vpcmpnleuq   k2, zmm3, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm3
+    vpaddq       zmm3, zmm7, zmm5                    ; layer 2
+    vpaddq       zmm11, zmm3, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm11, zmm7, zmm5
+    vpcmpnleuq   k2, zmm5, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm7, zmm11, zmm25
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm5, zmm25
+    vpmuludq     zmm5, zmm5, zmm19
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm10, zmm9                   ; layer 2
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm9
+    vpcmpnleuq   k2, zmm9, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm9, zmm11, 32
+    vpmuludq     zmm10, zmm11, zmm25
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm9, zmm25
+    vpmuludq     zmm9, zmm9, zmm19
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm9, zmm9, zmm13
+    vpaddq       zmm9, zmm9, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm9, 32
+    vpsubq       zmm12, zmm11, zmm9
+    vpsrlq       zmm13, zmm9, 32
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm9, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm9, zmm9, zmm10
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm10, zmm9, zmm16
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm8, zmm6                   ; layer 2
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm6
+    vpcmpnleuq   k2, zmm6, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm6, zmm11, 32
+    vpmuludq     zmm8, zmm11, zmm25
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm6, zmm25
+    vpmuludq     zmm6, zmm6, zmm19
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm6, zmm6, zmm8
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm8, zmm4, zmm2                    ; layer 2
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm4, zmm2
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    vpmuludq     zmm4, zmm11, zmm25
+    vpmuludq     zmm11, zmm11, zmm19
+    vpmuludq     zmm12, zmm2, zmm25
+    vpmuludq     zmm2, zmm2, zmm19
+    vpsrlq       zmm13, zmm4, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm4, zmm4, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm4, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm4, zmm13, 32
+    vpsubq       zmm4, zmm4, zmm13
+    vpaddq       zmm2, zmm2, zmm4
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm4, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm4
+    vmovdqu64    [rdi + 1024], zmm3
+    vmovdqu64    [rdi + 1088], zmm7
+    vmovdqu64    [rdi + 1152], zmm10
+    vmovdqu64    [rdi + 1216], zmm8
+    vmovdqu64    [rdi + 1280], zmm5
+    vmovdqu64    [rdi + 1344], zmm9
+    vmovdqu64    [rdi + 1408], zmm6
+    vmovdqu64    [rdi + 1472], zmm2
+    vmovdqu64    zmm2, [rdi + 1536]
+    vmovdqu64    zmm3, [rdi + 1664]
+    vmovdqu64    zmm4, [rdi + 1792]
+    vmovdqu64    zmm5, [rdi + 1920]
+    vshufi64x2   zmm6, zmm2, [rdi + 1600], 68
+    vshufi64x2   zmm2, zmm2, [rdi + 1600], 238
+    vshufi64x2   zmm7, zmm3, [rdi + 1728], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 1728], 238
+    vshufi64x2   zmm8, zmm4, [rdi + 1856], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 1856], 238
+    vshufi64x2   zmm9, zmm5, [rdi + 1984], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 1984], 238
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm6, zmm2
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm6, zmm2
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm7, zmm3
+    vmovdqa64    zmm6, zmm1
+    vpermi2q     zmm6, zmm7, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm8, zmm4
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm8, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm9, zmm5
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm5
+    vpunpcklqdq  zmm5, zmm10, zmm11
+    vpunpckhqdq  zmm9, zmm10, zmm11
+    vpunpcklqdq  zmm10, zmm2, zmm6
+    vpunpckhqdq  zmm2, zmm2, zmm6
+    vpunpcklqdq  zmm6, zmm3, zmm7
+    vpunpckhqdq  zmm3, zmm3, zmm7
+    vpunpcklqdq  zmm7, zmm4, zmm8
+    vpunpckhqdq  zmm4, zmm4, zmm8
+    vpaddq       zmm8, zmm5, zmm9                    ; layer 7
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm5, zmm9
+    vpcmpnleuq   k2, zmm9, zmm5
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm9, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm5, zmm5, zmm9
+    vpcmpnleuq   k2, zmm9, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm9
+    vpsrlq       zmm9, zmm8, 32
+    vpmuludq     zmm11, zmm8, zmm21
+    vpmuludq     zmm8, zmm8, zmm22
+    vpmuludq     zmm12, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm8, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm9, zmm9, zmm13
+    vpaddq       zmm9, zmm9, zmm14
+    vpaddq       zmm8, zmm8, zmm12
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm8, zmm11, zmm8
+    vpsllq       zmm11, zmm9, 32
+    vpsubq       zmm12, zmm11, zmm9
+    vpsrlq       zmm13, zmm9, 32
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm8, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm8, zmm8, zmm9
+    vpcmpnleuq   k2, zmm9, zmm8
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm8, zmm16
+    vpminuq      zmm8, zmm8, zmm9
+    vpaddq       zmm9, zmm10, zmm2                   ; layer 7
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm10, zmm2
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6208] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6080
+    vpmuludq     zmm10, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm2, zmm2, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm10, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm10
+    vpsrlq       zmm10, zmm9, 32
+    vpmuludq     zmm11, zmm9, zmm21
+    vpmuludq     zmm9, zmm9, zmm22
+    vpmuludq     zmm12, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm9, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm10, zmm10, zmm13
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm9, zmm9, zmm12
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm11, zmm10, 32
+    vpsubq       zmm12, zmm11, zmm10
+    vpsrlq       zmm13, zmm10, 32
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm9, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm9
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm9, zmm9, zmm10
+    vpcmpnleuq   k2, zmm10, zmm9
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm10, zmm9, zmm16
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm3                   ; layer 7
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm6, zmm3
+    vpcmpnleuq   k2, zmm3, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    vpmuludq     zmm6, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm3, [rcx]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm3, zmm3, zmm6
+    vpcmpnleuq   k2, zmm6, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm6, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm6
+    vpsrlq       zmm6, zmm10, 32
+    vpmuludq     zmm11, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpmuludq     zmm12, zmm6, zmm21
+    vpmuludq     zmm6, zmm6, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm6, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm10, zmm11, zmm10
+    vpsllq       zmm11, zmm6, 32
+    vpsubq       zmm12, zmm11, zmm6
+    vpsrlq       zmm13, zmm6, 32
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm6, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm6, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm10, zmm6, zmm16
+    vpminuq      zmm6, zmm6, zmm10
+    vpaddq       zmm10, zmm7, zmm4                   ; layer 7
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm7, zmm4
+    vpcmpnleuq   k2, zmm4, zmm7
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6464] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6336
+    vpmuludq     zmm7, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm4, [rcx - 128]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpsrlq       zmm13, zmm7, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm7, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm7, zmm13, 32
+    vpsubq       zmm7, zmm7, zmm13
+    vpaddq       zmm4, zmm4, zmm7
+    vpcmpnleuq   k2, zmm7, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm7, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm7
+    vpsrlq       zmm7, zmm10, 32
+    vpmuludq     zmm11, zmm10, zmm21
+    vpmuludq     zmm10, zmm10, zmm22
+    vpmuludq     zmm12, zmm7, zmm21
+    vpmuludq     zmm7, zmm7, zmm22
+    vpsrlq       zmm13, zmm11, 32
+    vpaddq       zmm13, zmm10, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm7, zmm7, zmm13
+    vpaddq       zmm7, zmm7, zmm14
+    vpaddq       zmm10, zmm10, zmm12
+    vpsllq       zmm10, zmm10, 32
+    vpaddq       zmm10, zmm11, zmm10
+    vpsllq       zmm11, zmm7, 32
+    vpsubq       zmm12, zmm11, zmm7
+    vpsrlq       zmm13, zmm7, 32
+    vpcmpnleuq   k2, zmm7, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm7, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm7
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm7, zmm7, zmm10
+    vpcmpnleuq   k2, zmm10, zmm7
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm10, zmm7, zmm16
+    vpminuq      zmm7, zmm7, zmm10
+    vpunpcklqdq  zmm10, zmm8, zmm5
+    vpunpckhqdq  zmm5, zmm8, zmm5
+    vpunpcklqdq  zmm8, zmm9, zmm2
+    vpunpckhqdq  zmm2, zmm9, zmm2
+    vpunpcklqdq  zmm9, zmm6, zmm3
+    vpunpckhqdq  zmm3, zmm6, zmm3
+    vpunpcklqdq  zmm6, zmm7, zmm4
+    vpunpckhqdq  zmm4, zmm7, zmm4
+    vpaddq       zmm7, zmm10, zmm5                   ; layer 6
+    vpaddq       zmm11, zmm7, zmm15
+    vpcmpnleuq   k2, zmm10, zmm11
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm11, zmm10, zmm5
+    vpcmpnleuq   k2, zmm5, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm10, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm5, [rcx]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpsrlq       zmm13, zmm10, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm5, zmm5, zmm13
+    vpaddq       zmm5, zmm5, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm10, zmm11
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm11, zmm5
+    vpsrlq       zmm13, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm5, zmm10, zmm12
+    vpcmpnleuq   k2, zmm12, zmm5
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm10, zmm13, 32
+    vpsubq       zmm10, zmm10, zmm13
+    vpaddq       zmm5, zmm5, zmm10
+    vpcmpnleuq   k2, zmm10, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm10, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm10
+    vpaddq       zmm10, zmm8, zmm2                   ; layer 6
+    vpaddq       zmm11, zmm10, zmm15
+    vpcmpnleuq   k2, zmm8, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm15
+    vpsubq       zmm11, zmm8, zmm2
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm2, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6720] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6592
+    vpmuludq     zmm8, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpsrlq       zmm13, zmm8, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm2, zmm2, zmm13
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm11
+    vpsllq       zmm11, zmm2, 32
+    vpsubq       zmm12, zmm11, zmm2
+    vpsrlq       zmm13, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm2, zmm8, zmm12
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm8, zmm13, 32
+    vpsubq       zmm8, zmm8, zmm13
+    vpaddq       zmm2, zmm2, zmm8
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm8, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm8
+    vpaddq       zmm8, zmm9, zmm3                    ; layer 6
+    vpaddq       zmm11, zmm8, zmm15
+    vpcmpnleuq   k2, zmm9, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm11, zmm9, zmm3
+    vpcmpnleuq   k2, zmm3, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm3, zmm11, 32
+    vpmuludq     zmm9, zmm11, [rcx]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm3, [rcx]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm13, zmm9, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm3, zmm3, zmm13
+    vpaddq       zmm3, zmm3, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm11, zmm3
+    vpsrlq       zmm13, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm3, zmm9, zmm12
+    vpcmpnleuq   k2, zmm12, zmm3
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm9, zmm13, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm9, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm9, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm6, zmm4                    ; layer 6
+    vpaddq       zmm11, zmm9, zmm15
+    vpcmpnleuq   k2, zmm6, zmm11
+    vpaddq       zmm9{k2}, zmm9, zmm15
+    vpsubq       zmm11, zmm6, zmm4
+    vpcmpnleuq   k2, zmm4, zmm6
+    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsrlq       zmm4, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6976] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6848
+    vpmuludq     zmm6, zmm11, [rcx - 128]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm4, [rcx - 128]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpsrlq       zmm13, zmm6, 32
+    vpaddq       zmm13, zmm11, zmm13
+    vpandq       zmm14, zmm13, zmm15
+    vpaddq       zmm14, zmm12, zmm14
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpaddq       zmm4, zmm4, zmm13
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm11, zmm11, zmm12
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm11
+    vpsllq       zmm11, zmm4, 32
+    vpsubq       zmm12, zmm11, zmm4
+    vpsrlq       zmm13, zmm4, 32
+    vpcmpnleuq   k2, zmm4, zmm11
+    vpaddq       zmm13{k2}, zmm13, zmm17
+    vpaddq       zmm4, zmm6, zmm12
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpaddq       zmm13{k2}, zmm13, zmm18
+    vpsllq       zmm6, zmm13, 32
+    vpsubq       zmm6, zmm6, zmm13
+    vpaddq       zmm4, zmm4, zmm6
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm6, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm7, zmm5
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm7, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm10, zmm2
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm10, zmm2
+    vmovdqa64    zmm2, zmm0
+    vpermi2q     zmm2, zmm8, zmm3
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm8, zmm3
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm9, zmm4
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm9, zmm4
+    vpaddq       zmm3, zmm6, zmm11                   ; layer 5
+    vpaddq       zmm4, zmm3, zmm15
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm4, zmm6, zmm11
+    vpcmpnleuq   k2, zmm11, zmm6
+    vpaddq       zmm4{k2}, zmm4, zmm16
+    vpsrlq       zmm6, zmm4, 32
+    vpmuludq     zmm8, zmm4, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpmuludq     zmm9, zmm6, [rcx]
+    vpmuludq     zmm6, zmm6, [rcx + 64]
     vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
+    vpaddq       zmm11, zmm4, zmm11
+    vpandq       zmm12, zmm11, zmm15
+    vpaddq       zmm12, zmm9, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
     vpaddq       zmm6, zmm6, zmm11
     vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm10, zmm9, zmm6
+    vpaddq       zmm4, zmm4, zmm9
+    vpsllq       zmm4, zmm4, 32
+    vpaddq       zmm4, zmm8, zmm4
+    vpsllq       zmm8, zmm6, 32
+    vpsubq       zmm9, zmm8, zmm6
     vpsrlq       zmm11, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpcmpnleuq   k2, zmm6, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm4, zmm4, zmm9
+    vpcmpnleuq   k2, zmm9, zmm4
+    vpaddq       zmm11{k2}, zmm11, zmm18
+    vpsllq       zmm6, zmm11, 32
+    vpsubq       zmm6, zmm6, zmm11
+    vpaddq       zmm4, zmm4, zmm6
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm6, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm6
+    vpaddq       zmm6, zmm5, zmm7                    ; layer 5
+    vpaddq       zmm8, zmm6, zmm15
+    vpcmpnleuq   k2, zmm5, zmm8
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm5, zmm8, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7232] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7104
+    vpmuludq     zmm7, zmm8, [rcx - 128]
+    vpmuludq     zmm8, zmm8, [rcx - 64]
+    vpmuludq     zmm9, zmm5, [rcx - 128]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpsrlq       zmm11, zmm7, 32
+    vpaddq       zmm11, zmm8, zmm11
+    vpandq       zmm12, zmm11, zmm15
+    vpaddq       zmm12, zmm9, zmm12
+    vpsrlq       zmm11, zmm11, 32
+    vpsrlq       zmm12, zmm12, 32
+    vpaddq       zmm5, zmm5, zmm11
+    vpaddq       zmm5, zmm5, zmm12
+    vpaddq       zmm8, zmm8, zmm9
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm7, zmm7, zmm8
+    vpsllq       zmm8, zmm5, 32
+    vpsubq       zmm9, zmm8, zmm5
+    vpsrlq       zmm11, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm8
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm5, zmm7, zmm9
+    vpcmpnleuq   k2, zmm9, zmm5
+    vpaddq       zmm11{k2}, zmm11, zmm18
+    vpsllq       zmm7, zmm11, 32
+    vpsubq       zmm7, zmm7, zmm11
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm7, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm7, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm7, zmm2, zmm10                   ; layer 5
+    vpaddq       zmm8, zmm7, zmm15
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm8, zmm2, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm8{k2}, zmm8, zmm16
+    vpsrlq       zmm2, zmm8, 32
+    vpmuludq     zmm9, zmm8, [rcx]
+    vpmuludq     zmm8, zmm8, [rcx + 64]
+    vpmuludq     zmm10, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm11, zmm9, 32
+    vpaddq       zmm11, zmm8, zmm11
+    vpandq       zmm12, zmm11, zmm15
+    vpaddq       zmm12, zmm10, zmm12
+    vpsrlq       zmm11, zmm11, 32
+    vpsrlq       zmm12, zmm12, 32
+    vpaddq       zmm2, zmm2, zmm11
+    vpaddq       zmm2, zmm2, zmm12
+    vpaddq       zmm8, zmm8, zmm10
+    vpsllq       zmm8, zmm8, 32
+    vpaddq       zmm8, zmm9, zmm8
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm10, zmm9, zmm2
+    vpsrlq       zmm11, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm2, zmm8, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm18
     vpsllq       zmm8, zmm11, 32
     vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm8, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm0, zmm1                    ; layer 3
-    vpaddq       zmm9, zmm8, zmm13
+    vpaddq       zmm2, zmm2, zmm8
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm8, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm8
+    vpaddq       zmm8, zmm0, zmm1                    ; layer 5
+    vpaddq       zmm9, zmm8, zmm15
     vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
+    vpaddq       zmm8{k2}, zmm8, zmm15
     vpsubq       zmm9, zmm0, zmm1
     vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
+    vpaddq       zmm9{k2}, zmm9, zmm16
     vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm1, zmm9, zmm18
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7488] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7360
+    vpmuludq     zmm1, zmm9, [rcx - 128]
+    vpmuludq     zmm9, zmm9, [rcx - 64]
+    vpmuludq     zmm10, zmm0, [rcx - 128]
+    vpmuludq     zmm0, zmm0, [rcx - 64]
     vpsrlq       zmm11, zmm1, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
@@ -7423,108 +10556,40 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm10, zmm9, zmm0
     vpsrlq       zmm11, zmm0, 32
     vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
+    vpaddq       zmm11{k2}, zmm11, zmm17
     vpaddq       zmm0, zmm1, zmm10
     vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpaddq       zmm11{k2}, zmm11, zmm18
     vpsllq       zmm1, zmm11, 32
     vpsubq       zmm1, zmm1, zmm11
     vpaddq       zmm0, zmm0, zmm1
     vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
+    vpaddq       zmm0{k2}, zmm0, zmm15
+    vpsubq       zmm1, zmm0, zmm16
     vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm7, zmm4                    ; layer 3
-    vpaddq       zmm9, zmm1, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm9, zmm7, zmm4
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm7, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm10, zmm4, zmm21
-    vpmuludq     zmm4, zmm4, zmm22
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm4, zmm4, zmm7
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm7, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm7
-    vpaddq       zmm7, zmm2, zmm3                    ; layer 3
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm3, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm10, zmm2, zmm21
-    vpmuludq     zmm2, zmm2, zmm22
+    vshufi64x2   zmm1, zmm3, zmm4, 68
+    vshufi64x2   zmm3, zmm3, zmm4, 238
+    vshufi64x2   zmm4, zmm6, zmm5, 68
+    vshufi64x2   zmm5, zmm6, zmm5, 238
+    vshufi64x2   zmm6, zmm7, zmm2, 68
+    vshufi64x2   zmm2, zmm7, zmm2, 238
+    vshufi64x2   zmm7, zmm8, zmm0, 68
+    vshufi64x2   zmm0, zmm8, zmm0, 238
+    vpaddq       zmm8, zmm1, zmm3                    ; layer 4
+    vpaddq       zmm9, zmm8, zmm15
+    vpcmpnleuq   k2, zmm1, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm1, zmm3
+    vpcmpnleuq   k2, zmm3, zmm1
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm1, zmm9, 32
+    vpmuludq     zmm3, zmm9, [rcx]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5568]
+    vpmuludq     zmm10, zmm1, [rcx]
+    vpmuludq     zmm1, zmm1, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5568]
     vpsrlq       zmm11, zmm3, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm3, zmm3, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm3, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm1                    ; layer 2
-    vpaddq       zmm9, zmm3, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm9, zmm5, zmm1
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm5, zmm9, zmm18
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm1, zmm18
-    vpmuludq     zmm1, zmm1, zmm17
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
@@ -7532,75 +10597,38 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm1, zmm1, zmm12
     vpaddq       zmm9, zmm9, zmm10
     vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
+    vpaddq       zmm3, zmm3, zmm9
     vpsllq       zmm9, zmm1, 32
     vpsubq       zmm10, zmm9, zmm1
     vpsrlq       zmm11, zmm1, 32
     vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm5, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm1, zmm3, zmm10
     vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm1, zmm1, zmm5
-    vpcmpnleuq   k2, zmm5, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm5, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm8, zmm7                    ; layer 2
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm7
-    vpcmpnleuq   k2, zmm7, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm7, zmm9, 32
-    vpmuludq     zmm8, zmm9, zmm18
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm7, zmm18
-    vpmuludq     zmm7, zmm7, zmm17
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm7, 32
-    vpsubq       zmm10, zmm9, zmm7
-    vpsrlq       zmm11, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm7, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm7, zmm7, zmm8
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm8, zmm7, zmm14
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm6, zmm4                    ; layer 2
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm4
-    vpcmpnleuq   k2, zmm4, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
+    vpaddq       zmm11{k2}, zmm11, zmm18
+    vpsllq       zmm3, zmm11, 32
+    vpsubq       zmm3, zmm3, zmm11
+    vpaddq       zmm1, zmm1, zmm3
+    vpcmpnleuq   k2, zmm3, zmm1
+    vpaddq       zmm1{k2}, zmm1, zmm15
+    vpsubq       zmm3, zmm1, zmm16
+    vpminuq      zmm1, zmm1, zmm3
+    vpaddq       zmm3, zmm4, zmm5                    ; layer 4
+    vpaddq       zmm9, zmm3, zmm15
+    vpcmpnleuq   k2, zmm4, zmm9
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm9, zmm4, zmm5
+    vpcmpnleuq   k2, zmm5, zmm4
+    vpaddq       zmm9{k2}, zmm9, zmm16
     vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm6, zmm9, zmm18
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm4, zmm18
-    vpmuludq     zmm4, zmm4, zmm17
-    vpsrlq       zmm11, zmm6, 32
+    vpmuludq     zmm5, zmm9, [rcx + 64]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7680] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7552
+    vpmuludq     zmm9, zmm9, [rcx - 64]
+    vpmuludq     zmm10, zmm4, [rcx - 128]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpsrlq       zmm11, zmm5, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
@@ -7608,120 +10636,76 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm4, zmm4, zmm12
     vpaddq       zmm9, zmm9, zmm10
     vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
+    vpaddq       zmm5, zmm5, zmm9
     vpsllq       zmm9, zmm4, 32
     vpsubq       zmm10, zmm9, zmm4
     vpsrlq       zmm11, zmm4, 32
     vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm6, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm4, zmm5, zmm10
     vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm6
-    vpaddq       zmm6, zmm0, zmm2                    ; layer 2
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm2, zmm9, zmm18
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm2, 32
+    vpaddq       zmm11{k2}, zmm11, zmm18
+    vpsllq       zmm5, zmm11, 32
+    vpsubq       zmm5, zmm5, zmm11
+    vpaddq       zmm4, zmm4, zmm5
+    vpcmpnleuq   k2, zmm5, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm5, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm5
+    vpaddq       zmm5, zmm6, zmm2                    ; layer 4
+    vpaddq       zmm9, zmm5, zmm15
+    vpcmpnleuq   k2, zmm6, zmm9
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm6, zmm2
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm2, zmm9, 32
+    vpmuludq     zmm6, zmm9, [rcx]
+    vpmuludq     zmm9, zmm9, [rcx + 64]
+    vpmuludq     zmm10, zmm2, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpsrlq       zmm11, zmm6, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
+    vpaddq       zmm2, zmm2, zmm11
+    vpaddq       zmm2, zmm2, zmm12
     vpaddq       zmm9, zmm9, zmm10
     vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm2, zmm2, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vmovdqu64    [rdi], zmm3
-    vmovdqu64    [rdi + 64], zmm5
-    vmovdqu64    [rdi + 128], zmm8
-    vmovdqu64    [rdi + 192], zmm6
-    vmovdqu64    [rdi + 256], zmm1
-    vmovdqu64    [rdi + 320], zmm7
-    vmovdqu64    [rdi + 384], zmm4
-    vmovdqu64    [rdi + 448], zmm0
-    vmovdqu64    zmm0, [rdi + 512]
-    vmovdqu64    zmm1, [rdi + 640]
-    vmovdqu64    zmm2, [rdi + 768]
-    vmovdqu64    zmm3, [rdi + 896]
-    vshufi64x2   zmm4, zmm0, [rdi + 576], 68
-    vshufi64x2   zmm0, zmm0, [rdi + 576], 238
-    vshufi64x2   zmm5, zmm1, [rdi + 704], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 704], 238
-    vshufi64x2   zmm6, zmm2, [rdi + 832], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 832], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 960], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 960], 238
-    vshufi64x2   zmm8, zmm4, zmm0, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm0, zmm4, zmm0, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm4, zmm5, zmm1, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm1, zmm5, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm5, zmm6, zmm2, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm7, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm7, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vpunpcklqdq  zmm7, zmm8, zmm0
-    vpunpckhqdq  zmm0, zmm8, zmm0
-    vpunpcklqdq  zmm8, zmm4, zmm1
-    vpunpckhqdq  zmm1, zmm4, zmm1
-    vpunpcklqdq  zmm4, zmm5, zmm2
-    vpunpckhqdq  zmm2, zmm5, zmm2
-    vpunpcklqdq  zmm5, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpaddq       zmm6, zmm7, zmm0                    ; layer 7
-    vpaddq       zmm9, zmm6, zmm13
+    vpaddq       zmm6, zmm6, zmm9
+    vpsllq       zmm9, zmm2, 32
+    vpsubq       zmm10, zmm9, zmm2
+    vpsrlq       zmm11, zmm2, 32
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm2, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpaddq       zmm11{k2}, zmm11, zmm18
+    vpsllq       zmm6, zmm11, 32
+    vpsubq       zmm6, zmm6, zmm11
+    vpaddq       zmm2, zmm2, zmm6
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm6, zmm2, zmm16
+    vpminuq      zmm2, zmm2, zmm6
+    vpaddq       zmm6, zmm7, zmm0                    ; layer 4
+    vpaddq       zmm9, zmm6, zmm15
     vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
+    vpaddq       zmm6{k2}, zmm6, zmm15
     vpsubq       zmm9, zmm7, zmm0
     vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
+    vpaddq       zmm9{k2}, zmm9, zmm16
     vpsrlq       zmm0, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2112] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1984
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7936] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7808
     vpmuludq     zmm7, zmm9, [rcx - 128]
     vpmuludq     zmm9, zmm9, [rcx - 64]
     vpmuludq     zmm10, zmm0, [rcx - 128]
     vpmuludq     zmm0, zmm0, [rcx - 64]
     vpsrlq       zmm11, zmm7, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
@@ -7734,726 +10718,33 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm10, zmm9, zmm0
     vpsrlq       zmm11, zmm0, 32
     vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
+    vpaddq       zmm11{k2}, zmm11, zmm17
     vpaddq       zmm0, zmm7, zmm10
     vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpaddq       zmm11{k2}, zmm11, zmm18
     vpsllq       zmm7, zmm11, 32
     vpsubq       zmm7, zmm7, zmm11
     vpaddq       zmm0, zmm0, zmm7
     vpcmpnleuq   k2, zmm7, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm7, zmm0, zmm14
+    vpaddq       zmm0{k2}, zmm0, zmm15
+    vpsubq       zmm7, zmm0, zmm16
     vpminuq      zmm0, zmm0, zmm7
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm9, zmm6, zmm19
-    vpmuludq     zmm6, zmm6, zmm20
-    vpmuludq     zmm10, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm9, zmm6
-    vpsllq       zmm9, zmm7, 32
-    vpsubq       zmm10, zmm9, zmm7
-    vpsrlq       zmm11, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm6, zmm6, zmm7
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm7, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm8, zmm1                    ; layer 7
-    vpaddq       zmm9, zmm7, zmm13
+    vpaddq       zmm7, zmm8, zmm3                    ; layer 3
+    vpaddq       zmm9, zmm7, zmm15
     vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm8, zmm1
-    vpcmpnleuq   k2, zmm1, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm8, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm1, zmm1, zmm8
-    vpcmpnleuq   k2, zmm8, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm8, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm8
-    vpsrlq       zmm8, zmm7, 32
-    vpmuludq     zmm9, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpmuludq     zmm10, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm7, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm7, zmm7, zmm8
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm8, zmm7, zmm14
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm4, zmm2                    ; layer 7
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2368] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 2240
-    vpmuludq     zmm4, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm4
-    vpsrlq       zmm4, zmm8, 32
-    vpmuludq     zmm9, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpmuludq     zmm10, zmm4, zmm19
-    vpmuludq     zmm4, zmm4, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm9, zmm8
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm8, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm5, zmm3                    ; layer 7
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm5, zmm3
-    vpcmpnleuq   k2, zmm3, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
+    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpsubq       zmm9, zmm8, zmm3
+    vpcmpnleuq   k2, zmm3, zmm8
+    vpaddq       zmm9{k2}, zmm9, zmm16
     vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm5, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm3, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm8, 32
-    vpmuludq     zmm9, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpmuludq     zmm10, zmm5, zmm19
-    vpmuludq     zmm5, zmm5, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm5, zmm5, zmm11
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm9, zmm8
-    vpsllq       zmm9, zmm5, 32
-    vpsubq       zmm10, zmm9, zmm5
-    vpsrlq       zmm11, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm5, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm5, zmm5, zmm8
-    vpcmpnleuq   k2, zmm8, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm8, zmm5, zmm14
-    vpminuq      zmm5, zmm5, zmm8
-    vpunpcklqdq  zmm8, zmm6, zmm0
-    vpunpckhqdq  zmm0, zmm6, zmm0
-    vpunpcklqdq  zmm6, zmm7, zmm1
-    vpunpckhqdq  zmm1, zmm7, zmm1
-    vpunpcklqdq  zmm7, zmm4, zmm2
-    vpunpckhqdq  zmm2, zmm4, zmm2
-    vpunpcklqdq  zmm4, zmm5, zmm3
-    vpunpckhqdq  zmm3, zmm5, zmm3
-    vpaddq       zmm5, zmm8, zmm0                    ; layer 6
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2624] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 2496
-    vpmuludq     zmm8, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm0, zmm0, zmm8
-    vpcmpnleuq   k2, zmm8, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm8, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm8
-    vpaddq       zmm8, zmm6, zmm1                    ; layer 6
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm1
-    vpcmpnleuq   k2, zmm1, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm6, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm1, zmm1, zmm6
-    vpcmpnleuq   k2, zmm6, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm7, zmm2                    ; layer 6
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2880] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 2752
-    vpmuludq     zmm7, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm2, zmm2, zmm7
-    vpcmpnleuq   k2, zmm7, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm7, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm7
-    vpaddq       zmm7, zmm4, zmm3                    ; layer 6
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm3
-    vpcmpnleuq   k2, zmm3, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm4, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm3, zmm3, zmm4
-    vpcmpnleuq   k2, zmm4, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm4, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm5, zmm0, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm0, zmm5, zmm0, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm6, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm7, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm7, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vpaddq       zmm7, zmm4, zmm0                    ; layer 5
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3136] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3008
-    vpmuludq     zmm4, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm5, zmm1                    ; layer 5
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm5, zmm1
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm5, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rcx + 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm1, zmm1, zmm5
-    vpcmpnleuq   k2, zmm5, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm5, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm8, zmm2                    ; layer 5
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3392] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3264
-    vpmuludq     zmm8, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm6, zmm3                    ; layer 5
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm3
-    vpcmpnleuq   k2, zmm3, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm6, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm3, zmm3, zmm6
-    vpcmpnleuq   k2, zmm6, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm6, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm6
-    vshufi64x2   zmm6, zmm7, zmm0, 68
-    vshufi64x2   zmm0, zmm7, zmm0, 238
-    vshufi64x2   zmm7, zmm4, zmm1, 68
-    vshufi64x2   zmm1, zmm4, zmm1, 238
-    vshufi64x2   zmm4, zmm5, zmm2, 68
-    vshufi64x2   zmm2, zmm5, zmm2, 238
-    vshufi64x2   zmm5, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpaddq       zmm8, zmm6, zmm0                    ; layer 4
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm6, zmm9, zmm26
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm0, zmm26
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm0, zmm0, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm6, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm6
-    vpaddq       zmm6, zmm7, zmm1                    ; layer 4
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm1
-    vpcmpnleuq   k2, zmm1, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm7, zmm9, zmm27
-    vpmuludq     zmm9, zmm9, zmm28
-    vpmuludq     zmm10, zmm1, zmm27
-    vpmuludq     zmm1, zmm1, zmm28
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm1, zmm1, zmm7
-    vpcmpnleuq   k2, zmm7, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm7, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm7
-    vpaddq       zmm7, zmm4, zmm2                    ; layer 4
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm4, zmm9, zmm29
-    vpmuludq     zmm9, zmm9, zmm30
-    vpmuludq     zmm10, zmm2, zmm29
-    vpmuludq     zmm2, zmm2, zmm30
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm5, zmm3                    ; layer 4
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm5, zmm3
-    vpcmpnleuq   k2, zmm3, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm5, zmm9, zmm31
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4032] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3904
+    vpmuludq     zmm8, zmm9, zmm31
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3776
     vpmuludq     zmm9, zmm9, [rcx - 128]
     vpmuludq     zmm10, zmm3, zmm31
     vpmuludq     zmm3, zmm3, [rcx - 128]
-    vpsrlq       zmm11, zmm5, 32
+    vpsrlq       zmm11, zmm8, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
@@ -8461,189 +10752,37 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm3, zmm3, zmm12
     vpaddq       zmm9, zmm9, zmm10
     vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
+    vpaddq       zmm8, zmm8, zmm9
     vpsllq       zmm9, zmm3, 32
     vpsubq       zmm10, zmm9, zmm3
     vpsrlq       zmm11, zmm3, 32
     vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm5, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm3, zmm8, zmm10
     vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm3, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm8, zmm6                    ; layer 3
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm6
-    vpcmpnleuq   k2, zmm6, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm6, zmm9, 32
-    vpmuludq     zmm8, zmm9, zmm23
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm6, zmm23
-    vpmuludq     zmm6, zmm6, zmm17
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm10, zmm9, zmm6
-    vpsrlq       zmm11, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpaddq       zmm11{k2}, zmm11, zmm18
     vpsllq       zmm8, zmm11, 32
     vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm8, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm0, zmm1                    ; layer 3
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm1, zmm9, zmm23
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm0, zmm23
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm1, zmm1, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm7, zmm4                    ; layer 3
-    vpaddq       zmm9, zmm1, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm9, zmm7, zmm4
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm7, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm25
-    vpmuludq     zmm10, zmm4, zmm24
-    vpmuludq     zmm4, zmm4, zmm25
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm4, zmm4, zmm7
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm7, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm7
-    vpaddq       zmm7, zmm2, zmm3                    ; layer 3
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm3, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm25
-    vpmuludq     zmm10, zmm2, zmm24
-    vpmuludq     zmm2, zmm2, zmm25
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm3, zmm3, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm3, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm1                    ; layer 2
-    vpaddq       zmm9, zmm3, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm9, zmm5, zmm1
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
+    vpaddq       zmm3, zmm3, zmm8
+    vpcmpnleuq   k2, zmm8, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm8, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm8
+    vpaddq       zmm8, zmm1, zmm4                    ; layer 3
+    vpaddq       zmm9, zmm8, zmm15
+    vpcmpnleuq   k2, zmm1, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm1, zmm4
+    vpcmpnleuq   k2, zmm4, zmm1
+    vpaddq       zmm9{k2}, zmm9, zmm16
     vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm5, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm10, zmm1, zmm21
-    vpmuludq     zmm1, zmm1, zmm22
-    vpsrlq       zmm11, zmm5, 32
+    vpmuludq     zmm4, zmm9, zmm31
+    vpmuludq     zmm9, zmm9, [rcx - 128]
+    vpmuludq     zmm10, zmm1, zmm31
+    vpmuludq     zmm1, zmm1, [rcx - 128]
+    vpsrlq       zmm11, zmm4, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
@@ -8651,195 +10790,75 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm1, zmm1, zmm12
     vpaddq       zmm9, zmm9, zmm10
     vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
+    vpaddq       zmm4, zmm4, zmm9
     vpsllq       zmm9, zmm1, 32
     vpsubq       zmm10, zmm9, zmm1
     vpsrlq       zmm11, zmm1, 32
     vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm5, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm1, zmm4, zmm10
     vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm1, zmm1, zmm5
-    vpcmpnleuq   k2, zmm5, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm5, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm8, zmm7                    ; layer 2
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm7
-    vpcmpnleuq   k2, zmm7, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm7, zmm9, 32
-    vpmuludq     zmm8, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm10, zmm7, zmm21
-    vpmuludq     zmm7, zmm7, zmm22
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm7, 32
-    vpsubq       zmm10, zmm9, zmm7
-    vpsrlq       zmm11, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm7, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm7, zmm7, zmm8
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm8, zmm7, zmm14
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm6, zmm4                    ; layer 2
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm4
-    vpcmpnleuq   k2, zmm4, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm6, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm10, zmm4, zmm21
-    vpmuludq     zmm4, zmm4, zmm22
+    vpaddq       zmm11{k2}, zmm11, zmm18
+    vpsllq       zmm4, zmm11, 32
+    vpsubq       zmm4, zmm4, zmm11
+    vpaddq       zmm1, zmm1, zmm4
+    vpcmpnleuq   k2, zmm4, zmm1
+    vpaddq       zmm1{k2}, zmm1, zmm15
+    vpsubq       zmm4, zmm1, zmm16
+    vpminuq      zmm1, zmm1, zmm4
+    vpaddq       zmm4, zmm5, zmm6                    ; layer 3
+    vpaddq       zmm9, zmm4, zmm15
+    vpcmpnleuq   k2, zmm5, zmm9
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm9, zmm5, zmm6
+    vpcmpnleuq   k2, zmm6, zmm5
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm5, zmm9, 32
+    vpmuludq     zmm6, zmm9, [rcx - 64]
+    vpmuludq     zmm9, zmm9, [rcx]
+    vpmuludq     zmm10, zmm5, [rcx - 64]
+    vpmuludq     zmm5, zmm5, [rcx]
     vpsrlq       zmm11, zmm6, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
+    vpaddq       zmm5, zmm5, zmm11
+    vpaddq       zmm5, zmm5, zmm12
     vpaddq       zmm9, zmm9, zmm10
     vpsllq       zmm9, zmm9, 32
     vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpsllq       zmm9, zmm5, 32
+    vpsubq       zmm10, zmm9, zmm5
+    vpsrlq       zmm11, zmm5, 32
+    vpcmpnleuq   k2, zmm5, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm5, zmm6, zmm10
+    vpcmpnleuq   k2, zmm10, zmm5
+    vpaddq       zmm11{k2}, zmm11, zmm18
     vpsllq       zmm6, zmm11, 32
     vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm6
-    vpaddq       zmm6, zmm0, zmm2                    ; layer 2
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
+    vpaddq       zmm5, zmm5, zmm6
+    vpcmpnleuq   k2, zmm6, zmm5
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm6, zmm5, zmm16
+    vpminuq      zmm5, zmm5, zmm6
+    vpaddq       zmm6, zmm2, zmm0                    ; layer 3
+    vpaddq       zmm9, zmm6, zmm15
+    vpcmpnleuq   k2, zmm2, zmm9
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm9, zmm2, zmm0
+    vpcmpnleuq   k2, zmm0, zmm2
+    vpaddq       zmm9{k2}, zmm9, zmm16
     vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm2, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm10, zmm0, zmm21
-    vpmuludq     zmm0, zmm0, zmm22
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm2, zmm2, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vmovdqu64    [rdi + 512], zmm3
-    vmovdqu64    [rdi + 576], zmm5
-    vmovdqu64    [rdi + 640], zmm8
-    vmovdqu64    [rdi + 704], zmm6
-    vmovdqu64    [rdi + 768], zmm1
-    vmovdqu64    [rdi + 832], zmm7
-    vmovdqu64    [rdi + 896], zmm4
-    vmovdqu64    [rdi + 960], zmm0
-    vmovdqu64    zmm0, [rdi + 1024]
-    vmovdqu64    zmm1, [rdi + 1152]
-    vmovdqu64    zmm2, [rdi + 1280]
-    vmovdqu64    zmm3, [rdi + 1408]
-    vshufi64x2   zmm4, zmm0, [rdi + 1088], 68
-    vshufi64x2   zmm0, zmm0, [rdi + 1088], 238
-    vshufi64x2   zmm5, zmm1, [rdi + 1216], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 1216], 238
-    vshufi64x2   zmm6, zmm2, [rdi + 1344], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 1344], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 1472], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 1472], 238
-    vshufi64x2   zmm8, zmm4, zmm0, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm0, zmm4, zmm0, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm4, zmm5, zmm1, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm1, zmm5, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm5, zmm6, zmm2, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm7, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm7, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vpunpcklqdq  zmm7, zmm8, zmm0
-    vpunpckhqdq  zmm0, zmm8, zmm0
-    vpunpcklqdq  zmm8, zmm4, zmm1
-    vpunpckhqdq  zmm1, zmm4, zmm1
-    vpunpcklqdq  zmm4, zmm5, zmm2
-    vpunpckhqdq  zmm2, zmm5, zmm2
-    vpunpcklqdq  zmm5, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpaddq       zmm6, zmm7, zmm0                    ; layer 7
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm7, zmm9, [rcx - 64]
+    vpmuludq     zmm2, zmm9, [rcx - 64]
     vpmuludq     zmm9, zmm9, [rcx]
     vpmuludq     zmm10, zmm0, [rcx - 64]
     vpmuludq     zmm0, zmm0, [rcx]
-    vpsrlq       zmm11, zmm7, 32
+    vpsrlq       zmm11, zmm2, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
@@ -8847,771 +10866,75 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm0, zmm0, zmm12
     vpaddq       zmm9, zmm9, zmm10
     vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
+    vpaddq       zmm2, zmm2, zmm9
     vpsllq       zmm9, zmm0, 32
     vpsubq       zmm10, zmm9, zmm0
     vpsrlq       zmm11, zmm0, 32
     vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm7, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm0, zmm2, zmm10
     vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm0, zmm0, zmm7
-    vpcmpnleuq   k2, zmm7, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm7, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm7
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm9, zmm6, zmm19
-    vpmuludq     zmm6, zmm6, zmm20
-    vpmuludq     zmm10, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm9, zmm6
-    vpsllq       zmm9, zmm7, 32
-    vpsubq       zmm10, zmm9, zmm7
-    vpsrlq       zmm11, zmm7, 32
+    vpaddq       zmm11{k2}, zmm11, zmm18
+    vpsllq       zmm2, zmm11, 32
+    vpsubq       zmm2, zmm2, zmm11
+    vpaddq       zmm0, zmm0, zmm2
+    vpcmpnleuq   k2, zmm2, zmm0
+    vpaddq       zmm0{k2}, zmm0, zmm15
+    vpsubq       zmm2, zmm0, zmm16
+    vpminuq      zmm0, zmm0, zmm2
+    vpaddq       zmm2, zmm7, zmm4                    ; layer 2
+    vpaddq       zmm9, zmm2, zmm15
     vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm6, zmm6, zmm7
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm7, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm8, zmm1                    ; layer 7
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm8, zmm1
-    vpcmpnleuq   k2, zmm1, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm8, zmm9, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4224] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4096
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm1, [rcx - 128]
-    vpmuludq     zmm1, zmm1, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm9, zmm7, zmm4
+    vpcmpnleuq   k2, zmm4, zmm7
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm4, zmm9, 32
+    vpmuludq     zmm7, zmm9, zmm26
+    vpmuludq     zmm9, zmm9, zmm27
+    vpmuludq     zmm10, zmm4, zmm26
+    vpmuludq     zmm4, zmm4, zmm27
+    vpsrlq       zmm11, zmm7, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm1, zmm1, zmm8
-    vpcmpnleuq   k2, zmm8, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm8, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm8
-    vpsrlq       zmm8, zmm7, 32
-    vpmuludq     zmm9, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpmuludq     zmm10, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm7, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm7, zmm7, zmm8
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm8, zmm7, zmm14
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm4, zmm2                    ; layer 7
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm4, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm4
-    vpsrlq       zmm4, zmm8, 32
-    vpmuludq     zmm9, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpmuludq     zmm10, zmm4, zmm19
-    vpmuludq     zmm4, zmm4, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
     vpaddq       zmm4, zmm4, zmm11
     vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm9, zmm8
+    vpaddq       zmm9, zmm9, zmm10
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm7, zmm7, zmm9
     vpsllq       zmm9, zmm4, 32
     vpsubq       zmm10, zmm9, zmm4
     vpsrlq       zmm11, zmm4, 32
     vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm8, zmm10
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm4, zmm7, zmm10
     vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm8, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm5, zmm3                    ; layer 7
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm5, zmm3
-    vpcmpnleuq   k2, zmm3, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4352
-    vpmuludq     zmm5, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm3, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm8, 32
-    vpmuludq     zmm9, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpmuludq     zmm10, zmm5, zmm19
-    vpmuludq     zmm5, zmm5, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm5, zmm5, zmm11
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm9, zmm8
-    vpsllq       zmm9, zmm5, 32
-    vpsubq       zmm10, zmm9, zmm5
-    vpsrlq       zmm11, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm5, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm5, zmm5, zmm8
-    vpcmpnleuq   k2, zmm8, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm8, zmm5, zmm14
-    vpminuq      zmm5, zmm5, zmm8
-    vpunpcklqdq  zmm8, zmm6, zmm0
-    vpunpckhqdq  zmm0, zmm6, zmm0
-    vpunpcklqdq  zmm6, zmm7, zmm1
-    vpunpckhqdq  zmm1, zmm7, zmm1
-    vpunpcklqdq  zmm7, zmm4, zmm2
-    vpunpckhqdq  zmm2, zmm4, zmm2
-    vpunpcklqdq  zmm4, zmm5, zmm3
-    vpunpckhqdq  zmm3, zmm5, zmm3
-    vpaddq       zmm5, zmm8, zmm0                    ; layer 6
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm8, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm0, zmm0, zmm8
-    vpcmpnleuq   k2, zmm8, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm8, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm8
-    vpaddq       zmm8, zmm6, zmm1                    ; layer 6
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm1
-    vpcmpnleuq   k2, zmm1, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4736] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4608
-    vpmuludq     zmm6, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm1, [rcx - 128]
-    vpmuludq     zmm1, zmm1, [rcx - 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm1, zmm1, zmm6
-    vpcmpnleuq   k2, zmm6, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm7, zmm2                    ; layer 6
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm7, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpaddq       zmm11{k2}, zmm11, zmm18
     vpsllq       zmm7, zmm11, 32
     vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm2, zmm2, zmm7
-    vpcmpnleuq   k2, zmm7, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm7, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm7
-    vpaddq       zmm7, zmm4, zmm3                    ; layer 6
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm3
-    vpcmpnleuq   k2, zmm3, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4992] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4864
-    vpmuludq     zmm4, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm3, zmm3, zmm4
-    vpcmpnleuq   k2, zmm4, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm4, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm5, zmm0, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm0, zmm5, zmm0, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm6, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm7, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm7, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vpaddq       zmm7, zmm4, zmm0                    ; layer 5
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm4, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm5, zmm1                    ; layer 5
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm5, zmm1
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5248] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5120
-    vpmuludq     zmm5, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm1, [rcx - 128]
-    vpmuludq     zmm1, zmm1, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm1, zmm1, zmm5
-    vpcmpnleuq   k2, zmm5, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm5, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm8, zmm2                    ; layer 5
-    vpaddq       zmm9, zmm5, zmm13
+    vpaddq       zmm4, zmm4, zmm7
+    vpcmpnleuq   k2, zmm7, zmm4
+    vpaddq       zmm4{k2}, zmm4, zmm15
+    vpsubq       zmm7, zmm4, zmm16
+    vpminuq      zmm4, zmm4, zmm7
+    vpaddq       zmm7, zmm8, zmm6                    ; layer 2
+    vpaddq       zmm9, zmm7, zmm15
     vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm8, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm6, zmm3                    ; layer 5
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm3
-    vpcmpnleuq   k2, zmm3, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5504] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5376
-    vpmuludq     zmm6, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm3, zmm3, zmm6
-    vpcmpnleuq   k2, zmm6, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm6, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm6
-    vshufi64x2   zmm6, zmm7, zmm0, 68
-    vshufi64x2   zmm0, zmm7, zmm0, 238
-    vshufi64x2   zmm7, zmm4, zmm1, 68
-    vshufi64x2   zmm1, zmm4, zmm1, 238
-    vshufi64x2   zmm4, zmm5, zmm2, 68
-    vshufi64x2   zmm2, zmm5, zmm2, 238
-    vshufi64x2   zmm5, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpaddq       zmm8, zmm6, zmm0                    ; layer 4
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm6, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm0, zmm0, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm6, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm6
-    vpaddq       zmm6, zmm7, zmm1                    ; layer 4
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm1
-    vpcmpnleuq   k2, zmm1, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5696] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5568
-    vpmuludq     zmm7, zmm9, [rcx - 64]
-    vpmuludq     zmm9, zmm9, [rcx]
-    vpmuludq     zmm10, zmm1, [rcx - 64]
-    vpmuludq     zmm1, zmm1, [rcx]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm1, zmm1, zmm7
-    vpcmpnleuq   k2, zmm7, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm7, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm7
-    vpaddq       zmm7, zmm4, zmm2                    ; layer 4
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm4, zmm9, [rcx + 64]
-    vpmuludq     zmm9, zmm9, [rcx - 128]
-    vpmuludq     zmm10, zmm2, [rcx + 64]
-    vpmuludq     zmm2, zmm2, [rcx - 128]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm5, zmm3                    ; layer 4
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm5, zmm3
-    vpcmpnleuq   k2, zmm3, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5952] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5824
-    vpmuludq     zmm5, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm3, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm8, zmm6                    ; layer 3
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
+    vpaddq       zmm7{k2}, zmm7, zmm15
     vpsubq       zmm9, zmm8, zmm6
     vpcmpnleuq   k2, zmm6, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
+    vpaddq       zmm9{k2}, zmm9, zmm16
     vpsrlq       zmm6, zmm9, 32
     vpmuludq     zmm8, zmm9, zmm26
-    vpmuludq     zmm9, zmm9, zmm17
+    vpmuludq     zmm9, zmm9, zmm27
     vpmuludq     zmm10, zmm6, zmm26
-    vpmuludq     zmm6, zmm6, zmm17
+    vpmuludq     zmm6, zmm6, zmm27
     vpsrlq       zmm11, zmm8, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
@@ -9624,32 +10947,70 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm10, zmm9, zmm6
     vpsrlq       zmm11, zmm6, 32
     vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
+    vpaddq       zmm11{k2}, zmm11, zmm17
     vpaddq       zmm6, zmm8, zmm10
     vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpaddq       zmm11{k2}, zmm11, zmm18
     vpsllq       zmm8, zmm11, 32
     vpsubq       zmm8, zmm8, zmm11
     vpaddq       zmm6, zmm6, zmm8
     vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm8, zmm6, zmm14
+    vpaddq       zmm6{k2}, zmm6, zmm15
+    vpsubq       zmm8, zmm6, zmm16
     vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm0, zmm1                    ; layer 3
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
+    vpaddq       zmm8, zmm3, zmm5                    ; layer 2
+    vpaddq       zmm9, zmm8, zmm15
+    vpcmpnleuq   k2, zmm3, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm15
+    vpsubq       zmm9, zmm3, zmm5
+    vpcmpnleuq   k2, zmm5, zmm3
+    vpaddq       zmm9{k2}, zmm9, zmm16
+    vpsrlq       zmm3, zmm9, 32
+    vpmuludq     zmm5, zmm9, zmm26
+    vpmuludq     zmm9, zmm9, zmm27
+    vpmuludq     zmm10, zmm3, zmm26
+    vpmuludq     zmm3, zmm3, zmm27
+    vpsrlq       zmm11, zmm5, 32
+    vpaddq       zmm11, zmm9, zmm11
+    vpandq       zmm12, zmm11, zmm15
+    vpaddq       zmm12, zmm10, zmm12
+    vpsrlq       zmm11, zmm11, 32
+    vpsrlq       zmm12, zmm12, 32
+    vpaddq       zmm3, zmm3, zmm11
+    vpaddq       zmm3, zmm3, zmm12
+    vpaddq       zmm9, zmm9, zmm10
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm5, zmm5, zmm9
+    vpsllq       zmm9, zmm3, 32
+    vpsubq       zmm10, zmm9, zmm3
+    vpsrlq       zmm11, zmm3, 32
+    vpcmpnleuq   k2, zmm3, zmm9
+    vpaddq       zmm11{k2}, zmm11, zmm17
+    vpaddq       zmm3, zmm5, zmm10
+    vpcmpnleuq   k2, zmm10, zmm3
+    vpaddq       zmm11{k2}, zmm11, zmm18
+    vpsllq       zmm5, zmm11, 32
+    vpsubq       zmm5, zmm5, zmm11
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm5, zmm3
+    vpaddq       zmm3{k2}, zmm3, zmm15
+    vpsubq       zmm5, zmm3, zmm16
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm5, zmm1, zmm0                    ; layer 2
+    vpaddq       zmm9, zmm5, zmm15
+    vpcmpnleuq   k2, zmm1, zmm9
+    vpaddq       zmm5{k2}, zmm5, zmm15
+    vpsubq       zmm9, zmm1, zmm0
+    vpcmpnleuq   k2, zmm0, zmm1
+    vpaddq       zmm9{k2}, zmm9, zmm16
     vpsrlq       zmm0, zmm9, 32
     vpmuludq     zmm1, zmm9, zmm26
-    vpmuludq     zmm9, zmm9, zmm17
+    vpmuludq     zmm9, zmm9, zmm27
     vpmuludq     zmm10, zmm0, zmm26
-    vpmuludq     zmm0, zmm0, zmm17
+    vpmuludq     zmm0, zmm0, zmm27
     vpsrlq       zmm11, zmm1, 32
     vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
+    vpandq       zmm12, zmm11, zmm15
     vpaddq       zmm12, zmm10, zmm12
     vpsrlq       zmm11, zmm11, 32
     vpsrlq       zmm12, zmm12, 32
@@ -9662,1373 +11023,24 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm10, zmm9, zmm0
     vpsrlq       zmm11, zmm0, 32
     vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
+    vpaddq       zmm11{k2}, zmm11, zmm17
     vpaddq       zmm0, zmm1, zmm10
     vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
+    vpaddq       zmm11{k2}, zmm11, zmm18
     vpsllq       zmm1, zmm11, 32
     vpsubq       zmm1, zmm1, zmm11
     vpaddq       zmm0, zmm0, zmm1
     vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
+    vpaddq       zmm0{k2}, zmm0, zmm15
+    vpsubq       zmm1, zmm0, zmm16
     vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm7, zmm4                    ; layer 3
-    vpaddq       zmm9, zmm1, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm9, zmm7, zmm4
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm7, zmm9, zmm27
-    vpmuludq     zmm9, zmm9, zmm28
-    vpmuludq     zmm10, zmm4, zmm27
-    vpmuludq     zmm4, zmm4, zmm28
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm4, zmm4, zmm7
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm7, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm7
-    vpaddq       zmm7, zmm2, zmm3                    ; layer 3
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm3, zmm9, zmm27
-    vpmuludq     zmm9, zmm9, zmm28
-    vpmuludq     zmm10, zmm2, zmm27
-    vpmuludq     zmm2, zmm2, zmm28
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm3, zmm3, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm3, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm1                    ; layer 2
-    vpaddq       zmm9, zmm3, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm9, zmm5, zmm1
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm5, zmm9, zmm23
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm1, zmm23
-    vpmuludq     zmm1, zmm1, zmm17
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm1, zmm1, zmm5
-    vpcmpnleuq   k2, zmm5, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm5, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm8, zmm7                    ; layer 2
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm7
-    vpcmpnleuq   k2, zmm7, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm7, zmm9, 32
-    vpmuludq     zmm8, zmm9, zmm23
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm7, zmm23
-    vpmuludq     zmm7, zmm7, zmm17
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm7, 32
-    vpsubq       zmm10, zmm9, zmm7
-    vpsrlq       zmm11, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm7, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm7, zmm7, zmm8
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm8, zmm7, zmm14
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm6, zmm4                    ; layer 2
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm4
-    vpcmpnleuq   k2, zmm4, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm6, zmm9, zmm23
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm4, zmm23
-    vpmuludq     zmm4, zmm4, zmm17
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm6
-    vpaddq       zmm6, zmm0, zmm2                    ; layer 2
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm2, zmm9, zmm23
-    vpmuludq     zmm9, zmm9, zmm17
-    vpmuludq     zmm10, zmm0, zmm23
-    vpmuludq     zmm0, zmm0, zmm17
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm2, zmm2, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vmovdqu64    [rdi + 1024], zmm3
-    vmovdqu64    [rdi + 1088], zmm5
-    vmovdqu64    [rdi + 1152], zmm8
-    vmovdqu64    [rdi + 1216], zmm6
-    vmovdqu64    [rdi + 1280], zmm1
-    vmovdqu64    [rdi + 1344], zmm7
-    vmovdqu64    [rdi + 1408], zmm4
-    vmovdqu64    [rdi + 1472], zmm0
-    vmovdqu64    zmm0, [rdi + 1536]
-    vmovdqu64    zmm1, [rdi + 1664]
-    vmovdqu64    zmm2, [rdi + 1792]
-    vmovdqu64    zmm3, [rdi + 1920]
-    vshufi64x2   zmm4, zmm0, [rdi + 1600], 68
-    vshufi64x2   zmm0, zmm0, [rdi + 1600], 238
-    vshufi64x2   zmm5, zmm1, [rdi + 1728], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 1728], 238
-    vshufi64x2   zmm6, zmm2, [rdi + 1856], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 1856], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 1984], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 1984], 238
-    vshufi64x2   zmm8, zmm4, zmm0, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm0, zmm4, zmm0, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm4, zmm5, zmm1, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm1, zmm5, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm5, zmm6, zmm2, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm7, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm7, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vpunpcklqdq  zmm7, zmm8, zmm0
-    vpunpckhqdq  zmm0, zmm8, zmm0
-    vpunpcklqdq  zmm8, zmm4, zmm1
-    vpunpckhqdq  zmm1, zmm4, zmm1
-    vpunpcklqdq  zmm4, zmm5, zmm2
-    vpunpckhqdq  zmm2, zmm5, zmm2
-    vpunpcklqdq  zmm5, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpaddq       zmm6, zmm7, zmm0                    ; layer 7
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm7, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm0, zmm0, zmm7
-    vpcmpnleuq   k2, zmm7, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm7, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm7
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm9, zmm6, zmm19
-    vpmuludq     zmm6, zmm6, zmm20
-    vpmuludq     zmm10, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm6, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm6, zmm6, zmm10
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm9, zmm6
-    vpsllq       zmm9, zmm7, 32
-    vpsubq       zmm10, zmm9, zmm7
-    vpsrlq       zmm11, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm6, zmm6, zmm7
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm7, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm8, zmm1                    ; layer 7
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm8, zmm1
-    vpcmpnleuq   k2, zmm1, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6208] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6080
-    vpmuludq     zmm8, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm1, [rcx - 128]
-    vpmuludq     zmm1, zmm1, [rcx - 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm1, zmm1, zmm8
-    vpcmpnleuq   k2, zmm8, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm8, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm8
-    vpsrlq       zmm8, zmm7, 32
-    vpmuludq     zmm9, zmm7, zmm19
-    vpmuludq     zmm7, zmm7, zmm20
-    vpmuludq     zmm10, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm7, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm7, zmm7, zmm10
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm7, zmm9, zmm7
-    vpsllq       zmm9, zmm8, 32
-    vpsubq       zmm10, zmm9, zmm8
-    vpsrlq       zmm11, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm7, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm7, zmm7, zmm8
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm8, zmm7, zmm14
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm4, zmm2                    ; layer 7
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm4, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm4
-    vpsrlq       zmm4, zmm8, 32
-    vpmuludq     zmm9, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpmuludq     zmm10, zmm4, zmm19
-    vpmuludq     zmm4, zmm4, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm9, zmm8
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm8, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm5, zmm3                    ; layer 7
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm5, zmm3
-    vpcmpnleuq   k2, zmm3, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6464] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6336
-    vpmuludq     zmm5, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm3, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm8, 32
-    vpmuludq     zmm9, zmm8, zmm19
-    vpmuludq     zmm8, zmm8, zmm20
-    vpmuludq     zmm10, zmm5, zmm19
-    vpmuludq     zmm5, zmm5, zmm20
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm5, zmm5, zmm11
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm9, zmm8
-    vpsllq       zmm9, zmm5, 32
-    vpsubq       zmm10, zmm9, zmm5
-    vpsrlq       zmm11, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm5, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm5, zmm5, zmm8
-    vpcmpnleuq   k2, zmm8, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm8, zmm5, zmm14
-    vpminuq      zmm5, zmm5, zmm8
-    vpunpcklqdq  zmm8, zmm6, zmm0
-    vpunpckhqdq  zmm0, zmm6, zmm0
-    vpunpcklqdq  zmm6, zmm7, zmm1
-    vpunpckhqdq  zmm1, zmm7, zmm1
-    vpunpcklqdq  zmm7, zmm4, zmm2
-    vpunpckhqdq  zmm2, zmm4, zmm2
-    vpunpcklqdq  zmm4, zmm5, zmm3
-    vpunpckhqdq  zmm3, zmm5, zmm3
-    vpaddq       zmm5, zmm8, zmm0                    ; layer 6
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm0
-    vpcmpnleuq   k2, zmm0, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm8, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm0, zmm0, zmm8
-    vpcmpnleuq   k2, zmm8, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm8, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm8
-    vpaddq       zmm8, zmm6, zmm1                    ; layer 6
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm1
-    vpcmpnleuq   k2, zmm1, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6720] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6592
-    vpmuludq     zmm6, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm1, [rcx - 128]
-    vpmuludq     zmm1, zmm1, [rcx - 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm1, zmm1, zmm6
-    vpcmpnleuq   k2, zmm6, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm6, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm7, zmm2                    ; layer 6
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm7, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm2, zmm2, zmm7
-    vpcmpnleuq   k2, zmm7, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm7, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm7
-    vpaddq       zmm7, zmm4, zmm3                    ; layer 6
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm3
-    vpcmpnleuq   k2, zmm3, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6976] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6848
-    vpmuludq     zmm4, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm3, zmm3, zmm4
-    vpcmpnleuq   k2, zmm4, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm4, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm5, zmm0, 34
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm0, zmm5, zmm0, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm6, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm7, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm7, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vpaddq       zmm7, zmm4, zmm0                    ; layer 5
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm0
-    vpcmpnleuq   k2, zmm0, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm4, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm0, zmm0, zmm4
-    vpcmpnleuq   k2, zmm4, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm4, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm4
-    vpaddq       zmm4, zmm5, zmm1                    ; layer 5
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm5, zmm1
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7232] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7104
-    vpmuludq     zmm5, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm1, [rcx - 128]
-    vpmuludq     zmm1, zmm1, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm1, zmm1, zmm5
-    vpcmpnleuq   k2, zmm5, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm5, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm8, zmm2                    ; layer 5
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm8, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm8, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm6, zmm3                    ; layer 5
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm3
-    vpcmpnleuq   k2, zmm3, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7488] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7360
-    vpmuludq     zmm6, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm3, zmm3, zmm6
-    vpcmpnleuq   k2, zmm6, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm6, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm6
-    vshufi64x2   zmm6, zmm7, zmm0, 68
-    vshufi64x2   zmm0, zmm7, zmm0, 238
-    vshufi64x2   zmm7, zmm4, zmm1, 68
-    vshufi64x2   zmm1, zmm4, zmm1, 238
-    vshufi64x2   zmm4, zmm5, zmm2, 68
-    vshufi64x2   zmm2, zmm5, zmm2, 238
-    vshufi64x2   zmm5, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpaddq       zmm8, zmm6, zmm0                    ; layer 4
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm0
-    vpcmpnleuq   k2, zmm0, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm6, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5568]
-    vpmuludq     zmm10, zmm0, [rcx]
-    vpmuludq     zmm0, zmm0, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5568]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm0, zmm0, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm6, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm6
-    vpaddq       zmm6, zmm7, zmm1                    ; layer 4
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm7, zmm1
-    vpcmpnleuq   k2, zmm1, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm7, zmm9, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7680] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7552
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm1, [rcx - 128]
-    vpmuludq     zmm1, zmm1, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm1, zmm1, zmm7
-    vpcmpnleuq   k2, zmm7, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm7, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm7
-    vpaddq       zmm7, zmm4, zmm2                    ; layer 4
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm4, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm4, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm5, zmm3                    ; layer 4
-    vpaddq       zmm9, zmm4, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm9, zmm5, zmm3
-    vpcmpnleuq   k2, zmm3, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm3, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7936] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7808
-    vpmuludq     zmm5, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm3, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm3, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm5, zmm3, zmm14
-    vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm8, zmm6                    ; layer 3
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm6
-    vpcmpnleuq   k2, zmm6, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm6, zmm9, 32
-    vpmuludq     zmm8, zmm9, zmm29
-    vpmuludq     zmm9, zmm9, zmm30
-    vpmuludq     zmm10, zmm6, zmm29
-    vpmuludq     zmm6, zmm6, zmm30
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm10, zmm9, zmm6
-    vpsrlq       zmm11, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm6, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm8, zmm6, zmm14
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm0, zmm1                    ; layer 3
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm1, zmm9, zmm29
-    vpmuludq     zmm9, zmm9, zmm30
-    vpmuludq     zmm10, zmm0, zmm29
-    vpmuludq     zmm0, zmm0, zmm30
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm1, zmm1, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm7, zmm4                    ; layer 3
-    vpaddq       zmm9, zmm1, zmm13
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm9, zmm7, zmm4
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm7, zmm9, zmm31
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4032] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3904
-    vpmuludq     zmm9, zmm9, [rcx - 128]
-    vpmuludq     zmm10, zmm4, zmm31
-    vpmuludq     zmm4, zmm4, [rcx - 128]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm4, zmm4, zmm7
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm7, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm7
-    vpaddq       zmm7, zmm2, zmm3                    ; layer 3
-    vpaddq       zmm9, zmm7, zmm13
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm9, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm3, zmm9, zmm31
-    vpmuludq     zmm9, zmm9, [rcx - 128]
-    vpmuludq     zmm10, zmm2, zmm31
-    vpmuludq     zmm2, zmm2, [rcx - 128]
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm3, zmm3, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm2, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm3, zmm2, zmm14
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm1                    ; layer 2
-    vpaddq       zmm9, zmm3, zmm13
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm3{k2}, zmm3, zmm13
-    vpsubq       zmm9, zmm5, zmm1
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm5, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm25
-    vpmuludq     zmm10, zmm1, zmm24
-    vpmuludq     zmm1, zmm1, zmm25
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm1, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm1, zmm1, zmm5
-    vpcmpnleuq   k2, zmm5, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm5, zmm1, zmm14
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm8, zmm7                    ; layer 2
-    vpaddq       zmm9, zmm5, zmm13
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm13
-    vpsubq       zmm9, zmm8, zmm7
-    vpcmpnleuq   k2, zmm7, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm7, zmm9, 32
-    vpmuludq     zmm8, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm25
-    vpmuludq     zmm10, zmm7, zmm24
-    vpmuludq     zmm7, zmm7, zmm25
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm7, 32
-    vpsubq       zmm10, zmm9, zmm7
-    vpsrlq       zmm11, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm7, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm7, zmm7, zmm8
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm13
-    vpsubq       zmm8, zmm7, zmm14
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm6, zmm4                    ; layer 2
-    vpaddq       zmm9, zmm8, zmm13
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm13
-    vpsubq       zmm9, zmm6, zmm4
-    vpcmpnleuq   k2, zmm4, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm6, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm25
-    vpmuludq     zmm10, zmm4, zmm24
-    vpmuludq     zmm4, zmm4, zmm25
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm4, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm13
-    vpsubq       zmm6, zmm4, zmm14
-    vpminuq      zmm4, zmm4, zmm6
-    vpaddq       zmm6, zmm0, zmm2                    ; layer 2
-    vpaddq       zmm9, zmm6, zmm13
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm13
-    vpsubq       zmm9, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm14
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm2, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm25
-    vpmuludq     zmm10, zmm0, zmm24
-    vpmuludq     zmm0, zmm0, zmm25
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm13
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm2, zmm2, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm15
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
-    vpminuq      zmm0, zmm0, zmm2
-    vmovdqu64    [rdi + 1536], zmm3
-    vmovdqu64    [rdi + 1600], zmm5
+    vmovdqu64    [rdi + 1536], zmm2
+    vmovdqu64    [rdi + 1600], zmm7
     vmovdqu64    [rdi + 1664], zmm8
-    vmovdqu64    [rdi + 1728], zmm6
-    vmovdqu64    [rdi + 1792], zmm1
-    vmovdqu64    [rdi + 1856], zmm7
-    vmovdqu64    [rdi + 1920], zmm4
+    vmovdqu64    [rdi + 1728], zmm5
+    vmovdqu64    [rdi + 1792], zmm4
+    vmovdqu64    [rdi + 1856], zmm6
+    vmovdqu64    [rdi + 1920], zmm3
     vmovdqu64    [rdi + 1984], zmm0
     mov          rax, 8
     .repeat1:
@@ -11037,20 +11049,20 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vmovdqu64    zmm2, [rdi + 1024]
     vmovdqu64    zmm3, [rdi + 1536]
     vpaddq       zmm4, zmm0, zmm1                    ; layer 1
-    vpaddq       zmm5, zmm4, zmm13
+    vpaddq       zmm5, zmm4, zmm15
     vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm13
+    vpaddq       zmm4{k2}, zmm4, zmm15
     vpsubq       zmm5, zmm0, zmm1
     vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm5{k2}, zmm5, zmm14
+    vpaddq       zmm5{k2}, zmm5, zmm16
     vpsrlq       zmm0, zmm5, 32
-    vpmuludq     zmm1, zmm5, zmm18
-    vpmuludq     zmm5, zmm5, zmm17
-    vpmuludq     zmm6, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
+    vpmuludq     zmm1, zmm5, zmm20
+    vpmuludq     zmm5, zmm5, zmm19
+    vpmuludq     zmm6, zmm0, zmm20
+    vpmuludq     zmm0, zmm0, zmm19
     vpsrlq       zmm7, zmm1, 32
     vpaddq       zmm7, zmm5, zmm7
-    vpandq       zmm8, zmm7, zmm13
+    vpandq       zmm8, zmm7, zmm15
     vpaddq       zmm8, zmm6, zmm8
     vpsrlq       zmm7, zmm7, 32
     vpsrlq       zmm8, zmm8, 32
@@ -11063,32 +11075,32 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm6, zmm5, zmm0
     vpsrlq       zmm7, zmm0, 32
     vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpaddq       zmm7{k2}, zmm7, zmm17
     vpaddq       zmm0, zmm1, zmm6
     vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpaddq       zmm7{k2}, zmm7, zmm18
     vpsllq       zmm1, zmm7, 32
     vpsubq       zmm1, zmm1, zmm7
     vpaddq       zmm0, zmm0, zmm1
     vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm1, zmm0, zmm14
+    vpaddq       zmm0{k2}, zmm0, zmm15
+    vpsubq       zmm1, zmm0, zmm16
     vpminuq      zmm0, zmm0, zmm1
     vpaddq       zmm1, zmm2, zmm3                    ; layer 1
-    vpaddq       zmm5, zmm1, zmm13
+    vpaddq       zmm5, zmm1, zmm15
     vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm1{k2}, zmm1, zmm13
+    vpaddq       zmm1{k2}, zmm1, zmm15
     vpsubq       zmm5, zmm2, zmm3
     vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm5{k2}, zmm5, zmm14
+    vpaddq       zmm5{k2}, zmm5, zmm16
     vpsrlq       zmm2, zmm5, 32
-    vpmuludq     zmm3, zmm5, zmm21
-    vpmuludq     zmm5, zmm5, zmm22
-    vpmuludq     zmm6, zmm2, zmm21
-    vpmuludq     zmm2, zmm2, zmm22
+    vpmuludq     zmm3, zmm5, zmm23
+    vpmuludq     zmm5, zmm5, zmm24
+    vpmuludq     zmm6, zmm2, zmm23
+    vpmuludq     zmm2, zmm2, zmm24
     vpsrlq       zmm7, zmm3, 32
     vpaddq       zmm7, zmm5, zmm7
-    vpandq       zmm8, zmm7, zmm13
+    vpandq       zmm8, zmm7, zmm15
     vpaddq       zmm8, zmm6, zmm8
     vpsrlq       zmm7, zmm7, 32
     vpsrlq       zmm8, zmm8, 32
@@ -11101,32 +11113,32 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm6, zmm5, zmm2
     vpsrlq       zmm7, zmm2, 32
     vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpaddq       zmm7{k2}, zmm7, zmm17
     vpaddq       zmm2, zmm3, zmm6
     vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpaddq       zmm7{k2}, zmm7, zmm18
     vpsllq       zmm3, zmm7, 32
     vpsubq       zmm3, zmm3, zmm7
     vpaddq       zmm2, zmm2, zmm3
     vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm13
-    vpsubq       zmm3, zmm2, zmm14
+    vpaddq       zmm2{k2}, zmm2, zmm15
+    vpsubq       zmm3, zmm2, zmm16
     vpminuq      zmm2, zmm2, zmm3
     vpaddq       zmm3, zmm4, zmm1                    ; layer 0
-    vpaddq       zmm5, zmm3, zmm13
+    vpaddq       zmm5, zmm3, zmm15
     vpcmpnleuq   k2, zmm4, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm13
+    vpaddq       zmm3{k2}, zmm3, zmm15
     vpsubq       zmm5, zmm4, zmm1
     vpcmpnleuq   k2, zmm1, zmm4
-    vpaddq       zmm5{k2}, zmm5, zmm14
+    vpaddq       zmm5{k2}, zmm5, zmm16
     vpsrlq       zmm1, zmm5, 32
-    vpmuludq     zmm4, zmm5, zmm18
-    vpmuludq     zmm5, zmm5, zmm17
-    vpmuludq     zmm6, zmm1, zmm18
-    vpmuludq     zmm1, zmm1, zmm17
+    vpmuludq     zmm4, zmm5, zmm20
+    vpmuludq     zmm5, zmm5, zmm19
+    vpmuludq     zmm6, zmm1, zmm20
+    vpmuludq     zmm1, zmm1, zmm19
     vpsrlq       zmm7, zmm4, 32
     vpaddq       zmm7, zmm5, zmm7
-    vpandq       zmm8, zmm7, zmm13
+    vpandq       zmm8, zmm7, zmm15
     vpaddq       zmm8, zmm6, zmm8
     vpsrlq       zmm7, zmm7, 32
     vpsrlq       zmm8, zmm8, 32
@@ -11139,32 +11151,32 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm6, zmm5, zmm1
     vpsrlq       zmm7, zmm1, 32
     vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpaddq       zmm7{k2}, zmm7, zmm17
     vpaddq       zmm1, zmm4, zmm6
     vpcmpnleuq   k2, zmm6, zmm1
-    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpaddq       zmm7{k2}, zmm7, zmm18
     vpsllq       zmm4, zmm7, 32
     vpsubq       zmm4, zmm4, zmm7
     vpaddq       zmm1, zmm1, zmm4
     vpcmpnleuq   k2, zmm4, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm13
-    vpsubq       zmm4, zmm1, zmm14
+    vpaddq       zmm1{k2}, zmm1, zmm15
+    vpsubq       zmm4, zmm1, zmm16
     vpminuq      zmm1, zmm1, zmm4
     vpaddq       zmm4, zmm0, zmm2                    ; layer 0
-    vpaddq       zmm5, zmm4, zmm13
+    vpaddq       zmm5, zmm4, zmm15
     vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm13
+    vpaddq       zmm4{k2}, zmm4, zmm15
     vpsubq       zmm5, zmm0, zmm2
     vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm5{k2}, zmm5, zmm14
+    vpaddq       zmm5{k2}, zmm5, zmm16
     vpsrlq       zmm0, zmm5, 32
-    vpmuludq     zmm2, zmm5, zmm18
-    vpmuludq     zmm5, zmm5, zmm17
-    vpmuludq     zmm6, zmm0, zmm18
-    vpmuludq     zmm0, zmm0, zmm17
+    vpmuludq     zmm2, zmm5, zmm20
+    vpmuludq     zmm5, zmm5, zmm19
+    vpmuludq     zmm6, zmm0, zmm20
+    vpmuludq     zmm0, zmm0, zmm19
     vpsrlq       zmm7, zmm2, 32
     vpaddq       zmm7, zmm5, zmm7
-    vpandq       zmm8, zmm7, zmm13
+    vpandq       zmm8, zmm7, zmm15
     vpaddq       zmm8, zmm6, zmm8
     vpsrlq       zmm7, zmm7, 32
     vpsrlq       zmm8, zmm8, 32
@@ -11177,16 +11189,16 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm6, zmm5, zmm0
     vpsrlq       zmm7, zmm0, 32
     vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm15
+    vpaddq       zmm7{k2}, zmm7, zmm17
     vpaddq       zmm0, zmm2, zmm6
     vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm7{k2}, zmm7, zmm16
+    vpaddq       zmm7{k2}, zmm7, zmm18
     vpsllq       zmm2, zmm7, 32
     vpsubq       zmm2, zmm2, zmm7
     vpaddq       zmm0, zmm0, zmm2
     vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm13
-    vpsubq       zmm2, zmm0, zmm14
+    vpaddq       zmm0{k2}, zmm0, zmm15
+    vpsubq       zmm2, zmm0, zmm16
     vpminuq      zmm0, zmm0, zmm2
     vmovdqu64    [rdi], zmm3
     vmovdqu64    [rdi + 512], zmm4

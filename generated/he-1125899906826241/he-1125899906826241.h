@@ -1122,7 +1122,7 @@ void kg_he1125899906826241_ntt_forward_avx512(uint64_t *a);
  *   requires: every a[i], b[i] in [0, 28147497670656024] (the forward NTT's output), in its layout
  *   ensures:  every r[i] in [1, 1168849579784991] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 1125899906826241)
  *             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 4096 x uint64_t (KG_HE1125899906826241_BASEMUL_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_BASEMUL_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
@@ -1145,7 +1145,7 @@ void kg_he1125899906826241_ntt_inverse_avx512(uint64_t *a);
 /* reduce a[4096] in place mod 1125899906826241 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
  *   requires: any uint64 a[i]
  *   ensures:  every a[i] in [0, 2251799813652481] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_REDUCE_SHOUP_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
  */
@@ -1155,7 +1155,7 @@ void kg_he1125899906826241_reduce_shoup_avx512(uint64_t *a);
 /* a[4096] in place to canonical form in [0, 1125899906826241) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 1125899906826241) unsigned)
  *   requires: any uint64 a[i]
  *   ensures:  every a[i] in [0, 1125899906826240] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241: the canonical representative
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_FREEZE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
  */
@@ -1165,7 +1165,7 @@ void kg_he1125899906826241_freeze_avx512(uint64_t *a);
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241)
  *   ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] mod q; r may alias a
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 4096 x uint64_t (KG_HE1125899906826241_MULMOD_SHOUP_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_MULMOD_SHOUP_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
@@ -1178,7 +1178,7 @@ void kg_he1125899906826241_mulmod_shoup_avx512(uint64_t *r, const uint64_t *a, c
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241); b[i] in [0, 1125899906826240]
  *   ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
  *   a: 4096 x uint64_t (KG_HE1125899906826241_MULADD_SHOUP_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)

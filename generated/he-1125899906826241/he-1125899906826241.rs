@@ -1090,7 +1090,7 @@ unsafe extern "C" {
     /// requires: every a[i], b[i] in [0, 28147497670656024] (the forward NTT's output), in its layout
     /// ensures:  every r[i] in [1, 1168849579784991] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 1125899906826241)
     ///           (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// r: 4096 x u64, out, 8-byte aligned (64-byte alignment is fastest)
     /// a: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
     /// b: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
@@ -1113,7 +1113,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: any uint64 a[i]
     /// ensures:  every a[i] in [0, 2251799813652481] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// a: 4096 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
     /// ```
     pub fn kg_he1125899906826241_reduce_shoup_avx512(a: *mut u64);
@@ -1123,7 +1123,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: any uint64 a[i]
     /// ensures:  every a[i] in [0, 1125899906826240] (proven over all 2^64 inputs), congruent to the input mod 1125899906826241: the canonical representative
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// a: 4096 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
     /// ```
     pub fn kg_he1125899906826241_freeze_avx512(a: *mut u64);
@@ -1133,7 +1133,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241)
     /// ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] mod q; r may alias a
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// r: 4096 x u64, out, 8-byte aligned (64-byte alignment is fastest)
     /// a: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
     /// w: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
@@ -1146,7 +1146,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: any uint64 a[i]; w[i] in [0, 1125899906826240] with wp[i] = floor(w[i]*2^64/1125899906826241); b[i] in [0, 1125899906826240]
     /// ensures:  every r[i] in [0, 1125899906826240] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// r: 4096 x u64, out, 8-byte aligned (64-byte alignment is fastest)
     /// a: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)
     /// w: 4096 x u64, in, 8-byte aligned (64-byte alignment is fastest)

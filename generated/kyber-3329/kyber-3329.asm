@@ -649,6 +649,16 @@ pw_6658:
     dw 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658
 
 align 32
+pw_index64_0_1_8_9_4_5_12_13:
+    dw 0, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0, 9, 0, 0, 0
+    dw 4, 0, 0, 0, 5, 0, 0, 0, 12, 0, 0, 0, 13, 0, 0, 0
+
+align 32
+pw_index64_2_3_10_11_6_7_14_15:
+    dw 2, 0, 0, 0, 3, 0, 0, 0, 10, 0, 0, 0, 11, 0, 0, 0
+    dw 6, 0, 0, 0, 7, 0, 0, 0, 14, 0, 0, 0, 15, 0, 0, 0
+
+align 32
 pw_m10079:
     dw -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079
     dw -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079
@@ -670,7 +680,7 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
 ;   cpu: AVX512BW, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-9}, rax, flags
+;   clobbers: zmm{0-12}, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 0 vector reductions
@@ -680,253 +690,255 @@ global kg_kyber3329_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_kyber3329
 align 32
 kg_kyber3329_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 64]
-    vmovdqu64    zmm3, [rdi + 128]
-    vmovdqu64    zmm4, [rdi + 192]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 320]
-    vmovdqu64    zmm7, [rdi + 384]
-    vmovdqu64    zmm8, [rdi + 448]
+    vmovdqu64    zmm0, [rel pw_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pw_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rel pw_3329]                 ; q = 3329
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 64]
+    vmovdqu64    zmm5, [rdi + 128]
+    vmovdqu64    zmm6, [rdi + 192]
+    vmovdqu64    zmm7, [rdi + 256]
+    vmovdqu64    zmm8, [rdi + 320]
+    vmovdqu64    zmm9, [rdi + 384]
+    vmovdqu64    zmm10, [rdi + 448]
     lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 128] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 0
-    vpmullw      zmm9, zmm5, [rax - 64]
+    vpmullw      zmm11, zmm7, [rax - 64]
+    vpmulhw      zmm7, zmm7, [rax - 128]
+    vpmulhw      zmm11, zmm11, zmm2
+    vpsubw       zmm7, zmm7, zmm11
+    vpaddw       zmm11, zmm3, zmm7                   ; layer 0
+    vpsubw       zmm3, zmm3, zmm7
+    vpmullw      zmm7, zmm8, [rax - 64]
+    vpmulhw      zmm8, zmm8, [rax - 128]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm7, zmm8, zmm7
+    vpaddw       zmm8, zmm4, zmm7                    ; layer 0
+    vpsubw       zmm4, zmm4, zmm7
+    vpmullw      zmm7, zmm9, [rax - 64]
+    vpmulhw      zmm9, zmm9, [rax - 128]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm7, zmm9, zmm7
+    vpaddw       zmm9, zmm5, zmm7                    ; layer 0
+    vpsubw       zmm5, zmm5, zmm7
+    vpmullw      zmm7, zmm10, [rax - 64]
+    vpmulhw      zmm10, zmm10, [rax - 128]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm7, zmm10, zmm7
+    vpaddw       zmm10, zmm6, zmm7                   ; layer 0
+    vpsubw       zmm6, zmm6, zmm7
+    vpmullw      zmm7, zmm9, [rax + 64]
+    vpmulhw      zmm9, zmm9, [rax]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm7, zmm9, zmm7
+    vpaddw       zmm9, zmm11, zmm7                   ; layer 1
+    vpsubw       zmm7, zmm11, zmm7
+    vpmullw      zmm11, zmm10, [rax + 64]
+    vpmulhw      zmm10, zmm10, [rax]
+    vpmulhw      zmm11, zmm11, zmm2
+    vpsubw       zmm10, zmm10, zmm11
+    vpaddw       zmm11, zmm8, zmm10                  ; layer 1
+    vpsubw       zmm8, zmm8, zmm10
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 384] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 256
+    vpmullw      zmm10, zmm5, [rax - 64]
     vpmulhw      zmm5, zmm5, [rax - 128]
-    vpmulhw      zmm9, zmm9, zmm0
-    vpsubw       zmm5, zmm5, zmm9
-    vpaddw       zmm9, zmm1, zmm5                    ; layer 0
-    vpsubw       zmm1, zmm1, zmm5
+    vpmulhw      zmm10, zmm10, zmm2
+    vpsubw       zmm5, zmm5, zmm10
+    vpaddw       zmm10, zmm3, zmm5                   ; layer 1
+    vpsubw       zmm3, zmm3, zmm5
     vpmullw      zmm5, zmm6, [rax - 64]
     vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm0
+    vpmulhw      zmm5, zmm5, zmm2
     vpsubw       zmm5, zmm6, zmm5
-    vpaddw       zmm6, zmm2, zmm5                    ; layer 0
-    vpsubw       zmm2, zmm2, zmm5
+    vpaddw       zmm6, zmm4, zmm5                    ; layer 1
+    vpsubw       zmm4, zmm4, zmm5
+    vpmullw      zmm5, zmm11, [rax + 64]
+    vpmulhw      zmm11, zmm11, [rax]
+    vpmulhw      zmm5, zmm5, zmm2
+    vpsubw       zmm5, zmm11, zmm5
+    vpaddw       zmm11, zmm9, zmm5                   ; layer 2
+    vpsubw       zmm5, zmm9, zmm5
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 640] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 512
+    vpmullw      zmm9, zmm8, [rax - 64]
+    vpmulhw      zmm8, zmm8, [rax - 128]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm8, zmm8, zmm9
+    vpaddw       zmm9, zmm7, zmm8                    ; layer 2
+    vpsubw       zmm7, zmm7, zmm8
+    vpmullw      zmm8, zmm6, [rax + 64]
+    vpmulhw      zmm6, zmm6, [rax]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm6, zmm6, zmm8
+    vpaddw       zmm8, zmm10, zmm6                   ; layer 2
+    vpsubw       zmm6, zmm10, zmm6
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 896] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 768
+    vpmullw      zmm10, zmm4, [rax - 64]
+    vpmulhw      zmm4, zmm4, [rax - 128]
+    vpmulhw      zmm10, zmm10, zmm2
+    vpsubw       zmm4, zmm4, zmm10
+    vpaddw       zmm10, zmm3, zmm4                   ; layer 2
+    vpsubw       zmm3, zmm3, zmm4
+    vshufi64x2   zmm4, zmm11, zmm5, 68
+    vshufi64x2   zmm5, zmm11, zmm5, 238
+    vshufi64x2   zmm11, zmm9, zmm7, 68
+    vshufi64x2   zmm7, zmm9, zmm7, 238
+    vshufi64x2   zmm9, zmm8, zmm6, 68
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vshufi64x2   zmm8, zmm10, zmm3, 68
+    vshufi64x2   zmm3, zmm10, zmm3, 238
+    vpmullw      zmm10, zmm5, [rax + 64]
+    vpmulhw      zmm5, zmm5, [rax]
+    vpmulhw      zmm10, zmm10, zmm2
+    vpsubw       zmm5, zmm5, zmm10
+    vpaddw       zmm10, zmm4, zmm5                   ; layer 3
+    vpsubw       zmm4, zmm4, zmm5
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 1024
     vpmullw      zmm5, zmm7, [rax - 64]
     vpmulhw      zmm7, zmm7, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm0
+    vpmulhw      zmm5, zmm5, zmm2
     vpsubw       zmm5, zmm7, zmm5
-    vpaddw       zmm7, zmm3, zmm5                    ; layer 0
-    vpsubw       zmm3, zmm3, zmm5
-    vpmullw      zmm5, zmm8, [rax - 64]
-    vpmulhw      zmm8, zmm8, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm5, zmm8, zmm5
-    vpaddw       zmm8, zmm4, zmm5                    ; layer 0
-    vpsubw       zmm4, zmm4, zmm5
-    vpmullw      zmm5, zmm7, [rax + 64]
-    vpmulhw      zmm7, zmm7, [rax]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm5, zmm7, zmm5
-    vpaddw       zmm7, zmm9, zmm5                    ; layer 1
-    vpsubw       zmm5, zmm9, zmm5
-    vpmullw      zmm9, zmm8, [rax + 64]
-    vpmulhw      zmm8, zmm8, [rax]
-    vpmulhw      zmm9, zmm9, zmm0
-    vpsubw       zmm8, zmm8, zmm9
-    vpaddw       zmm9, zmm6, zmm8                    ; layer 1
-    vpsubw       zmm6, zmm6, zmm8
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 384] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 256
-    vpmullw      zmm8, zmm3, [rax - 64]
-    vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm8, zmm8, zmm0
-    vpsubw       zmm3, zmm3, zmm8
-    vpaddw       zmm8, zmm1, zmm3                    ; layer 1
-    vpsubw       zmm1, zmm1, zmm3
-    vpmullw      zmm3, zmm4, [rax - 64]
-    vpmulhw      zmm4, zmm4, [rax - 128]
-    vpmulhw      zmm3, zmm3, zmm0
-    vpsubw       zmm3, zmm4, zmm3
-    vpaddw       zmm4, zmm2, zmm3                    ; layer 1
-    vpsubw       zmm2, zmm2, zmm3
-    vpmullw      zmm3, zmm9, [rax + 64]
-    vpmulhw      zmm9, zmm9, [rax]
-    vpmulhw      zmm3, zmm3, zmm0
-    vpsubw       zmm3, zmm9, zmm3
-    vpaddw       zmm9, zmm7, zmm3                    ; layer 2
-    vpsubw       zmm3, zmm7, zmm3
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 640] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 512
-    vpmullw      zmm7, zmm6, [rax - 64]
-    vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm0
-    vpsubw       zmm6, zmm6, zmm7
-    vpaddw       zmm7, zmm5, zmm6                    ; layer 2
-    vpsubw       zmm5, zmm5, zmm6
-    vpmullw      zmm6, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm6, zmm6, zmm0
-    vpsubw       zmm4, zmm4, zmm6
-    vpaddw       zmm6, zmm8, zmm4                    ; layer 2
-    vpsubw       zmm4, zmm8, zmm4
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 896] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 768
-    vpmullw      zmm8, zmm2, [rax - 64]
-    vpmulhw      zmm2, zmm2, [rax - 128]
-    vpmulhw      zmm8, zmm8, zmm0
-    vpsubw       zmm2, zmm2, zmm8
-    vpaddw       zmm8, zmm1, zmm2                    ; layer 2
-    vpsubw       zmm1, zmm1, zmm2
-    vshufi64x2   zmm2, zmm9, zmm3, 68
-    vshufi64x2   zmm3, zmm9, zmm3, 238
-    vshufi64x2   zmm9, zmm7, zmm5, 68
-    vshufi64x2   zmm5, zmm7, zmm5, 238
-    vshufi64x2   zmm7, zmm6, zmm4, 68
-    vshufi64x2   zmm4, zmm6, zmm4, 238
-    vshufi64x2   zmm6, zmm8, zmm1, 68
-    vshufi64x2   zmm1, zmm8, zmm1, 238
-    vpmullw      zmm8, zmm3, [rax + 64]
-    vpmulhw      zmm3, zmm3, [rax]
-    vpmulhw      zmm8, zmm8, zmm0
-    vpsubw       zmm3, zmm3, zmm8
-    vpaddw       zmm8, zmm2, zmm3                    ; layer 3
-    vpsubw       zmm2, zmm2, zmm3
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 1024
-    vpmullw      zmm3, zmm5, [rax - 64]
-    vpmulhw      zmm5, zmm5, [rax - 128]
-    vpmulhw      zmm3, zmm3, zmm0
-    vpsubw       zmm3, zmm5, zmm3
-    vpaddw       zmm5, zmm9, zmm3                    ; layer 3
-    vpsubw       zmm3, zmm9, zmm3
-    vpmullw      zmm9, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm9, zmm9, zmm0
-    vpsubw       zmm4, zmm4, zmm9
-    vpaddw       zmm9, zmm7, zmm4                    ; layer 3
-    vpsubw       zmm4, zmm7, zmm4
+    vpaddw       zmm7, zmm11, zmm5                   ; layer 3
+    vpsubw       zmm5, zmm11, zmm5
+    vpmullw      zmm11, zmm6, [rax + 64]
+    vpmulhw      zmm6, zmm6, [rax]
+    vpmulhw      zmm11, zmm11, zmm2
+    vpsubw       zmm6, zmm6, zmm11
+    vpaddw       zmm11, zmm9, zmm6                   ; layer 3
+    vpsubw       zmm6, zmm9, zmm6
     lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 1408] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 1280
-    vpmullw      zmm7, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm0
-    vpsubw       zmm1, zmm1, zmm7
-    vpaddw       zmm7, zmm6, zmm1                    ; layer 3
-    vpsubw       zmm1, zmm6, zmm1
-    vshufi64x2   zmm6, zmm8, zmm2, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm2, zmm8, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm8, zmm5, zmm3, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm3, zmm5, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm5, zmm9, zmm4, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm4, zmm9, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm9, zmm7, zmm1, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm1, zmm7, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vpmullw      zmm7, zmm2, [rax + 64]
-    vpmulhw      zmm2, zmm2, [rax]
-    vpmulhw      zmm7, zmm7, zmm0
-    vpsubw       zmm2, zmm2, zmm7
-    vpaddw       zmm7, zmm6, zmm2                    ; layer 4
-    vpsubw       zmm2, zmm6, zmm2
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 1536
-    vpmullw      zmm6, zmm3, [rax - 64]
-    vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm6, zmm6, zmm0
-    vpsubw       zmm3, zmm3, zmm6
-    vpaddw       zmm6, zmm8, zmm3                    ; layer 4
-    vpsubw       zmm3, zmm8, zmm3
-    vpmullw      zmm8, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm8, zmm8, zmm0
-    vpsubw       zmm4, zmm4, zmm8
-    vpaddw       zmm8, zmm5, zmm4                    ; layer 4
-    vpsubw       zmm4, zmm5, zmm4
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 1792
-    vpmullw      zmm5, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm1, zmm1, zmm5
-    vpaddw       zmm5, zmm9, zmm1                    ; layer 4
-    vpsubw       zmm1, zmm9, zmm1
-    vpunpcklwd   zmm9, zmm7, zmm2
-    vpunpckhwd   zmm2, zmm7, zmm2
-    vpunpcklwd   zmm7, zmm6, zmm3
-    vpunpckhwd   zmm3, zmm6, zmm3
-    vpunpcklwd   zmm6, zmm8, zmm4
-    vpunpckhwd   zmm4, zmm8, zmm4
-    vpunpcklwd   zmm8, zmm5, zmm1
-    vpunpckhwd   zmm1, zmm5, zmm1
-    vpmullw      zmm5, zmm2, [rax + 64]
-    vpmulhw      zmm2, zmm2, [rax]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm2, zmm2, zmm5
-    vpaddw       zmm5, zmm9, zmm2                    ; layer 5
-    vpsubw       zmm2, zmm9, zmm2
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 2176] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 2048
     vpmullw      zmm9, zmm3, [rax - 64]
     vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm9, zmm9, zmm0
+    vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm3, zmm3, zmm9
-    vpaddw       zmm9, zmm7, zmm3                    ; layer 5
-    vpsubw       zmm3, zmm7, zmm3
-    vpmullw      zmm7, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm7, zmm7, zmm0
-    vpsubw       zmm4, zmm4, zmm7
-    vpaddw       zmm7, zmm6, zmm4                    ; layer 5
-    vpsubw       zmm4, zmm6, zmm4
-    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 2304
-    vpmullw      zmm6, zmm1, [rax - 64]
+    vpaddw       zmm9, zmm8, zmm3                    ; layer 3
+    vpsubw       zmm3, zmm8, zmm3
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm8, zmm10, zmm4
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm10, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm7, zmm5
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm7, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm11, zmm6
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm11, zmm6
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm9, zmm3
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm9, zmm3
+    vpmullw      zmm3, zmm12, [rax + 64]
+    vpmulhw      zmm6, zmm12, [rax]
+    vpmulhw      zmm3, zmm3, zmm2
+    vpsubw       zmm3, zmm6, zmm3
+    vpaddw       zmm6, zmm8, zmm3                    ; layer 4
+    vpsubw       zmm3, zmm8, zmm3
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 1536
+    vpmullw      zmm8, zmm10, [rax - 64]
+    vpmulhw      zmm9, zmm10, [rax - 128]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm8, zmm9, zmm8
+    vpaddw       zmm9, zmm4, zmm8                    ; layer 4
+    vpsubw       zmm4, zmm4, zmm8
+    vpmullw      zmm8, zmm7, [rax + 64]
+    vpmulhw      zmm7, zmm7, [rax]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm7, zmm7, zmm8
+    vpaddw       zmm8, zmm5, zmm7                    ; layer 4
+    vpsubw       zmm5, zmm5, zmm7
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 1792
+    vpmullw      zmm7, zmm1, [rax - 64]
     vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm6, zmm6, zmm0
-    vpsubw       zmm1, zmm1, zmm6
-    vpaddw       zmm6, zmm8, zmm1                    ; layer 5
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm1, zmm1, zmm7
+    vpaddw       zmm7, zmm0, zmm1                    ; layer 4
+    vpsubw       zmm0, zmm0, zmm1
+    vpunpcklwd   zmm1, zmm6, zmm3
+    vpunpckhwd   zmm3, zmm6, zmm3
+    vpunpcklwd   zmm6, zmm9, zmm4
+    vpunpckhwd   zmm4, zmm9, zmm4
+    vpunpcklwd   zmm9, zmm8, zmm5
+    vpunpckhwd   zmm5, zmm8, zmm5
+    vpunpcklwd   zmm8, zmm7, zmm0
+    vpunpckhwd   zmm0, zmm7, zmm0
+    vpmullw      zmm7, zmm3, [rax + 64]
+    vpmulhw      zmm3, zmm3, [rax]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm3, zmm3, zmm7
+    vpaddw       zmm7, zmm1, zmm3                    ; layer 5
+    vpsubw       zmm1, zmm1, zmm3
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 2176] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 2048
+    vpmullw      zmm3, zmm4, [rax - 64]
+    vpmulhw      zmm4, zmm4, [rax - 128]
+    vpmulhw      zmm3, zmm3, zmm2
+    vpsubw       zmm3, zmm4, zmm3
+    vpaddw       zmm4, zmm6, zmm3                    ; layer 5
+    vpsubw       zmm3, zmm6, zmm3
+    vpmullw      zmm6, zmm5, [rax + 64]
+    vpmulhw      zmm5, zmm5, [rax]
+    vpmulhw      zmm6, zmm6, zmm2
+    vpsubw       zmm5, zmm5, zmm6
+    vpaddw       zmm6, zmm9, zmm5                    ; layer 5
+    vpsubw       zmm5, zmm9, zmm5
+    lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 2304
+    vpmullw      zmm9, zmm0, [rax - 64]
+    vpmulhw      zmm0, zmm0, [rax - 128]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm0, zmm0, zmm9
+    vpaddw       zmm9, zmm8, zmm0                    ; layer 5
+    vpsubw       zmm0, zmm8, zmm0
+    vpunpcklwd   zmm8, zmm7, zmm1
+    vpunpckhwd   zmm1, zmm7, zmm1
+    vpunpcklwd   zmm7, zmm4, zmm3
+    vpunpckhwd   zmm3, zmm4, zmm3
+    vpunpcklwd   zmm4, zmm6, zmm5
+    vpunpckhwd   zmm5, zmm6, zmm5
+    vpunpcklwd   zmm6, zmm9, zmm0
+    vpunpckhwd   zmm0, zmm9, zmm0
+    vpmullw      zmm9, zmm1, [rax + 64]
+    vpmulhw      zmm1, zmm1, [rax]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm1, zmm1, zmm9
+    vpaddw       zmm9, zmm8, zmm1                    ; layer 6
     vpsubw       zmm1, zmm8, zmm1
-    vpunpcklwd   zmm8, zmm5, zmm2
-    vpunpckhwd   zmm2, zmm5, zmm2
-    vpunpcklwd   zmm5, zmm9, zmm3
-    vpunpckhwd   zmm3, zmm9, zmm3
-    vpunpcklwd   zmm9, zmm7, zmm4
-    vpunpckhwd   zmm4, zmm7, zmm4
-    vpunpcklwd   zmm7, zmm6, zmm1
-    vpunpckhwd   zmm1, zmm6, zmm1
-    vpmullw      zmm6, zmm2, [rax + 64]
-    vpmulhw      zmm2, zmm2, [rax]
-    vpmulhw      zmm6, zmm6, zmm0
-    vpsubw       zmm2, zmm2, zmm6
-    vpaddw       zmm6, zmm8, zmm2                    ; layer 6
-    vpsubw       zmm2, zmm8, zmm2
     lea          rax, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 2688] ; addresses kg_kyber3329_ntt_forward_twiddles_avx512 near byte 2560
     vpmullw      zmm8, zmm3, [rax - 64]
     vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm8, zmm8, zmm0
+    vpmulhw      zmm8, zmm8, zmm2
     vpsubw       zmm3, zmm3, zmm8
-    vpaddw       zmm8, zmm5, zmm3                    ; layer 6
-    vpsubw       zmm3, zmm5, zmm3
-    vpmullw      zmm5, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm5, zmm5, zmm0
+    vpaddw       zmm8, zmm7, zmm3                    ; layer 6
+    vpsubw       zmm3, zmm7, zmm3
+    vpmullw      zmm7, zmm5, [rax + 64]
+    vpmulhw      zmm5, zmm5, [rax]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm5, zmm5, zmm7
+    vpaddw       zmm7, zmm4, zmm5                    ; layer 6
     vpsubw       zmm4, zmm4, zmm5
-    vpaddw       zmm5, zmm9, zmm4                    ; layer 6
-    vpsubw       zmm4, zmm9, zmm4
-    vpmullw      zmm9, zmm1, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 2880]
-    vpmulhw      zmm1, zmm1, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 2816]
-    vpmulhw      zmm0, zmm9, zmm0
-    vpsubw       zmm0, zmm1, zmm0
-    vpaddw       zmm1, zmm7, zmm0                    ; layer 6
-    vpsubw       zmm0, zmm7, zmm0
-    vpunpcklwd   zmm7, zmm6, zmm2
-    vpunpckhwd   zmm2, zmm6, zmm2
+    vpmullw      zmm5, zmm0, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 2880]
+    vpmulhw      zmm0, zmm0, [rel kg_kyber3329_ntt_forward_twiddles_avx512 + 2816]
+    vpmulhw      zmm2, zmm5, zmm2
+    vpsubw       zmm0, zmm0, zmm2
+    vpaddw       zmm2, zmm6, zmm0                    ; layer 6
+    vpsubw       zmm0, zmm6, zmm0
+    vpunpcklwd   zmm5, zmm9, zmm1
+    vpunpckhwd   zmm1, zmm9, zmm1
     vpunpcklwd   zmm6, zmm8, zmm3
     vpunpckhwd   zmm3, zmm8, zmm3
-    vpunpcklwd   zmm8, zmm5, zmm4
-    vpunpckhwd   zmm4, zmm5, zmm4
-    vpunpcklwd   zmm5, zmm1, zmm0
-    vpunpckhwd   zmm0, zmm1, zmm0
-    vshufi64x2   zmm1, zmm7, zmm2, 68
-    vshufi64x2   zmm2, zmm7, zmm2, 238
-    vshufi64x2   zmm7, zmm6, zmm3, 68
+    vpunpcklwd   zmm8, zmm7, zmm4
+    vpunpckhwd   zmm4, zmm7, zmm4
+    vpunpcklwd   zmm7, zmm2, zmm0
+    vpunpckhwd   zmm0, zmm2, zmm0
+    vshufi64x2   zmm2, zmm5, zmm1, 68
+    vshufi64x2   zmm1, zmm5, zmm1, 238
+    vshufi64x2   zmm5, zmm6, zmm3, 68
     vshufi64x2   zmm3, zmm6, zmm3, 238
     vshufi64x2   zmm6, zmm8, zmm4, 68
     vshufi64x2   zmm4, zmm8, zmm4, 238
-    vshufi64x2   zmm8, zmm5, zmm0, 68
-    vshufi64x2   zmm0, zmm5, zmm0, 238
-    vmovdqu64    [rdi], zmm1
-    vmovdqu64    [rdi + 64], zmm2
-    vmovdqu64    [rdi + 128], zmm7
+    vshufi64x2   zmm8, zmm7, zmm0, 68
+    vshufi64x2   zmm0, zmm7, zmm0, 238
+    vmovdqu64    [rdi], zmm2
+    vmovdqu64    [rdi + 64], zmm1
+    vmovdqu64    [rdi + 128], zmm5
     vmovdqu64    [rdi + 192], zmm3
     vmovdqu64    [rdi + 256], zmm6
     vmovdqu64    [rdi + 320], zmm4
@@ -1104,7 +1116,7 @@ kg_kyber3329_basemul_avx512:
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX512BW, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-11}, k1, rax, r11, flags
+;   clobbers: zmm{0-13}, k1, rax, r11, flags
 ;
 ; reduction schedule:
 ;   policy index, special reduction, 8 vector reductions
@@ -1116,343 +1128,345 @@ global kg_kyber3329_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_kyber3329
 align 32
 kg_kyber3329_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm11, [rel pw_4095]                ; held in a register: read 8 times
-    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 128]
-    vmovdqu64    zmm3, [rdi + 256]
-    vmovdqu64    zmm4, [rdi + 384]
-    vshufi64x2   zmm5, zmm1, [rdi + 64], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 64], 238
-    vshufi64x2   zmm6, zmm2, [rdi + 192], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 192], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 320], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 320], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 448], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 448], 238
-    vpslld       zmm9, zmm1, 16
+    vmovdqu64    zmm13, [rel pw_4095]                ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pw_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pw_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rel pw_3329]                 ; q = 3329
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 128]
+    vmovdqu64    zmm5, [rdi + 256]
+    vmovdqu64    zmm6, [rdi + 384]
+    vshufi64x2   zmm7, zmm3, [rdi + 64], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
+    vshufi64x2   zmm8, zmm4, [rdi + 192], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
+    vshufi64x2   zmm9, zmm5, [rdi + 320], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
+    vshufi64x2   zmm10, zmm6, [rdi + 448], 68
+    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
+    vpslld       zmm11, zmm3, 16
     mov          r11d, 0xaaaaaaaa
     kmovd        k1, r11d
-    vpblendmw    zmm9{k1}, zmm5, zmm9
-    vpsrld       zmm5, zmm5, 16
-    vpblendmw    zmm1{k1}, zmm5, zmm1
-    vpslld       zmm5, zmm2, 16
-    vpblendmw    zmm5{k1}, zmm6, zmm5
-    vpsrld       zmm6, zmm6, 16
-    vpblendmw    zmm2{k1}, zmm6, zmm2
-    vpslld       zmm6, zmm3, 16
-    vpblendmw    zmm6{k1}, zmm7, zmm6
+    vpblendmw    zmm11{k1}, zmm7, zmm11
     vpsrld       zmm7, zmm7, 16
     vpblendmw    zmm3{k1}, zmm7, zmm3
     vpslld       zmm7, zmm4, 16
     vpblendmw    zmm7{k1}, zmm8, zmm7
     vpsrld       zmm8, zmm8, 16
     vpblendmw    zmm4{k1}, zmm8, zmm4
-    vpaddw       zmm8, zmm9, zmm1                    ; layer 6
-    vpsubw       zmm1, zmm9, zmm1
-    vpmullw      zmm9, zmm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 64]
-    vpmulhw      zmm1, zmm1, [rel kg_kyber3329_ntt_inverse_twiddles_avx512]
-    vpmulhw      zmm9, zmm9, zmm0
-    vpsubw       zmm1, zmm1, zmm9
-    vpmullw      zmm9, zmm8, [rel pw_m10079]
-    vpmulhw      zmm8, zmm8, [rel pw_1441]
-    vpmulhw      zmm9, zmm9, zmm0
-    vpsubw       zmm8, zmm8, zmm9
-    vpaddw       zmm9, zmm5, zmm2                    ; layer 6
-    vpsubw       zmm2, zmm5, zmm2
-    vpmullw      zmm5, zmm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 192]
-    vpmulhw      zmm2, zmm2, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 128]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm2, zmm2, zmm5
-    vpmullw      zmm5, zmm9, [rel pw_m10079]
-    vpmulhw      zmm9, zmm9, [rel pw_1441]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm5, zmm9, zmm5
-    vpaddw       zmm9, zmm6, zmm3                    ; layer 6
-    vpsubw       zmm3, zmm6, zmm3
-    vpmullw      zmm6, zmm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 320]
-    vpmulhw      zmm3, zmm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 256]
-    vpmulhw      zmm6, zmm6, zmm0
-    vpsubw       zmm3, zmm3, zmm6
-    vpmullw      zmm6, zmm9, [rel pw_m10079]
-    vpmulhw      zmm9, zmm9, [rel pw_1441]
-    vpmulhw      zmm6, zmm6, zmm0
-    vpsubw       zmm6, zmm9, zmm6
-    vpaddw       zmm9, zmm7, zmm4                    ; layer 6
+    vpslld       zmm8, zmm5, 16
+    vpblendmw    zmm8{k1}, zmm9, zmm8
+    vpsrld       zmm9, zmm9, 16
+    vpblendmw    zmm5{k1}, zmm9, zmm5
+    vpslld       zmm9, zmm6, 16
+    vpblendmw    zmm9{k1}, zmm10, zmm9
+    vpsrld       zmm10, zmm10, 16
+    vpblendmw    zmm6{k1}, zmm10, zmm6
+    vpaddw       zmm10, zmm11, zmm3                  ; layer 6
+    vpsubw       zmm3, zmm11, zmm3
+    vpmullw      zmm11, zmm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 64]
+    vpmulhw      zmm3, zmm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx512]
+    vpmulhw      zmm11, zmm11, zmm2
+    vpsubw       zmm3, zmm3, zmm11
+    vpmullw      zmm11, zmm10, [rel pw_m10079]
+    vpmulhw      zmm10, zmm10, [rel pw_1441]
+    vpmulhw      zmm11, zmm11, zmm2
+    vpsubw       zmm10, zmm10, zmm11
+    vpaddw       zmm11, zmm7, zmm4                   ; layer 6
     vpsubw       zmm4, zmm7, zmm4
-    vpmullw      zmm7, zmm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 448]
-    vpmulhw      zmm4, zmm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 384]
-    vpmulhw      zmm7, zmm7, zmm0
+    vpmullw      zmm7, zmm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 192]
+    vpmulhw      zmm4, zmm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 128]
+    vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm4, zmm4, zmm7
-    vpmullw      zmm7, zmm9, [rel pw_m10079]
-    vpmulhw      zmm9, zmm9, [rel pw_1441]
-    vpmulhw      zmm7, zmm7, zmm0
-    vpsubw       zmm7, zmm9, zmm7
-    vpshufd      zmm8, zmm8, 216
-    vpshufd      zmm1, zmm1, 216
-    vpunpckldq   zmm9, zmm8, zmm1
-    vpunpckhdq   zmm1, zmm8, zmm1
-    vpshufd      zmm5, zmm5, 216
-    vpshufd      zmm2, zmm2, 216
-    vpunpckldq   zmm8, zmm5, zmm2
-    vpunpckhdq   zmm2, zmm5, zmm2
-    vpshufd      zmm5, zmm6, 216
+    vpmullw      zmm7, zmm11, [rel pw_m10079]
+    vpmulhw      zmm11, zmm11, [rel pw_1441]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm7, zmm11, zmm7
+    vpaddw       zmm11, zmm8, zmm5                   ; layer 6
+    vpsubw       zmm5, zmm8, zmm5
+    vpmullw      zmm8, zmm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 320]
+    vpmulhw      zmm5, zmm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 256]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm5, zmm5, zmm8
+    vpmullw      zmm8, zmm11, [rel pw_m10079]
+    vpmulhw      zmm11, zmm11, [rel pw_1441]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm8, zmm11, zmm8
+    vpaddw       zmm11, zmm9, zmm6                   ; layer 6
+    vpsubw       zmm6, zmm9, zmm6
+    vpmullw      zmm9, zmm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 448]
+    vpmulhw      zmm6, zmm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 384]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm6, zmm6, zmm9
+    vpmullw      zmm9, zmm11, [rel pw_m10079]
+    vpmulhw      zmm11, zmm11, [rel pw_1441]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm9, zmm11, zmm9
+    vpshufd      zmm10, zmm10, 216
     vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm6, zmm5, zmm3
-    vpunpckhdq   zmm3, zmm5, zmm3
-    vpshufd      zmm5, zmm7, 216
+    vpunpckldq   zmm11, zmm10, zmm3
+    vpunpckhdq   zmm3, zmm10, zmm3
+    vpshufd      zmm7, zmm7, 216
     vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm7, zmm5, zmm4
-    vpunpckhdq   zmm4, zmm5, zmm4
-    vpaddw       zmm5, zmm9, zmm1                    ; layer 5
-    vpsubw       zmm1, zmm9, zmm1
+    vpunpckldq   zmm10, zmm7, zmm4
+    vpunpckhdq   zmm4, zmm7, zmm4
+    vpshufd      zmm7, zmm8, 216
+    vpshufd      zmm5, zmm5, 216
+    vpunpckldq   zmm8, zmm7, zmm5
+    vpunpckhdq   zmm5, zmm7, zmm5
+    vpshufd      zmm7, zmm9, 216
+    vpshufd      zmm6, zmm6, 216
+    vpunpckldq   zmm9, zmm7, zmm6
+    vpunpckhdq   zmm6, zmm7, zmm6
+    vpaddw       zmm7, zmm11, zmm3                   ; layer 5
+    vpsubw       zmm3, zmm11, zmm3
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 640] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 512
-    vpmullw      zmm9, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm9, zmm9, zmm0
-    vpsubw       zmm1, zmm1, zmm9
-    vpaddw       zmm9, zmm8, zmm2                    ; layer 5
-    vpsubw       zmm2, zmm8, zmm2
-    vpmullw      zmm8, zmm2, [rax + 64]
-    vpmulhw      zmm2, zmm2, [rax]
-    vpmulhw      zmm8, zmm8, zmm0
-    vpsubw       zmm2, zmm2, zmm8
-    vpaddw       zmm8, zmm6, zmm3                    ; layer 5
-    vpsubw       zmm3, zmm6, zmm3
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 768
-    vpmullw      zmm6, zmm3, [rax - 64]
+    vpmullw      zmm11, zmm3, [rax - 64]
     vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm6, zmm6, zmm0
-    vpsubw       zmm3, zmm3, zmm6
-    vpaddw       zmm6, zmm7, zmm4                    ; layer 5
+    vpmulhw      zmm11, zmm11, zmm2
+    vpsubw       zmm3, zmm3, zmm11
+    vpaddw       zmm11, zmm10, zmm4                  ; layer 5
+    vpsubw       zmm4, zmm10, zmm4
+    vpmullw      zmm10, zmm4, [rax + 64]
+    vpmulhw      zmm4, zmm4, [rax]
+    vpmulhw      zmm10, zmm10, zmm2
+    vpsubw       zmm4, zmm4, zmm10
+    vpaddw       zmm10, zmm8, zmm5                   ; layer 5
+    vpsubw       zmm5, zmm8, zmm5
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 768
+    vpmullw      zmm8, zmm5, [rax - 64]
+    vpmulhw      zmm5, zmm5, [rax - 128]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm5, zmm5, zmm8
+    vpaddw       zmm8, zmm9, zmm6                    ; layer 5
+    vpsubw       zmm6, zmm9, zmm6
+    vpmullw      zmm9, zmm6, [rax + 64]
+    vpmulhw      zmm6, zmm6, [rax]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm6, zmm6, zmm9
+    vpunpcklqdq  zmm9, zmm7, zmm3
+    vpunpckhqdq  zmm3, zmm7, zmm3
+    vpunpcklqdq  zmm7, zmm11, zmm4
+    vpunpckhqdq  zmm4, zmm11, zmm4
+    vpunpcklqdq  zmm11, zmm10, zmm5
+    vpunpckhqdq  zmm5, zmm10, zmm5
+    vpunpcklqdq  zmm10, zmm8, zmm6
+    vpunpckhqdq  zmm6, zmm8, zmm6
+    vpaddw       zmm8, zmm9, zmm3                    ; layer 4
+    vpsubw       zmm3, zmm9, zmm3
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 1024
+    vpmullw      zmm9, zmm3, [rax - 64]
+    vpmulhw      zmm3, zmm3, [rax - 128]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm3, zmm3, zmm9
+    vpaddw       zmm9, zmm7, zmm4                    ; layer 4
     vpsubw       zmm4, zmm7, zmm4
     vpmullw      zmm7, zmm4, [rax + 64]
     vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm7, zmm7, zmm0
+    vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm4, zmm4, zmm7
-    vpunpcklqdq  zmm7, zmm5, zmm1
-    vpunpckhqdq  zmm1, zmm5, zmm1
-    vpunpcklqdq  zmm5, zmm9, zmm2
-    vpunpckhqdq  zmm2, zmm9, zmm2
-    vpunpcklqdq  zmm9, zmm8, zmm3
-    vpunpckhqdq  zmm3, zmm8, zmm3
-    vpunpcklqdq  zmm8, zmm6, zmm4
-    vpunpckhqdq  zmm4, zmm6, zmm4
-    vpaddw       zmm6, zmm7, zmm1                    ; layer 4
-    vpsubw       zmm1, zmm7, zmm1
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 1024
-    vpmullw      zmm7, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm0
-    vpsubw       zmm1, zmm1, zmm7
-    vpaddw       zmm7, zmm5, zmm2                    ; layer 4
-    vpsubw       zmm2, zmm5, zmm2
-    vpmullw      zmm5, zmm2, [rax + 64]
-    vpmulhw      zmm2, zmm2, [rax]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm2, zmm2, zmm5
-    vpaddw       zmm5, zmm9, zmm3                    ; layer 4
-    vpsubw       zmm3, zmm9, zmm3
+    vpaddw       zmm7, zmm11, zmm5                   ; layer 4
+    vpsubw       zmm5, zmm11, zmm5
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 1280
-    vpmullw      zmm9, zmm3, [rax - 64]
-    vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm9, zmm9, zmm0
-    vpsubw       zmm3, zmm3, zmm9
-    vpaddw       zmm9, zmm8, zmm4                    ; layer 4
-    vpsubw       zmm4, zmm8, zmm4
-    vpmullw      zmm8, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm8, zmm8, zmm0
-    vpsubw       zmm4, zmm4, zmm8
-    vshufi64x2   zmm8, zmm6, zmm1, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm1, zmm6, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm6, zmm7, zmm2, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm2, zmm7, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm7, zmm5, zmm3, 34
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm3, zmm5, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm5, zmm9, zmm4, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm4, zmm9, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vpaddw       zmm9, zmm8, zmm1                    ; layer 3
-    vpsubw       zmm1, zmm8, zmm1
+    vpmullw      zmm11, zmm5, [rax - 64]
+    vpmulhw      zmm5, zmm5, [rax - 128]
+    vpmulhw      zmm11, zmm11, zmm2
+    vpsubw       zmm5, zmm5, zmm11
+    vpaddw       zmm11, zmm10, zmm6                  ; layer 4
+    vpsubw       zmm6, zmm10, zmm6
+    vpmullw      zmm10, zmm6, [rax + 64]
+    vpmulhw      zmm6, zmm6, [rax]
+    vpmulhw      zmm10, zmm10, zmm2
+    vpsubw       zmm6, zmm6, zmm10
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm8, zmm3
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm8, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm9, zmm4
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm7, zmm5
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm9, zmm7, zmm5
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm11, zmm6
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm11, zmm6
+    vpaddw       zmm5, zmm10, zmm12                  ; layer 3
+    vpsubw       zmm6, zmm10, zmm12
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 1536
-    vpmullw      zmm8, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm8, zmm8, zmm0
-    vpsubw       zmm1, zmm1, zmm8
-    vpaddw       zmm8, zmm6, zmm2                    ; layer 3
-    vpsubw       zmm2, zmm6, zmm2
-    vpmullw      zmm6, zmm2, [rax + 64]
-    vpmulhw      zmm2, zmm2, [rax]
-    vpmulhw      zmm6, zmm6, zmm0
-    vpsubw       zmm2, zmm2, zmm6
-    vpaddw       zmm6, zmm7, zmm3                    ; layer 3
-    vpsubw       zmm3, zmm7, zmm3
+    vpmullw      zmm7, zmm6, [rax - 64]
+    vpmulhw      zmm6, zmm6, [rax - 128]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm6, zmm6, zmm7
+    vpaddw       zmm7, zmm3, zmm8                    ; layer 3
+    vpsubw       zmm3, zmm3, zmm8
+    vpmullw      zmm8, zmm3, [rax + 64]
+    vpmulhw      zmm3, zmm3, [rax]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm3, zmm3, zmm8
+    vpaddw       zmm8, zmm4, zmm9                    ; layer 3
+    vpsubw       zmm4, zmm4, zmm9
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 1792
-    vpmullw      zmm7, zmm3, [rax - 64]
-    vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm0
-    vpsubw       zmm3, zmm3, zmm7
-    vpaddw       zmm7, zmm5, zmm4                    ; layer 3
-    vpsubw       zmm4, zmm5, zmm4
-    vpmullw      zmm5, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm4, zmm4, zmm5
-    vshufi64x2   zmm5, zmm9, zmm1, 68
-    vshufi64x2   zmm1, zmm9, zmm1, 238
-    vshufi64x2   zmm9, zmm8, zmm2, 68
-    vshufi64x2   zmm2, zmm8, zmm2, 238
-    vshufi64x2   zmm8, zmm6, zmm3, 68
-    vshufi64x2   zmm3, zmm6, zmm3, 238
-    vshufi64x2   zmm6, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vpsraw       zmm7, zmm5, 12                      ; special: before layer 2
-    vpandq       zmm5, zmm5, zmm11
-    vpsubw       zmm5, zmm5, zmm7
-    vpsllw       zmm10, zmm7, 8
-    vpsubw       zmm5, zmm5, zmm10
-    vpsllw       zmm7, zmm7, 10
-    vpaddw       zmm5, zmm5, zmm7
-    vpaddw       zmm7, zmm5, zmm1                    ; layer 2
-    vpsubw       zmm1, zmm5, zmm1
+    vpmullw      zmm9, zmm4, [rax - 64]
+    vpmulhw      zmm4, zmm4, [rax - 128]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm4, zmm4, zmm9
+    vpaddw       zmm9, zmm0, zmm1                    ; layer 3
+    vpsubw       zmm0, zmm0, zmm1
+    vpmullw      zmm1, zmm0, [rax + 64]
+    vpmulhw      zmm0, zmm0, [rax]
+    vpmulhw      zmm1, zmm1, zmm2
+    vpsubw       zmm0, zmm0, zmm1
+    vshufi64x2   zmm1, zmm5, zmm6, 68
+    vshufi64x2   zmm5, zmm5, zmm6, 238
+    vshufi64x2   zmm6, zmm7, zmm3, 68
+    vshufi64x2   zmm3, zmm7, zmm3, 238
+    vshufi64x2   zmm7, zmm8, zmm4, 68
+    vshufi64x2   zmm4, zmm8, zmm4, 238
+    vshufi64x2   zmm8, zmm9, zmm0, 68
+    vshufi64x2   zmm0, zmm9, zmm0, 238
+    vpsraw       zmm9, zmm1, 12                      ; special: before layer 2
+    vpandq       zmm1, zmm1, zmm13
+    vpsubw       zmm1, zmm1, zmm9
+    vpsllw       zmm10, zmm9, 8
+    vpsubw       zmm1, zmm1, zmm10
+    vpsllw       zmm9, zmm9, 10
+    vpaddw       zmm1, zmm1, zmm9
+    vpaddw       zmm9, zmm1, zmm5                    ; layer 2
+    vpsubw       zmm1, zmm1, zmm5
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2048
     vpmullw      zmm5, zmm1, [rax - 64]
     vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm0
+    vpmulhw      zmm5, zmm5, zmm2
     vpsubw       zmm1, zmm1, zmm5
-    vpsraw       zmm5, zmm9, 12                      ; special: before layer 2
-    vpandq       zmm9, zmm9, zmm11
-    vpsubw       zmm9, zmm9, zmm5
-    vpsllw       zmm10, zmm5, 8
-    vpsubw       zmm9, zmm9, zmm10
-    vpsllw       zmm5, zmm5, 10
-    vpaddw       zmm5, zmm9, zmm5
-    vpaddw       zmm9, zmm5, zmm2                    ; layer 2
-    vpsubw       zmm2, zmm5, zmm2
-    vpmullw      zmm5, zmm2, [rax + 64]
-    vpmulhw      zmm2, zmm2, [rax]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm2, zmm2, zmm5
-    vpsraw       zmm5, zmm8, 12                      ; special: before layer 2
-    vpandq       zmm8, zmm8, zmm11
-    vpsubw       zmm8, zmm8, zmm5
-    vpsllw       zmm10, zmm5, 8
-    vpsubw       zmm8, zmm8, zmm10
-    vpsllw       zmm5, zmm5, 10
-    vpaddw       zmm5, zmm8, zmm5
-    vpaddw       zmm8, zmm5, zmm3                    ; layer 2
-    vpsubw       zmm3, zmm5, zmm3
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2304
-    vpmullw      zmm5, zmm3, [rax - 64]
-    vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm3, zmm3, zmm5
     vpsraw       zmm5, zmm6, 12                      ; special: before layer 2
-    vpandq       zmm6, zmm6, zmm11
+    vpandq       zmm6, zmm6, zmm13
     vpsubw       zmm6, zmm6, zmm5
     vpsllw       zmm10, zmm5, 8
     vpsubw       zmm6, zmm6, zmm10
     vpsllw       zmm5, zmm5, 10
     vpaddw       zmm5, zmm6, zmm5
-    vpaddw       zmm6, zmm5, zmm4                    ; layer 2
-    vpsubw       zmm4, zmm5, zmm4
-    vpmullw      zmm5, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm4, zmm4, zmm5
-    vpsraw       zmm5, zmm7, 12                      ; special: before layer 1
-    vpandq       zmm7, zmm7, zmm11
+    vpaddw       zmm6, zmm5, zmm3                    ; layer 2
+    vpsubw       zmm3, zmm5, zmm3
+    vpmullw      zmm5, zmm3, [rax + 64]
+    vpmulhw      zmm3, zmm3, [rax]
+    vpmulhw      zmm5, zmm5, zmm2
+    vpsubw       zmm3, zmm3, zmm5
+    vpsraw       zmm5, zmm7, 12                      ; special: before layer 2
+    vpandq       zmm7, zmm7, zmm13
     vpsubw       zmm7, zmm7, zmm5
     vpsllw       zmm10, zmm5, 8
     vpsubw       zmm7, zmm7, zmm10
     vpsllw       zmm5, zmm5, 10
     vpaddw       zmm5, zmm7, zmm5
-    vpsraw       zmm7, zmm9, 12                      ; special: before layer 1
-    vpandq       zmm9, zmm9, zmm11
-    vpsubw       zmm9, zmm9, zmm7
-    vpsllw       zmm10, zmm7, 8
-    vpsubw       zmm9, zmm9, zmm10
-    vpsllw       zmm7, zmm7, 10
-    vpaddw       zmm7, zmm9, zmm7
-    vpaddw       zmm9, zmm5, zmm7                    ; layer 1
-    vpsubw       zmm5, zmm5, zmm7
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2560
-    vpmullw      zmm7, zmm5, [rax - 64]
-    vpmulhw      zmm5, zmm5, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm0
-    vpsubw       zmm5, zmm5, zmm7
-    vpaddw       zmm7, zmm1, zmm2                    ; layer 1
-    vpsubw       zmm1, zmm1, zmm2
-    vpmullw      zmm2, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm2, zmm2, zmm0
-    vpsubw       zmm1, zmm1, zmm2
-    vpsraw       zmm2, zmm8, 12                      ; special: before layer 1
-    vpandq       zmm8, zmm8, zmm11
-    vpsubw       zmm8, zmm8, zmm2
-    vpsllw       zmm10, zmm2, 8
+    vpaddw       zmm7, zmm5, zmm4                    ; layer 2
+    vpsubw       zmm4, zmm5, zmm4
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2304
+    vpmullw      zmm5, zmm4, [rax - 64]
+    vpmulhw      zmm4, zmm4, [rax - 128]
+    vpmulhw      zmm5, zmm5, zmm2
+    vpsubw       zmm4, zmm4, zmm5
+    vpsraw       zmm5, zmm8, 12                      ; special: before layer 2
+    vpandq       zmm8, zmm8, zmm13
+    vpsubw       zmm8, zmm8, zmm5
+    vpsllw       zmm10, zmm5, 8
     vpsubw       zmm8, zmm8, zmm10
-    vpsllw       zmm2, zmm2, 10
-    vpaddw       zmm2, zmm8, zmm2
-    vpsraw       zmm8, zmm6, 12                      ; special: before layer 1
-    vpandq       zmm6, zmm6, zmm11
-    vpsubw       zmm6, zmm6, zmm8
-    vpsllw       zmm10, zmm8, 8
+    vpsllw       zmm5, zmm5, 10
+    vpaddw       zmm5, zmm8, zmm5
+    vpaddw       zmm8, zmm5, zmm0                    ; layer 2
+    vpsubw       zmm0, zmm5, zmm0
+    vpmullw      zmm5, zmm0, [rax + 64]
+    vpmulhw      zmm0, zmm0, [rax]
+    vpmulhw      zmm5, zmm5, zmm2
+    vpsubw       zmm0, zmm0, zmm5
+    vpsraw       zmm5, zmm9, 12                      ; special: before layer 1
+    vpandq       zmm9, zmm9, zmm13
+    vpsubw       zmm9, zmm9, zmm5
+    vpsllw       zmm10, zmm5, 8
+    vpsubw       zmm9, zmm9, zmm10
+    vpsllw       zmm5, zmm5, 10
+    vpaddw       zmm5, zmm9, zmm5
+    vpsraw       zmm9, zmm6, 12                      ; special: before layer 1
+    vpandq       zmm6, zmm6, zmm13
+    vpsubw       zmm6, zmm6, zmm9
+    vpsllw       zmm10, zmm9, 8
     vpsubw       zmm6, zmm6, zmm10
-    vpsllw       zmm8, zmm8, 10
-    vpaddw       zmm6, zmm6, zmm8
-    vpaddw       zmm8, zmm2, zmm6                    ; layer 1
-    vpsubw       zmm2, zmm2, zmm6
-    vpmullw      zmm6, zmm2, [rax + 64]
-    vpmulhw      zmm2, zmm2, [rax]
-    vpmulhw      zmm6, zmm6, zmm0
-    vpsubw       zmm2, zmm2, zmm6
-    vpaddw       zmm6, zmm3, zmm4                    ; layer 1
-    vpsubw       zmm3, zmm3, zmm4
-    vpmullw      zmm4, zmm3, [rax + 64]
+    vpsllw       zmm9, zmm9, 10
+    vpaddw       zmm6, zmm6, zmm9
+    vpaddw       zmm9, zmm5, zmm6                    ; layer 1
+    vpsubw       zmm5, zmm5, zmm6
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2560
+    vpmullw      zmm6, zmm5, [rax - 64]
+    vpmulhw      zmm5, zmm5, [rax - 128]
+    vpmulhw      zmm6, zmm6, zmm2
+    vpsubw       zmm5, zmm5, zmm6
+    vpaddw       zmm6, zmm1, zmm3                    ; layer 1
+    vpsubw       zmm1, zmm1, zmm3
+    vpmullw      zmm3, zmm1, [rax - 64]
+    vpmulhw      zmm1, zmm1, [rax - 128]
+    vpmulhw      zmm3, zmm3, zmm2
+    vpsubw       zmm1, zmm1, zmm3
+    vpsraw       zmm3, zmm7, 12                      ; special: before layer 1
+    vpandq       zmm7, zmm7, zmm13
+    vpsubw       zmm7, zmm7, zmm3
+    vpsllw       zmm10, zmm3, 8
+    vpsubw       zmm7, zmm7, zmm10
+    vpsllw       zmm3, zmm3, 10
+    vpaddw       zmm3, zmm7, zmm3
+    vpsraw       zmm7, zmm8, 12                      ; special: before layer 1
+    vpandq       zmm8, zmm8, zmm13
+    vpsubw       zmm8, zmm8, zmm7
+    vpsllw       zmm10, zmm7, 8
+    vpsubw       zmm8, zmm8, zmm10
+    vpsllw       zmm7, zmm7, 10
+    vpaddw       zmm7, zmm8, zmm7
+    vpaddw       zmm8, zmm3, zmm7                    ; layer 1
+    vpsubw       zmm3, zmm3, zmm7
+    vpmullw      zmm7, zmm3, [rax + 64]
     vpmulhw      zmm3, zmm3, [rax]
-    vpmulhw      zmm4, zmm4, zmm0
-    vpsubw       zmm3, zmm3, zmm4
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm3, zmm3, zmm7
+    vpaddw       zmm7, zmm4, zmm0                    ; layer 1
+    vpsubw       zmm0, zmm4, zmm0
+    vpmullw      zmm4, zmm0, [rax + 64]
+    vpmulhw      zmm0, zmm0, [rax]
+    vpmulhw      zmm4, zmm4, zmm2
+    vpsubw       zmm0, zmm0, zmm4
     vpaddw       zmm4, zmm9, zmm8                    ; layer 0
     vpsubw       zmm8, zmm9, zmm8
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2816
     vpmullw      zmm9, zmm8, [rax - 64]
     vpmulhw      zmm8, zmm8, [rax - 128]
-    vpmulhw      zmm9, zmm9, zmm0
+    vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm8, zmm8, zmm9
-    vpaddw       zmm9, zmm7, zmm6                    ; layer 0
-    vpsubw       zmm6, zmm7, zmm6
+    vpaddw       zmm9, zmm6, zmm7                    ; layer 0
+    vpsubw       zmm6, zmm6, zmm7
     vpmullw      zmm7, zmm6, [rax - 64]
     vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm0
+    vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm6, zmm6, zmm7
-    vpaddw       zmm7, zmm5, zmm2                    ; layer 0
-    vpsubw       zmm2, zmm5, zmm2
-    vpmullw      zmm5, zmm2, [rax - 64]
-    vpmulhw      zmm2, zmm2, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm0
-    vpsubw       zmm2, zmm2, zmm5
-    vpaddw       zmm5, zmm1, zmm3                    ; layer 0
-    vpsubw       zmm1, zmm1, zmm3
-    vpmullw      zmm3, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm0, zmm3, zmm0
+    vpaddw       zmm7, zmm5, zmm3                    ; layer 0
+    vpsubw       zmm3, zmm5, zmm3
+    vpmullw      zmm5, zmm3, [rax - 64]
+    vpmulhw      zmm3, zmm3, [rax - 128]
+    vpmulhw      zmm5, zmm5, zmm2
+    vpsubw       zmm3, zmm3, zmm5
+    vpaddw       zmm5, zmm1, zmm0                    ; layer 0
     vpsubw       zmm0, zmm1, zmm0
+    vpmullw      zmm1, zmm0, [rax - 64]
+    vpmulhw      zmm0, zmm0, [rax - 128]
+    vpmulhw      zmm1, zmm1, zmm2
+    vpsubw       zmm0, zmm0, zmm1
     vmovdqu64    [rdi], zmm4
     vmovdqu64    [rdi + 64], zmm9
     vmovdqu64    [rdi + 128], zmm7
     vmovdqu64    [rdi + 192], zmm5
     vmovdqu64    [rdi + 256], zmm8
     vmovdqu64    [rdi + 320], zmm6
-    vmovdqu64    [rdi + 384], zmm2
+    vmovdqu64    [rdi + 384], zmm3
     vmovdqu64    [rdi + 448], zmm0
     vzeroupper
     ret

@@ -1399,6 +1399,16 @@ pd_even_lanes:
     dd 1, 0, 1, 0, 1, 0, 1, 0
 
 align 32
+pd_index64_0_1_8_9_4_5_12_13:
+    dd 0, 0, 1, 0, 8, 0, 9, 0
+    dd 4, 0, 5, 0, 12, 0, 13, 0
+
+align 32
+pd_index64_2_3_10_11_6_7_14_15:
+    dd 2, 0, 3, 0, 10, 0, 11, 0
+    dd 6, 0, 7, 0, 14, 0, 15, 0
+
+align 32
 pd_m8395782:
     dd -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782
     dd -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782
@@ -1415,7 +1425,7 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 8380417 (scale 1)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-24}, k2, rax, flags
+;   clobbers: zmm{0-26}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -1426,422 +1436,426 @@ align 32
 kg_mldsa8380417_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 128] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 0
-    vmovdqu64    zmm19, [rax - 128]                  ; held in a register: read 16 times
-    vmovdqu64    zmm20, [rax - 64]                   ; held in a register: read 16 times
-    vmovdqu64    zmm21, [rax]                        ; held in a register: read 8 times
-    vmovdqu64    zmm22, [rax + 64]                   ; held in a register: read 8 times
-    vmovdqu64    zmm23, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 256] ; held in a register: read 8 times
-    vmovdqu64    zmm24, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 320] ; held in a register: read 8 times
+    vmovdqu64    zmm21, [rax - 128]                  ; held in a register: read 16 times
+    vmovdqu64    zmm22, [rax - 64]                   ; held in a register: read 16 times
+    vmovdqu64    zmm23, [rax]                        ; held in a register: read 8 times
+    vmovdqu64    zmm24, [rax + 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm25, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 256] ; held in a register: read 8 times
+    vmovdqu64    zmm26, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 320] ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 64]
-    vmovdqu64    zmm3, [rdi + 128]
-    vmovdqu64    zmm4, [rdi + 192]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 320]
-    vmovdqu64    zmm7, [rdi + 384]
-    vmovdqu64    zmm8, [rdi + 448]
-    vmovdqu64    zmm9, [rdi + 512]
-    vmovdqu64    zmm10, [rdi + 576]
-    vmovdqu64    zmm11, [rdi + 640]
-    vmovdqu64    zmm12, [rdi + 704]
-    vmovdqu64    zmm13, [rdi + 768]
-    vmovdqu64    zmm14, [rdi + 832]
-    vmovdqu64    zmm15, [rdi + 896]
-    vmovdqu64    zmm16, [rdi + 960]
-    vmovshdup    zmm17, zmm9
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm9
-    vpaddd       zmm9, zmm1, zmm17                   ; layer 0
-    vpsubd       zmm1, zmm1, zmm17
-    vmovshdup    zmm17, zmm10
-    vpmuldq      zmm18, zmm10, zmm19
-    vpmuldq      zmm10, zmm10, zmm20
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm10
-    vpaddd       zmm10, zmm2, zmm17                  ; layer 0
-    vpsubd       zmm2, zmm2, zmm17
-    vmovshdup    zmm17, zmm11
-    vpmuldq      zmm18, zmm11, zmm19
-    vpmuldq      zmm11, zmm11, zmm20
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm11
-    vpaddd       zmm11, zmm3, zmm17                  ; layer 0
-    vpsubd       zmm3, zmm3, zmm17
-    vmovshdup    zmm17, zmm12
-    vpmuldq      zmm18, zmm12, zmm19
-    vpmuldq      zmm12, zmm12, zmm20
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm12
-    vpaddd       zmm12, zmm4, zmm17                  ; layer 0
-    vpsubd       zmm4, zmm4, zmm17
-    vmovshdup    zmm17, zmm13
-    vpmuldq      zmm18, zmm13, zmm19
-    vpmuldq      zmm13, zmm13, zmm20
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm13
-    vpaddd       zmm13, zmm5, zmm17                  ; layer 0
-    vpsubd       zmm5, zmm5, zmm17
-    vmovshdup    zmm17, zmm14
-    vpmuldq      zmm18, zmm14, zmm19
-    vpmuldq      zmm14, zmm14, zmm20
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm14
-    vpaddd       zmm14, zmm6, zmm17                  ; layer 0
-    vpsubd       zmm6, zmm6, zmm17
-    vmovshdup    zmm17, zmm15
-    vpmuldq      zmm18, zmm15, zmm19
-    vpmuldq      zmm15, zmm15, zmm20
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm15
-    vpaddd       zmm15, zmm7, zmm17                  ; layer 0
-    vpsubd       zmm7, zmm7, zmm17
-    vmovshdup    zmm17, zmm16
-    vpmuldq      zmm18, zmm16, zmm19
-    vpmuldq      zmm16, zmm16, zmm20
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm16
-    vpaddd       zmm16, zmm8, zmm17                  ; layer 0
-    vpsubd       zmm8, zmm8, zmm17
-    vmovshdup    zmm17, zmm13
-    vpmuldq      zmm18, zmm13, zmm21
+    vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rel pd_8380417]              ; q = 8380417
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 64]
+    vmovdqu64    zmm5, [rdi + 128]
+    vmovdqu64    zmm6, [rdi + 192]
+    vmovdqu64    zmm7, [rdi + 256]
+    vmovdqu64    zmm8, [rdi + 320]
+    vmovdqu64    zmm9, [rdi + 384]
+    vmovdqu64    zmm10, [rdi + 448]
+    vmovdqu64    zmm11, [rdi + 512]
+    vmovdqu64    zmm12, [rdi + 576]
+    vmovdqu64    zmm13, [rdi + 640]
+    vmovdqu64    zmm14, [rdi + 704]
+    vmovdqu64    zmm15, [rdi + 768]
+    vmovdqu64    zmm16, [rdi + 832]
+    vmovdqu64    zmm17, [rdi + 896]
+    vmovdqu64    zmm18, [rdi + 960]
+    vmovshdup    zmm19, zmm11
+    vpmuldq      zmm20, zmm11, zmm21
+    vpmuldq      zmm11, zmm11, zmm22
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm20, zmm11
+    vpmuldq      zmm20, zmm19, zmm21
+    vpmuldq      zmm19, zmm19, zmm22
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm11
+    vpaddd       zmm11, zmm3, zmm19                  ; layer 0
+    vpsubd       zmm3, zmm3, zmm19
+    vmovshdup    zmm19, zmm12
+    vpmuldq      zmm20, zmm12, zmm21
+    vpmuldq      zmm12, zmm12, zmm22
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm20, zmm12
+    vpmuldq      zmm20, zmm19, zmm21
+    vpmuldq      zmm19, zmm19, zmm22
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm12
+    vpaddd       zmm12, zmm4, zmm19                  ; layer 0
+    vpsubd       zmm4, zmm4, zmm19
+    vmovshdup    zmm19, zmm13
+    vpmuldq      zmm20, zmm13, zmm21
     vpmuldq      zmm13, zmm13, zmm22
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm17, zmm21
-    vpmuldq      zmm17, zmm17, zmm22
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm13
-    vpaddd       zmm13, zmm9, zmm17                  ; layer 1
-    vpsubd       zmm9, zmm9, zmm17
-    vmovshdup    zmm17, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
+    vpmuldq      zmm20, zmm19, zmm21
+    vpmuldq      zmm19, zmm19, zmm22
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm13
+    vpaddd       zmm13, zmm5, zmm19                  ; layer 0
+    vpsubd       zmm5, zmm5, zmm19
+    vmovshdup    zmm19, zmm14
+    vpmuldq      zmm20, zmm14, zmm21
     vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm17, zmm21
-    vpmuldq      zmm17, zmm17, zmm22
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm14
-    vpaddd       zmm14, zmm10, zmm17                 ; layer 1
-    vpsubd       zmm10, zmm10, zmm17
-    vmovshdup    zmm17, zmm15
-    vpmuldq      zmm18, zmm15, zmm21
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm20, zmm14
+    vpmuldq      zmm20, zmm19, zmm21
+    vpmuldq      zmm19, zmm19, zmm22
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm14
+    vpaddd       zmm14, zmm6, zmm19                  ; layer 0
+    vpsubd       zmm6, zmm6, zmm19
+    vmovshdup    zmm19, zmm15
+    vpmuldq      zmm20, zmm15, zmm21
     vpmuldq      zmm15, zmm15, zmm22
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm17, zmm21
-    vpmuldq      zmm17, zmm17, zmm22
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm15
-    vpaddd       zmm15, zmm11, zmm17                 ; layer 1
-    vpsubd       zmm11, zmm11, zmm17
-    vmovshdup    zmm17, zmm16
-    vpmuldq      zmm18, zmm16, zmm21
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm20, zmm15
+    vpmuldq      zmm20, zmm19, zmm21
+    vpmuldq      zmm19, zmm19, zmm22
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm15
+    vpaddd       zmm15, zmm7, zmm19                  ; layer 0
+    vpsubd       zmm7, zmm7, zmm19
+    vmovshdup    zmm19, zmm16
+    vpmuldq      zmm20, zmm16, zmm21
     vpmuldq      zmm16, zmm16, zmm22
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm17, zmm21
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm20, zmm16
+    vpmuldq      zmm20, zmm19, zmm21
+    vpmuldq      zmm19, zmm19, zmm22
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm16
+    vpaddd       zmm16, zmm8, zmm19                  ; layer 0
+    vpsubd       zmm8, zmm8, zmm19
+    vmovshdup    zmm19, zmm17
+    vpmuldq      zmm20, zmm17, zmm21
     vpmuldq      zmm17, zmm17, zmm22
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm16
-    vpaddd       zmm16, zmm12, zmm17                 ; layer 1
-    vpsubd       zmm12, zmm12, zmm17
-    vmovshdup    zmm17, zmm5
-    vpmuldq      zmm18, zmm5, zmm23
-    vpmuldq      zmm5, zmm5, zmm24
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm17, zmm23
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm20, zmm17
+    vpmuldq      zmm20, zmm19, zmm21
+    vpmuldq      zmm19, zmm19, zmm22
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm17
+    vpaddd       zmm17, zmm9, zmm19                  ; layer 0
+    vpsubd       zmm9, zmm9, zmm19
+    vmovshdup    zmm19, zmm18
+    vpmuldq      zmm20, zmm18, zmm21
+    vpmuldq      zmm18, zmm18, zmm22
+    vpmuldq      zmm18, zmm18, zmm2
+    vpsubd       zmm18, zmm20, zmm18
+    vpmuldq      zmm20, zmm19, zmm21
+    vpmuldq      zmm19, zmm19, zmm22
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm18
+    vpaddd       zmm18, zmm10, zmm19                 ; layer 0
+    vpsubd       zmm10, zmm10, zmm19
+    vmovshdup    zmm19, zmm15
+    vpmuldq      zmm20, zmm15, zmm23
+    vpmuldq      zmm15, zmm15, zmm24
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm20, zmm15
+    vpmuldq      zmm20, zmm19, zmm23
+    vpmuldq      zmm19, zmm19, zmm24
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm15
+    vpaddd       zmm15, zmm11, zmm19                 ; layer 1
+    vpsubd       zmm11, zmm11, zmm19
+    vmovshdup    zmm19, zmm16
+    vpmuldq      zmm20, zmm16, zmm23
+    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm20, zmm16
+    vpmuldq      zmm20, zmm19, zmm23
+    vpmuldq      zmm19, zmm19, zmm24
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm16
+    vpaddd       zmm16, zmm12, zmm19                 ; layer 1
+    vpsubd       zmm12, zmm12, zmm19
+    vmovshdup    zmm19, zmm17
+    vpmuldq      zmm20, zmm17, zmm23
     vpmuldq      zmm17, zmm17, zmm24
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm5
-    vpaddd       zmm5, zmm1, zmm17                   ; layer 1
-    vpsubd       zmm1, zmm1, zmm17
-    vmovshdup    zmm17, zmm6
-    vpmuldq      zmm18, zmm6, zmm23
-    vpmuldq      zmm6, zmm6, zmm24
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm17, zmm23
-    vpmuldq      zmm17, zmm17, zmm24
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm6
-    vpaddd       zmm6, zmm2, zmm17                   ; layer 1
-    vpsubd       zmm2, zmm2, zmm17
-    vmovshdup    zmm17, zmm7
-    vpmuldq      zmm18, zmm7, zmm23
-    vpmuldq      zmm7, zmm7, zmm24
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm17, zmm23
-    vpmuldq      zmm17, zmm17, zmm24
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm7
-    vpaddd       zmm7, zmm3, zmm17                   ; layer 1
-    vpsubd       zmm3, zmm3, zmm17
-    vmovshdup    zmm17, zmm8
-    vpmuldq      zmm18, zmm8, zmm23
-    vpmuldq      zmm8, zmm8, zmm24
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm17, zmm23
-    vpmuldq      zmm17, zmm17, zmm24
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm8
-    vpaddd       zmm8, zmm4, zmm17                   ; layer 1
-    vpsubd       zmm4, zmm4, zmm17
-    vmovshdup    zmm17, zmm15
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm20, zmm17
+    vpmuldq      zmm20, zmm19, zmm23
+    vpmuldq      zmm19, zmm19, zmm24
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm17
+    vpaddd       zmm17, zmm13, zmm19                 ; layer 1
+    vpsubd       zmm13, zmm13, zmm19
+    vmovshdup    zmm19, zmm18
+    vpmuldq      zmm20, zmm18, zmm23
+    vpmuldq      zmm18, zmm18, zmm24
+    vpmuldq      zmm18, zmm18, zmm2
+    vpsubd       zmm18, zmm20, zmm18
+    vpmuldq      zmm20, zmm19, zmm23
+    vpmuldq      zmm19, zmm19, zmm24
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm18
+    vpaddd       zmm18, zmm14, zmm19                 ; layer 1
+    vpsubd       zmm14, zmm14, zmm19
+    vmovshdup    zmm19, zmm7
+    vpmuldq      zmm20, zmm7, zmm25
+    vpmuldq      zmm7, zmm7, zmm26
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm20, zmm7
+    vpmuldq      zmm20, zmm19, zmm25
+    vpmuldq      zmm19, zmm19, zmm26
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm7
+    vpaddd       zmm7, zmm3, zmm19                   ; layer 1
+    vpsubd       zmm3, zmm3, zmm19
+    vmovshdup    zmm19, zmm8
+    vpmuldq      zmm20, zmm8, zmm25
+    vpmuldq      zmm8, zmm8, zmm26
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm20, zmm8
+    vpmuldq      zmm20, zmm19, zmm25
+    vpmuldq      zmm19, zmm19, zmm26
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm8
+    vpaddd       zmm8, zmm4, zmm19                   ; layer 1
+    vpsubd       zmm4, zmm4, zmm19
+    vmovshdup    zmm19, zmm9
+    vpmuldq      zmm20, zmm9, zmm25
+    vpmuldq      zmm9, zmm9, zmm26
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm19, zmm25
+    vpmuldq      zmm19, zmm19, zmm26
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm9
+    vpaddd       zmm9, zmm5, zmm19                   ; layer 1
+    vpsubd       zmm5, zmm5, zmm19
+    vmovshdup    zmm19, zmm10
+    vpmuldq      zmm20, zmm10, zmm25
+    vpmuldq      zmm10, zmm10, zmm26
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vpmuldq      zmm20, zmm19, zmm25
+    vpmuldq      zmm19, zmm19, zmm26
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm10
+    vpaddd       zmm10, zmm6, zmm19                  ; layer 1
+    vpsubd       zmm6, zmm6, zmm19
+    vmovshdup    zmm19, zmm17
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 512] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 384
-    vpmuldq      zmm18, zmm15, [rax - 128]
-    vpmuldq      zmm15, zmm15, [rax - 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm20, zmm17, [rax - 128]
     vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm15
-    vpaddd       zmm15, zmm13, zmm17                 ; layer 2
-    vpsubd       zmm13, zmm13, zmm17
-    vmovshdup    zmm17, zmm16
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm16
-    vpaddd       zmm16, zmm14, zmm17                 ; layer 2
-    vpsubd       zmm14, zmm14, zmm17
-    vmovshdup    zmm17, zmm11
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm11
-    vpaddd       zmm11, zmm9, zmm17                  ; layer 2
-    vpsubd       zmm9, zmm9, zmm17
-    vmovshdup    zmm17, zmm12
-    vpmuldq      zmm18, zmm12, [rax]
-    vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm12
-    vpaddd       zmm12, zmm10, zmm17                 ; layer 2
-    vpsubd       zmm10, zmm10, zmm17
-    vmovshdup    zmm17, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 768] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 640
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm7
-    vpaddd       zmm7, zmm5, zmm17                   ; layer 2
-    vpsubd       zmm5, zmm5, zmm17
-    vmovshdup    zmm17, zmm8
-    vpmuldq      zmm18, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm8
-    vpaddd       zmm8, zmm6, zmm17                   ; layer 2
-    vpsubd       zmm6, zmm6, zmm17
-    vmovshdup    zmm17, zmm3
-    vpmuldq      zmm18, zmm3, [rax]
-    vpmuldq      zmm3, zmm3, [rax + 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm3
-    vpaddd       zmm3, zmm1, zmm17                   ; layer 2
-    vpsubd       zmm1, zmm1, zmm17
-    vmovshdup    zmm17, zmm4
-    vpmuldq      zmm18, zmm4, [rax]
-    vpmuldq      zmm4, zmm4, [rax + 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm4
-    vpaddd       zmm4, zmm2, zmm17                   ; layer 2
-    vpsubd       zmm2, zmm2, zmm17
-    vmovshdup    zmm17, zmm16
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1024] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 896
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm16
-    vpaddd       zmm16, zmm15, zmm17                 ; layer 3
-    vpsubd       zmm15, zmm15, zmm17
-    vmovshdup    zmm17, zmm14
-    vpmuldq      zmm18, zmm14, [rax]
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm20, zmm17
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm17
+    vpaddd       zmm17, zmm15, zmm19                 ; layer 2
+    vpsubd       zmm15, zmm15, zmm19
+    vmovshdup    zmm19, zmm18
+    vpmuldq      zmm20, zmm18, [rax - 128]
+    vpmuldq      zmm18, zmm18, [rax - 64]
+    vpmuldq      zmm18, zmm18, zmm2
+    vpsubd       zmm18, zmm20, zmm18
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm18
+    vpaddd       zmm18, zmm16, zmm19                 ; layer 2
+    vpsubd       zmm16, zmm16, zmm19
+    vmovshdup    zmm19, zmm13
+    vpmuldq      zmm20, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm13
+    vpaddd       zmm13, zmm11, zmm19                 ; layer 2
+    vpsubd       zmm11, zmm11, zmm19
+    vmovshdup    zmm19, zmm14
+    vpmuldq      zmm20, zmm14, [rax]
     vpmuldq      zmm14, zmm14, [rax + 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm14
-    vpaddd       zmm14, zmm13, zmm17                 ; layer 3
-    vpsubd       zmm13, zmm13, zmm17
-    vmovshdup    zmm17, zmm12
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1152
-    vpmuldq      zmm18, zmm12, [rax - 128]
-    vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm12
-    vpaddd       zmm12, zmm11, zmm17                 ; layer 3
-    vpsubd       zmm11, zmm11, zmm17
-    vmovshdup    zmm17, zmm10
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm10
-    vpaddd       zmm10, zmm9, zmm17                  ; layer 3
-    vpsubd       zmm9, zmm9, zmm17
-    vmovshdup    zmm17, zmm8
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1536] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1408
-    vpmuldq      zmm18, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm8
-    vpaddd       zmm8, zmm7, zmm17                   ; layer 3
-    vpsubd       zmm7, zmm7, zmm17
-    vmovshdup    zmm17, zmm6
-    vpmuldq      zmm18, zmm6, [rax]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm20, zmm14
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm14
+    vpaddd       zmm14, zmm12, zmm19                 ; layer 2
+    vpsubd       zmm12, zmm12, zmm19
+    vmovshdup    zmm19, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 768] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 640
+    vpmuldq      zmm20, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm9
+    vpaddd       zmm9, zmm7, zmm19                   ; layer 2
+    vpsubd       zmm7, zmm7, zmm19
+    vmovshdup    zmm19, zmm10
+    vpmuldq      zmm20, zmm10, [rax - 128]
+    vpmuldq      zmm10, zmm10, [rax - 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm10
+    vpaddd       zmm10, zmm8, zmm19                  ; layer 2
+    vpsubd       zmm8, zmm8, zmm19
+    vmovshdup    zmm19, zmm5
+    vpmuldq      zmm20, zmm5, [rax]
+    vpmuldq      zmm5, zmm5, [rax + 64]
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm20, zmm5
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm5
+    vpaddd       zmm5, zmm3, zmm19                   ; layer 2
+    vpsubd       zmm3, zmm3, zmm19
+    vmovshdup    zmm19, zmm6
+    vpmuldq      zmm20, zmm6, [rax]
     vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm6
-    vpaddd       zmm6, zmm5, zmm17                   ; layer 3
-    vpsubd       zmm5, zmm5, zmm17
-    vmovshdup    zmm17, zmm4
+    vpmuldq      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm20, zmm6
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm6
+    vpaddd       zmm6, zmm4, zmm19                   ; layer 2
+    vpsubd       zmm4, zmm4, zmm19
+    vmovshdup    zmm19, zmm18
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1024] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 896
+    vpmuldq      zmm20, zmm18, [rax - 128]
+    vpmuldq      zmm18, zmm18, [rax - 64]
+    vpmuldq      zmm18, zmm18, zmm2
+    vpsubd       zmm18, zmm20, zmm18
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm18
+    vpaddd       zmm18, zmm17, zmm19                 ; layer 3
+    vpsubd       zmm17, zmm17, zmm19
+    vmovshdup    zmm19, zmm16
+    vpmuldq      zmm20, zmm16, [rax]
+    vpmuldq      zmm16, zmm16, [rax + 64]
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm20, zmm16
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm16
+    vpaddd       zmm16, zmm15, zmm19                 ; layer 3
+    vpsubd       zmm15, zmm15, zmm19
+    vmovshdup    zmm19, zmm14
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1152
+    vpmuldq      zmm20, zmm14, [rax - 128]
+    vpmuldq      zmm14, zmm14, [rax - 64]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm20, zmm14
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm14
+    vpaddd       zmm14, zmm13, zmm19                 ; layer 3
+    vpsubd       zmm13, zmm13, zmm19
+    vmovshdup    zmm19, zmm12
+    vpmuldq      zmm20, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm20, zmm12
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm12
+    vpaddd       zmm12, zmm11, zmm19                 ; layer 3
+    vpsubd       zmm11, zmm11, zmm19
+    vmovshdup    zmm19, zmm10
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1536] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1408
+    vpmuldq      zmm20, zmm10, [rax - 128]
+    vpmuldq      zmm10, zmm10, [rax - 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm10
+    vpaddd       zmm10, zmm9, zmm19                  ; layer 3
+    vpsubd       zmm9, zmm9, zmm19
+    vmovshdup    zmm19, zmm8
+    vpmuldq      zmm20, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm20, zmm8
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm8
+    vpaddd       zmm8, zmm7, zmm19                   ; layer 3
+    vpsubd       zmm7, zmm7, zmm19
+    vmovshdup    zmm19, zmm6
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 1792] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1664
-    vpmuldq      zmm18, zmm4, [rax - 128]
-    vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm4
-    vpaddd       zmm4, zmm3, zmm17                   ; layer 3
-    vpsubd       zmm3, zmm3, zmm17
-    vmovshdup    zmm17, zmm2
-    vpmuldq      zmm18, zmm2, [rax]
-    vpmuldq      zmm2, zmm2, [rax + 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm2
-    vpaddd       zmm2, zmm1, zmm17                   ; layer 3
-    vpsubd       zmm1, zmm1, zmm17
-    vshufi64x2   zmm17, zmm16, zmm15, 68
+    vpmuldq      zmm20, zmm6, [rax - 128]
+    vpmuldq      zmm6, zmm6, [rax - 64]
+    vpmuldq      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm20, zmm6
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm6
+    vpaddd       zmm6, zmm5, zmm19                   ; layer 3
+    vpsubd       zmm5, zmm5, zmm19
+    vmovshdup    zmm19, zmm4
+    vpmuldq      zmm20, zmm4, [rax]
+    vpmuldq      zmm4, zmm4, [rax + 64]
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm20, zmm4
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm4
+    vpaddd       zmm4, zmm3, zmm19                   ; layer 3
+    vpsubd       zmm3, zmm3, zmm19
+    vshufi64x2   zmm19, zmm18, zmm17, 68
+    vshufi64x2   zmm17, zmm18, zmm17, 238
+    vshufi64x2   zmm18, zmm16, zmm15, 68
     vshufi64x2   zmm15, zmm16, zmm15, 238
     vshufi64x2   zmm16, zmm14, zmm13, 68
     vshufi64x2   zmm13, zmm14, zmm13, 238
@@ -1855,245 +1869,367 @@ kg_mldsa8380417_ntt_forward_avx512:
     vshufi64x2   zmm5, zmm6, zmm5, 238
     vshufi64x2   zmm6, zmm4, zmm3, 68
     vshufi64x2   zmm3, zmm4, zmm3, 238
-    vshufi64x2   zmm4, zmm2, zmm1, 68
-    vshufi64x2   zmm1, zmm2, zmm1, 238
-    vmovshdup    zmm2, zmm15
+    vmovshdup    zmm4, zmm17
     lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2048] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 1920
-    vpmuldq      zmm18, zmm15, [rax - 128]
-    vpmuldq      zmm15, zmm15, [rax - 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm2, [rax - 128]
-    vpmuldq      zmm2, zmm2, [rax - 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vmovshdup    zmm2{k2}, zmm15
-    vpaddd       zmm15, zmm17, zmm2                  ; layer 4
-    vpsubd       zmm2, zmm17, zmm2
-    vmovshdup    zmm17, zmm13
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm13
-    vpaddd       zmm13, zmm16, zmm17                 ; layer 4
-    vpsubd       zmm16, zmm16, zmm17
-    vmovshdup    zmm17, zmm11
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2304] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2176
-    vpmuldq      zmm18, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm20, zmm17, [rax - 128]
     vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm11
-    vpaddd       zmm11, zmm14, zmm17                 ; layer 4
-    vpsubd       zmm14, zmm14, zmm17
-    vmovshdup    zmm17, zmm9
-    vpmuldq      zmm18, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm9
-    vpaddd       zmm9, zmm12, zmm17                  ; layer 4
-    vpsubd       zmm12, zmm12, zmm17
-    vmovshdup    zmm17, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2560] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2432
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm7
-    vpaddd       zmm7, zmm10, zmm17                  ; layer 4
-    vpsubd       zmm10, zmm10, zmm17
-    vmovshdup    zmm17, zmm5
-    vpmuldq      zmm18, zmm5, [rax]
-    vpmuldq      zmm5, zmm5, [rax + 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm5
-    vpaddd       zmm5, zmm8, zmm17                   ; layer 4
-    vpsubd       zmm8, zmm8, zmm17
-    vmovshdup    zmm17, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2688
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm3
-    vpaddd       zmm3, zmm6, zmm17                   ; layer 4
-    vpsubd       zmm6, zmm6, zmm17
-    vmovshdup    zmm17, zmm1
-    vpmuldq      zmm18, zmm1, [rax]
-    vpmuldq      zmm1, zmm1, [rax + 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm1
-    vpaddd       zmm1, zmm4, zmm17                   ; layer 4
-    vpsubd       zmm4, zmm4, zmm17
-    vshufi64x2   zmm17, zmm15, zmm2, 34
-    vshufi64x2   zmm17, zmm17, zmm17, 141
-    vshufi64x2   zmm2, zmm15, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm15, zmm13, zmm16, 34
-    vshufi64x2   zmm15, zmm15, zmm15, 141
-    vshufi64x2   zmm13, zmm13, zmm16, 119
-    vshufi64x2   zmm13, zmm13, zmm13, 141
-    vshufi64x2   zmm16, zmm11, zmm14, 34
-    vshufi64x2   zmm16, zmm16, zmm16, 141
-    vshufi64x2   zmm11, zmm11, zmm14, 119
-    vshufi64x2   zmm11, zmm11, zmm11, 141
-    vshufi64x2   zmm14, zmm9, zmm12, 34
-    vshufi64x2   zmm14, zmm14, zmm14, 141
-    vshufi64x2   zmm9, zmm9, zmm12, 119
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm12, zmm7, zmm10, 34
-    vshufi64x2   zmm12, zmm12, zmm12, 141
-    vshufi64x2   zmm7, zmm7, zmm10, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm10, zmm5, zmm8, 34
-    vshufi64x2   zmm10, zmm10, zmm10, 141
-    vshufi64x2   zmm5, zmm5, zmm8, 119
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm8, zmm3, zmm6, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm3, zmm3, zmm6, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm6, zmm1, zmm4, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm1, zmm1, zmm4, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vmovshdup    zmm4, zmm2
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3072] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2944
-    vpmuldq      zmm18, zmm2, [rax - 128]
-    vpmuldq      zmm2, zmm2, [rax - 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm4, [rax - 128]
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm20, zmm17
+    vpmuldq      zmm20, zmm4, [rax - 128]
     vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vmovshdup    zmm4{k2}, zmm2
-    vpaddd       zmm2, zmm17, zmm4                   ; layer 5
-    vpsubd       zmm4, zmm17, zmm4
-    vmovshdup    zmm17, zmm13
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm13
-    vpaddd       zmm13, zmm15, zmm17                 ; layer 5
-    vpsubd       zmm15, zmm15, zmm17
-    vmovshdup    zmm17, zmm11
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3328] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3200
-    vpmuldq      zmm18, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm11
-    vpaddd       zmm11, zmm16, zmm17                 ; layer 5
-    vpsubd       zmm16, zmm16, zmm17
-    vmovshdup    zmm17, zmm9
-    vpmuldq      zmm18, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm9
-    vpaddd       zmm9, zmm14, zmm17                  ; layer 5
-    vpsubd       zmm14, zmm14, zmm17
-    vmovshdup    zmm17, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3584] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3456
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm7
-    vpaddd       zmm7, zmm12, zmm17                  ; layer 5
-    vpsubd       zmm12, zmm12, zmm17
-    vmovshdup    zmm17, zmm5
-    vpmuldq      zmm18, zmm5, [rax]
-    vpmuldq      zmm5, zmm5, [rax + 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm5
-    vpaddd       zmm5, zmm10, zmm17                  ; layer 5
-    vpsubd       zmm10, zmm10, zmm17
-    vmovshdup    zmm17, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3840] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3712
-    vpmuldq      zmm18, zmm3, [rax - 128]
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm20, zmm4
+    vmovshdup    zmm4{k2}, zmm17
+    vpaddd       zmm17, zmm19, zmm4                  ; layer 4
+    vpsubd       zmm4, zmm19, zmm4
+    vmovshdup    zmm19, zmm15
+    vpmuldq      zmm20, zmm15, [rax]
+    vpmuldq      zmm15, zmm15, [rax + 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm20, zmm15
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm15
+    vpaddd       zmm15, zmm18, zmm19                 ; layer 4
+    vpsubd       zmm18, zmm18, zmm19
+    vmovshdup    zmm19, zmm13
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2304] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2176
+    vpmuldq      zmm20, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm13
+    vpaddd       zmm13, zmm16, zmm19                 ; layer 4
+    vpsubd       zmm16, zmm16, zmm19
+    vmovshdup    zmm19, zmm11
+    vpmuldq      zmm20, zmm11, [rax]
+    vpmuldq      zmm11, zmm11, [rax + 64]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm20, zmm11
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm11
+    vpaddd       zmm11, zmm14, zmm19                 ; layer 4
+    vpsubd       zmm14, zmm14, zmm19
+    vmovshdup    zmm19, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2560] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2432
+    vpmuldq      zmm20, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm9
+    vpaddd       zmm9, zmm12, zmm19                  ; layer 4
+    vpsubd       zmm12, zmm12, zmm19
+    vmovshdup    zmm19, zmm7
+    vpmuldq      zmm20, zmm7, [rax]
+    vpmuldq      zmm7, zmm7, [rax + 64]
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm20, zmm7
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm7
+    vpaddd       zmm7, zmm10, zmm19                  ; layer 4
+    vpsubd       zmm10, zmm10, zmm19
+    vmovshdup    zmm19, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2688
+    vpmuldq      zmm20, zmm5, [rax - 128]
+    vpmuldq      zmm5, zmm5, [rax - 64]
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm20, zmm5
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm5
+    vpaddd       zmm5, zmm8, zmm19                   ; layer 4
+    vpsubd       zmm8, zmm8, zmm19
+    vmovshdup    zmm19, zmm3
+    vpmuldq      zmm20, zmm3, [rax]
+    vpmuldq      zmm3, zmm3, [rax + 64]
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm20, zmm3
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm3
+    vpaddd       zmm3, zmm6, zmm19                   ; layer 4
+    vpsubd       zmm6, zmm6, zmm19
+    vmovdqa64    zmm19, zmm0
+    vpermi2q     zmm19, zmm17, zmm4
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm20, zmm17, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm15, zmm18
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm17, zmm15, zmm18
+    vmovdqa64    zmm15, zmm0
+    vpermi2q     zmm15, zmm13, zmm16
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm18, zmm13, zmm16
+    vmovdqa64    zmm13, zmm0
+    vpermi2q     zmm13, zmm11, zmm14
+    vmovdqa64    zmm16, zmm1
+    vpermi2q     zmm16, zmm11, zmm14
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm11, zmm9, zmm12
+    vmovdqa64    zmm14, zmm1
+    vpermi2q     zmm14, zmm9, zmm12
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm7, zmm10
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm7, zmm10
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm5, zmm8
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm5, zmm8
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm3, zmm6
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm3, zmm6
+    vmovshdup    zmm3, zmm20
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3072] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 2944
+    vpmuldq      zmm6, zmm20, [rax - 128]
+    vpmuldq      zmm20, zmm20, [rax - 64]
+    vpmuldq      zmm20, zmm20, zmm2
+    vpsubd       zmm6, zmm6, zmm20
+    vpmuldq      zmm20, zmm3, [rax - 128]
     vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm3
-    vpaddd       zmm3, zmm8, zmm17                   ; layer 5
-    vpsubd       zmm8, zmm8, zmm17
-    vmovshdup    zmm17, zmm1
-    vpmuldq      zmm18, zmm1, [rax]
-    vpmuldq      zmm1, zmm1, [rax + 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm20, zmm3
+    vmovshdup    zmm3{k2}, zmm6
+    vpaddd       zmm6, zmm19, zmm3                   ; layer 5
+    vpsubd       zmm3, zmm19, zmm3
+    vmovshdup    zmm19, zmm17
+    vpmuldq      zmm20, zmm17, [rax]
     vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm1
-    vpaddd       zmm1, zmm6, zmm17                   ; layer 5
-    vpsubd       zmm6, zmm6, zmm17
-    vpunpckldq   zmm17, zmm2, zmm4
-    vpunpckhdq   zmm2, zmm2, zmm4
-    vpunpckldq   zmm4, zmm13, zmm15
-    vpunpckhdq   zmm13, zmm13, zmm15
-    vpunpckldq   zmm15, zmm11, zmm16
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm20, zmm17
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm17
+    vpaddd       zmm17, zmm4, zmm19                  ; layer 5
+    vpsubd       zmm4, zmm4, zmm19
+    vmovshdup    zmm19, zmm18
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3328] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3200
+    vpmuldq      zmm20, zmm18, [rax - 128]
+    vpmuldq      zmm18, zmm18, [rax - 64]
+    vpmuldq      zmm18, zmm18, zmm2
+    vpsubd       zmm18, zmm20, zmm18
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm18
+    vpaddd       zmm18, zmm15, zmm19                 ; layer 5
+    vpsubd       zmm15, zmm15, zmm19
+    vmovshdup    zmm19, zmm16
+    vpmuldq      zmm20, zmm16, [rax]
+    vpmuldq      zmm16, zmm16, [rax + 64]
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm20, zmm16
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm16
+    vpaddd       zmm16, zmm13, zmm19                 ; layer 5
+    vpsubd       zmm13, zmm13, zmm19
+    vmovshdup    zmm19, zmm14
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3584] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3456
+    vpmuldq      zmm20, zmm14, [rax - 128]
+    vpmuldq      zmm14, zmm14, [rax - 64]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm20, zmm14
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm14
+    vpaddd       zmm14, zmm11, zmm19                 ; layer 5
+    vpsubd       zmm11, zmm11, zmm19
+    vmovshdup    zmm19, zmm12
+    vpmuldq      zmm20, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm20, zmm12
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm12
+    vpaddd       zmm12, zmm9, zmm19                  ; layer 5
+    vpsubd       zmm9, zmm9, zmm19
+    vmovshdup    zmm19, zmm10
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 3840] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3712
+    vpmuldq      zmm20, zmm10, [rax - 128]
+    vpmuldq      zmm10, zmm10, [rax - 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm10
+    vpaddd       zmm10, zmm7, zmm19                  ; layer 5
+    vpsubd       zmm7, zmm7, zmm19
+    vmovshdup    zmm19, zmm8
+    vpmuldq      zmm20, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm20, zmm8
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm8
+    vpaddd       zmm8, zmm5, zmm19                   ; layer 5
+    vpsubd       zmm5, zmm5, zmm19
+    vpunpckldq   zmm19, zmm6, zmm3
+    vpunpckhdq   zmm3, zmm6, zmm3
+    vpunpckldq   zmm6, zmm17, zmm4
+    vpunpckhdq   zmm4, zmm17, zmm4
+    vpunpckldq   zmm17, zmm18, zmm15
+    vpunpckhdq   zmm15, zmm18, zmm15
+    vpunpckldq   zmm18, zmm16, zmm13
+    vpunpckhdq   zmm13, zmm16, zmm13
+    vpunpckldq   zmm16, zmm14, zmm11
+    vpunpckhdq   zmm11, zmm14, zmm11
+    vpunpckldq   zmm14, zmm12, zmm9
+    vpunpckhdq   zmm9, zmm12, zmm9
+    vpunpckldq   zmm12, zmm10, zmm7
+    vpunpckhdq   zmm7, zmm10, zmm7
+    vpunpckldq   zmm10, zmm8, zmm5
+    vpunpckhdq   zmm5, zmm8, zmm5
+    vmovshdup    zmm8, zmm3
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4096] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3968
+    vpmuldq      zmm20, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm20, zmm3
+    vpmuldq      zmm20, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm20, zmm8
+    vmovshdup    zmm8{k2}, zmm3
+    vpaddd       zmm3, zmm19, zmm8                   ; layer 6
+    vpsubd       zmm8, zmm19, zmm8
+    vmovshdup    zmm19, zmm4
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4352] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4224
+    vpmuldq      zmm20, zmm4, [rax - 128]
+    vpmuldq      zmm4, zmm4, [rax - 64]
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm20, zmm4
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm4
+    vpaddd       zmm4, zmm6, zmm19                   ; layer 6
+    vpsubd       zmm6, zmm6, zmm19
+    vmovshdup    zmm19, zmm15
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4608] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4480
+    vpmuldq      zmm20, zmm15, [rax - 128]
+    vpmuldq      zmm15, zmm15, [rax - 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm20, zmm15
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm15
+    vpaddd       zmm15, zmm17, zmm19                 ; layer 6
+    vpsubd       zmm17, zmm17, zmm19
+    vmovshdup    zmm19, zmm13
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4736
+    vpmuldq      zmm20, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm13
+    vpaddd       zmm13, zmm18, zmm19                 ; layer 6
+    vpsubd       zmm18, zmm18, zmm19
+    vmovshdup    zmm19, zmm11
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5120] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4992
+    vpmuldq      zmm20, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm20, zmm11
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm11
+    vpaddd       zmm11, zmm16, zmm19                 ; layer 6
+    vpsubd       zmm16, zmm16, zmm19
+    vmovshdup    zmm19, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5376] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5248
+    vpmuldq      zmm20, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm9
+    vpaddd       zmm9, zmm14, zmm19                  ; layer 6
+    vpsubd       zmm14, zmm14, zmm19
+    vmovshdup    zmm19, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5504
+    vpmuldq      zmm20, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm20, zmm7
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm7
+    vpaddd       zmm7, zmm12, zmm19                  ; layer 6
+    vpsubd       zmm12, zmm12, zmm19
+    vmovshdup    zmm19, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5888] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5760
+    vpmuldq      zmm20, zmm5, [rax - 128]
+    vpmuldq      zmm5, zmm5, [rax - 64]
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm20, zmm5
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm5
+    vpaddd       zmm5, zmm10, zmm19                  ; layer 6
+    vpsubd       zmm10, zmm10, zmm19
+    vpunpckldq   zmm19, zmm3, zmm8
+    vpunpckhdq   zmm3, zmm3, zmm8
+    vpunpckldq   zmm8, zmm4, zmm6
+    vpunpckhdq   zmm4, zmm4, zmm6
+    vpunpckldq   zmm6, zmm15, zmm17
+    vpunpckhdq   zmm15, zmm15, zmm17
+    vpunpckldq   zmm17, zmm13, zmm18
+    vpunpckhdq   zmm13, zmm13, zmm18
+    vpunpckldq   zmm18, zmm11, zmm16
     vpunpckhdq   zmm11, zmm11, zmm16
     vpunpckldq   zmm16, zmm9, zmm14
     vpunpckhdq   zmm9, zmm9, zmm14
@@ -2101,312 +2237,188 @@ kg_mldsa8380417_ntt_forward_avx512:
     vpunpckhdq   zmm7, zmm7, zmm12
     vpunpckldq   zmm12, zmm5, zmm10
     vpunpckhdq   zmm5, zmm5, zmm10
-    vpunpckldq   zmm10, zmm3, zmm8
-    vpunpckhdq   zmm3, zmm3, zmm8
-    vpunpckldq   zmm8, zmm1, zmm6
-    vpunpckhdq   zmm1, zmm1, zmm6
-    vmovshdup    zmm6, zmm2
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4096] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 3968
-    vpmuldq      zmm18, zmm2, [rax - 128]
-    vpmuldq      zmm2, zmm2, [rax - 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm6, [rax]
-    vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm2, zmm17, zmm6                   ; layer 6
-    vpsubd       zmm6, zmm17, zmm6
-    vmovshdup    zmm17, zmm13
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4352] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4224
-    vpmuldq      zmm18, zmm13, [rax - 128]
-    vpmuldq      zmm13, zmm13, [rax - 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm13
-    vpaddd       zmm13, zmm4, zmm17                  ; layer 6
-    vpsubd       zmm4, zmm4, zmm17
-    vmovshdup    zmm17, zmm11
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4608] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4480
-    vpmuldq      zmm18, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm11
-    vpaddd       zmm11, zmm15, zmm17                 ; layer 6
-    vpsubd       zmm15, zmm15, zmm17
-    vmovshdup    zmm17, zmm9
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4736
-    vpmuldq      zmm18, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm9
-    vpaddd       zmm9, zmm16, zmm17                  ; layer 6
-    vpsubd       zmm16, zmm16, zmm17
-    vmovshdup    zmm17, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5120] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 4992
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm7
-    vpaddd       zmm7, zmm14, zmm17                  ; layer 6
-    vpsubd       zmm14, zmm14, zmm17
-    vmovshdup    zmm17, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5376] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5248
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm5
-    vpaddd       zmm5, zmm12, zmm17                  ; layer 6
-    vpsubd       zmm12, zmm12, zmm17
-    vmovshdup    zmm17, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5504
-    vpmuldq      zmm18, zmm3, [rax - 128]
+    vmovshdup    zmm10, zmm3
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6144] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6016
+    vpmuldq      zmm20, zmm3, [rax - 128]
     vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm3
-    vpaddd       zmm3, zmm10, zmm17                  ; layer 6
-    vpsubd       zmm10, zmm10, zmm17
-    vmovshdup    zmm17, zmm1
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 5888] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 5760
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm1
-    vpaddd       zmm1, zmm8, zmm17                   ; layer 6
-    vpsubd       zmm8, zmm8, zmm17
-    vpunpckldq   zmm17, zmm2, zmm6
-    vpunpckhdq   zmm2, zmm2, zmm6
-    vpunpckldq   zmm6, zmm13, zmm4
-    vpunpckhdq   zmm4, zmm13, zmm4
-    vpunpckldq   zmm13, zmm11, zmm15
-    vpunpckhdq   zmm11, zmm11, zmm15
-    vpunpckldq   zmm15, zmm9, zmm16
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm20, zmm3
+    vpmuldq      zmm20, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vmovshdup    zmm10{k2}, zmm3
+    vpaddd       zmm3, zmm19, zmm10                  ; layer 7
+    vpsubd       zmm10, zmm19, zmm10
+    vmovshdup    zmm19, zmm4
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6400] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6272
+    vpmuldq      zmm20, zmm4, [rax - 128]
+    vpmuldq      zmm4, zmm4, [rax - 64]
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm20, zmm4
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm4
+    vpaddd       zmm4, zmm8, zmm19                   ; layer 7
+    vpsubd       zmm8, zmm8, zmm19
+    vmovshdup    zmm19, zmm15
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6656] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6528
+    vpmuldq      zmm20, zmm15, [rax - 128]
+    vpmuldq      zmm15, zmm15, [rax - 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm20, zmm15
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm15
+    vpaddd       zmm15, zmm6, zmm19                  ; layer 7
+    vpsubd       zmm6, zmm6, zmm19
+    vmovshdup    zmm19, zmm13
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6912] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6784
+    vpmuldq      zmm20, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm13
+    vpaddd       zmm13, zmm17, zmm19                 ; layer 7
+    vpsubd       zmm17, zmm17, zmm19
+    vmovshdup    zmm19, zmm11
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7168] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7040
+    vpmuldq      zmm20, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm20, zmm11
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm11
+    vpaddd       zmm11, zmm18, zmm19                 ; layer 7
+    vpsubd       zmm18, zmm18, zmm19
+    vmovshdup    zmm19, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7424] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7296
+    vpmuldq      zmm20, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm9
+    vpaddd       zmm9, zmm16, zmm19                  ; layer 7
+    vpsubd       zmm16, zmm16, zmm19
+    vmovshdup    zmm19, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7680] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7552
+    vpmuldq      zmm20, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm20, zmm7
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm7
+    vpaddd       zmm7, zmm14, zmm19                  ; layer 7
+    vpsubd       zmm14, zmm14, zmm19
+    vmovshdup    zmm19, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7936] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7808
+    vpmuldq      zmm20, zmm5, [rax - 128]
+    vpmuldq      zmm5, zmm5, [rax - 64]
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm20, zmm5
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm2, zmm19, zmm2
+    vpsubd       zmm2, zmm20, zmm2
+    vmovshdup    zmm2{k2}, zmm5
+    vpaddd       zmm5, zmm12, zmm2                   ; layer 7
+    vpsubd       zmm2, zmm12, zmm2
+    vpunpckldq   zmm12, zmm3, zmm10
+    vpunpckhdq   zmm3, zmm3, zmm10
+    vpunpckldq   zmm10, zmm4, zmm8
+    vpunpckhdq   zmm4, zmm4, zmm8
+    vpunpckldq   zmm8, zmm15, zmm6
+    vpunpckhdq   zmm6, zmm15, zmm6
+    vpunpckldq   zmm15, zmm13, zmm17
+    vpunpckhdq   zmm13, zmm13, zmm17
+    vpunpckldq   zmm17, zmm11, zmm18
+    vpunpckhdq   zmm11, zmm11, zmm18
+    vpunpckldq   zmm18, zmm9, zmm16
     vpunpckhdq   zmm9, zmm9, zmm16
     vpunpckldq   zmm16, zmm7, zmm14
     vpunpckhdq   zmm7, zmm7, zmm14
-    vpunpckldq   zmm14, zmm5, zmm12
-    vpunpckhdq   zmm5, zmm5, zmm12
-    vpunpckldq   zmm12, zmm3, zmm10
-    vpunpckhdq   zmm3, zmm3, zmm10
-    vpunpckldq   zmm10, zmm1, zmm8
-    vpunpckhdq   zmm1, zmm1, zmm8
-    vmovshdup    zmm8, zmm2
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6144] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6016
-    vpmuldq      zmm18, zmm2, [rax - 128]
-    vpmuldq      zmm2, zmm2, [rax - 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm8{k2}, zmm2
-    vpaddd       zmm2, zmm17, zmm8                   ; layer 7
-    vpsubd       zmm8, zmm17, zmm8
-    vmovshdup    zmm17, zmm4
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6400] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6272
-    vpmuldq      zmm18, zmm4, [rax - 128]
-    vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm4
-    vpaddd       zmm4, zmm6, zmm17                   ; layer 7
-    vpsubd       zmm6, zmm6, zmm17
-    vmovshdup    zmm17, zmm11
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6656] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6528
-    vpmuldq      zmm18, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm11
-    vpaddd       zmm11, zmm13, zmm17                 ; layer 7
-    vpsubd       zmm13, zmm13, zmm17
-    vmovshdup    zmm17, zmm9
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 6912] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 6784
-    vpmuldq      zmm18, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm9
-    vpaddd       zmm9, zmm15, zmm17                  ; layer 7
-    vpsubd       zmm15, zmm15, zmm17
-    vmovshdup    zmm17, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7168] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7040
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm7
-    vpaddd       zmm7, zmm16, zmm17                  ; layer 7
-    vpsubd       zmm16, zmm16, zmm17
-    vmovshdup    zmm17, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7424] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7296
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm5
-    vpaddd       zmm5, zmm14, zmm17                  ; layer 7
-    vpsubd       zmm14, zmm14, zmm17
-    vmovshdup    zmm17, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7680] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7552
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm3
-    vpaddd       zmm3, zmm12, zmm17                  ; layer 7
-    vpsubd       zmm12, zmm12, zmm17
-    vmovshdup    zmm17, zmm1
-    lea          rax, [rel kg_mldsa8380417_ntt_forward_twiddles_avx512 + 7936] ; addresses kg_mldsa8380417_ntt_forward_twiddles_avx512 near byte 7808
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm0, zmm17, zmm0
-    vpsubd       zmm0, zmm18, zmm0
-    vmovshdup    zmm0{k2}, zmm1
-    vpaddd       zmm1, zmm10, zmm0                   ; layer 7
-    vpsubd       zmm0, zmm10, zmm0
-    vpunpckldq   zmm10, zmm2, zmm8
-    vpunpckhdq   zmm2, zmm2, zmm8
-    vpunpckldq   zmm8, zmm4, zmm6
-    vpunpckhdq   zmm4, zmm4, zmm6
-    vpunpckldq   zmm6, zmm11, zmm13
-    vpunpckhdq   zmm11, zmm11, zmm13
-    vpunpckldq   zmm13, zmm9, zmm15
-    vpunpckhdq   zmm9, zmm9, zmm15
-    vpunpckldq   zmm15, zmm7, zmm16
-    vpunpckhdq   zmm7, zmm7, zmm16
-    vpunpckldq   zmm16, zmm5, zmm14
-    vpunpckhdq   zmm5, zmm5, zmm14
-    vpunpckldq   zmm14, zmm3, zmm12
-    vpunpckhdq   zmm3, zmm3, zmm12
-    vpunpckldq   zmm12, zmm1, zmm0
-    vpunpckhdq   zmm0, zmm1, zmm0
-    vshufi64x2   zmm1, zmm10, zmm2, 34
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm2, zmm10, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm10, zmm8, zmm4, 34
-    vshufi64x2   zmm10, zmm10, zmm10, 141
-    vshufi64x2   zmm4, zmm8, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm8, zmm6, zmm11, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm6, zmm6, zmm11, 119
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm11, zmm13, zmm9, 34
-    vshufi64x2   zmm11, zmm11, zmm11, 141
-    vshufi64x2   zmm9, zmm13, zmm9, 119
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm13, zmm15, zmm7, 34
-    vshufi64x2   zmm13, zmm13, zmm13, 141
-    vshufi64x2   zmm7, zmm15, zmm7, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm15, zmm16, zmm5, 34
-    vshufi64x2   zmm15, zmm15, zmm15, 141
-    vshufi64x2   zmm5, zmm16, zmm5, 119
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm16, zmm14, zmm3, 34
-    vshufi64x2   zmm16, zmm16, zmm16, 141
-    vshufi64x2   zmm3, zmm14, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm14, zmm12, zmm0, 34
-    vshufi64x2   zmm14, zmm14, zmm14, 141
-    vshufi64x2   zmm0, zmm12, zmm0, 119
-    vshufi64x2   zmm0, zmm0, zmm0, 141
-    vshufi64x2   zmm12, zmm1, zmm2, 68
-    vshufi64x2   zmm1, zmm1, zmm2, 238
-    vshufi64x2   zmm2, zmm10, zmm4, 68
-    vshufi64x2   zmm4, zmm10, zmm4, 238
-    vshufi64x2   zmm10, zmm8, zmm6, 68
-    vshufi64x2   zmm6, zmm8, zmm6, 238
-    vshufi64x2   zmm8, zmm11, zmm9, 68
-    vshufi64x2   zmm9, zmm11, zmm9, 238
-    vshufi64x2   zmm11, zmm13, zmm7, 68
-    vshufi64x2   zmm7, zmm13, zmm7, 238
-    vshufi64x2   zmm13, zmm15, zmm5, 68
-    vshufi64x2   zmm5, zmm15, zmm5, 238
-    vshufi64x2   zmm15, zmm16, zmm3, 68
-    vshufi64x2   zmm3, zmm16, zmm3, 238
-    vshufi64x2   zmm16, zmm14, zmm0, 68
-    vshufi64x2   zmm0, zmm14, zmm0, 238
-    vmovdqu64    [rdi], zmm12
-    vmovdqu64    [rdi + 64], zmm1
-    vmovdqu64    [rdi + 128], zmm2
-    vmovdqu64    [rdi + 192], zmm4
-    vmovdqu64    [rdi + 256], zmm10
-    vmovdqu64    [rdi + 320], zmm6
-    vmovdqu64    [rdi + 384], zmm8
-    vmovdqu64    [rdi + 448], zmm9
-    vmovdqu64    [rdi + 512], zmm11
-    vmovdqu64    [rdi + 576], zmm7
-    vmovdqu64    [rdi + 640], zmm13
-    vmovdqu64    [rdi + 704], zmm5
+    vpunpckldq   zmm14, zmm5, zmm2
+    vpunpckhdq   zmm2, zmm5, zmm2
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm12, zmm3
+    vmovdqa64    zmm19, zmm1
+    vpermi2q     zmm19, zmm12, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm10, zmm4
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm10, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm8, zmm6
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm8, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm15, zmm13
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm15, zmm13
+    vmovdqa64    zmm13, zmm0
+    vpermi2q     zmm13, zmm17, zmm11
+    vmovdqa64    zmm15, zmm1
+    vpermi2q     zmm15, zmm17, zmm11
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm11, zmm18, zmm9
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm17, zmm18, zmm9
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm16, zmm7
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm18, zmm16, zmm7
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm14, zmm2
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm14, zmm2
+    vshufi64x2   zmm2, zmm5, zmm19, 68
+    vshufi64x2   zmm5, zmm5, zmm19, 238
+    vshufi64x2   zmm7, zmm3, zmm12, 68
+    vshufi64x2   zmm3, zmm3, zmm12, 238
+    vshufi64x2   zmm12, zmm4, zmm10, 68
+    vshufi64x2   zmm4, zmm4, zmm10, 238
+    vshufi64x2   zmm10, zmm6, zmm8, 68
+    vshufi64x2   zmm6, zmm6, zmm8, 238
+    vshufi64x2   zmm8, zmm13, zmm15, 68
+    vshufi64x2   zmm13, zmm13, zmm15, 238
+    vshufi64x2   zmm14, zmm11, zmm17, 68
+    vshufi64x2   zmm11, zmm11, zmm17, 238
+    vshufi64x2   zmm15, zmm9, zmm18, 68
+    vshufi64x2   zmm9, zmm9, zmm18, 238
+    vshufi64x2   zmm16, zmm0, zmm1, 68
+    vshufi64x2   zmm0, zmm0, zmm1, 238
+    vmovdqu64    [rdi], zmm2
+    vmovdqu64    [rdi + 64], zmm5
+    vmovdqu64    [rdi + 128], zmm7
+    vmovdqu64    [rdi + 192], zmm3
+    vmovdqu64    [rdi + 256], zmm12
+    vmovdqu64    [rdi + 320], zmm4
+    vmovdqu64    [rdi + 384], zmm10
+    vmovdqu64    [rdi + 448], zmm6
+    vmovdqu64    [rdi + 512], zmm8
+    vmovdqu64    [rdi + 576], zmm13
+    vmovdqu64    [rdi + 640], zmm14
+    vmovdqu64    [rdi + 704], zmm11
     vmovdqu64    [rdi + 768], zmm15
-    vmovdqu64    [rdi + 832], zmm3
+    vmovdqu64    [rdi + 832], zmm9
     vmovdqu64    [rdi + 896], zmm16
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
@@ -6350,7 +6362,7 @@ kg_mldsa8380417_basemul_acc7_avx512:
 ;             a = 2^32 * INTT(a) mod 8380417: forward, basemul, inverse give a*b mod (x^256+1, 8380417)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-26}, k2, rax, flags
+;   clobbers: zmm{0-28}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, barrett reduction, 0 vector reductions
@@ -6360,81 +6372,97 @@ global kg_mldsa8380417_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_mldsa8
 align 32
 kg_mldsa8380417_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm19, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6912] ; held in a register: read 16 times
-    vmovdqu64    zmm20, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6976] ; held in a register: read 16 times
-    vmovdqu64    zmm21, [rel pd_41978]               ; held in a register: read 16 times
-    vmovdqu64    zmm22, [rel pd_m8395782]            ; held in a register: read 16 times
+    vmovdqu64    zmm21, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6912] ; held in a register: read 16 times
+    vmovdqu64    zmm22, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6976] ; held in a register: read 16 times
+    vmovdqu64    zmm23, [rel pd_41978]               ; held in a register: read 16 times
+    vmovdqu64    zmm24, [rel pd_m8395782]            ; held in a register: read 16 times
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6784] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6656
-    vmovdqu64    zmm23, [rax - 128]                  ; held in a register: read 8 times
-    vmovdqu64    zmm24, [rax - 64]                   ; held in a register: read 8 times
-    vmovdqu64    zmm25, [rax]                        ; held in a register: read 8 times
-    vmovdqu64    zmm26, [rax + 64]                   ; held in a register: read 8 times
-    vmovdqu64    zmm0, [rel pd_even_lanes]
-    vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 128]
-    vmovdqu64    zmm3, [rdi + 256]
-    vmovdqu64    zmm4, [rdi + 384]
-    vmovdqu64    zmm5, [rdi + 512]
-    vmovdqu64    zmm6, [rdi + 640]
-    vmovdqu64    zmm7, [rdi + 768]
-    vmovdqu64    zmm8, [rdi + 896]
-    vshufi64x2   zmm9, zmm1, [rdi + 64], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 64], 238
-    vshufi64x2   zmm10, zmm2, [rdi + 192], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 192], 238
-    vshufi64x2   zmm11, zmm3, [rdi + 320], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 320], 238
-    vshufi64x2   zmm12, zmm4, [rdi + 448], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 448], 238
-    vshufi64x2   zmm13, zmm5, [rdi + 576], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 576], 238
-    vshufi64x2   zmm14, zmm6, [rdi + 704], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 704], 238
-    vshufi64x2   zmm15, zmm7, [rdi + 832], 68
-    vshufi64x2   zmm7, zmm7, [rdi + 832], 238
-    vshufi64x2   zmm16, zmm8, [rdi + 960], 68
-    vshufi64x2   zmm8, zmm8, [rdi + 960], 238
-    vshufi64x2   zmm17, zmm9, zmm1, 34
-    vshufi64x2   zmm17, zmm17, zmm17, 141
-    vshufi64x2   zmm1, zmm9, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm9, zmm10, zmm2, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm2, zmm10, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm10, zmm11, zmm3, 34
-    vshufi64x2   zmm10, zmm10, zmm10, 141
-    vshufi64x2   zmm3, zmm11, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm11, zmm12, zmm4, 34
-    vshufi64x2   zmm11, zmm11, zmm11, 141
-    vshufi64x2   zmm4, zmm12, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm12, zmm13, zmm5, 34
-    vshufi64x2   zmm12, zmm12, zmm12, 141
-    vshufi64x2   zmm5, zmm13, zmm5, 119
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm13, zmm14, zmm6, 34
-    vshufi64x2   zmm13, zmm13, zmm13, 141
-    vshufi64x2   zmm6, zmm14, zmm6, 119
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm14, zmm15, zmm7, 34
-    vshufi64x2   zmm14, zmm14, zmm14, 141
-    vshufi64x2   zmm7, zmm15, zmm7, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm15, zmm16, zmm8, 34
-    vshufi64x2   zmm15, zmm15, zmm15, 141
-    vshufi64x2   zmm8, zmm16, zmm8, 119
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vpunpckldq   zmm16, zmm17, zmm1
-    vpunpckhdq   zmm1, zmm17, zmm1
-    vpunpckldq   zmm17, zmm9, zmm2
-    vpunpckhdq   zmm2, zmm9, zmm2
-    vpunpckldq   zmm9, zmm10, zmm3
-    vpunpckhdq   zmm3, zmm10, zmm3
-    vpunpckldq   zmm10, zmm11, zmm4
+    vmovdqu64    zmm25, [rax - 128]                  ; held in a register: read 8 times
+    vmovdqu64    zmm26, [rax - 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm27, [rax]                        ; held in a register: read 8 times
+    vmovdqu64    zmm28, [rax + 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rel pd_even_lanes]
+    vptestmd     k2, zmm2, zmm2                      ; the even lanes
+    vmovdqu64    zmm2, [rel pd_8380417]              ; q = 8380417
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 128]
+    vmovdqu64    zmm5, [rdi + 256]
+    vmovdqu64    zmm6, [rdi + 384]
+    vmovdqu64    zmm7, [rdi + 512]
+    vmovdqu64    zmm8, [rdi + 640]
+    vmovdqu64    zmm9, [rdi + 768]
+    vmovdqu64    zmm10, [rdi + 896]
+    vshufi64x2   zmm11, zmm3, [rdi + 64], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
+    vshufi64x2   zmm12, zmm4, [rdi + 192], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
+    vshufi64x2   zmm13, zmm5, [rdi + 320], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
+    vshufi64x2   zmm14, zmm6, [rdi + 448], 68
+    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
+    vshufi64x2   zmm15, zmm7, [rdi + 576], 68
+    vshufi64x2   zmm7, zmm7, [rdi + 576], 238
+    vshufi64x2   zmm16, zmm8, [rdi + 704], 68
+    vshufi64x2   zmm8, zmm8, [rdi + 704], 238
+    vshufi64x2   zmm17, zmm9, [rdi + 832], 68
+    vshufi64x2   zmm9, zmm9, [rdi + 832], 238
+    vshufi64x2   zmm18, zmm10, [rdi + 960], 68
+    vshufi64x2   zmm10, zmm10, [rdi + 960], 238
+    vmovdqa64    zmm19, zmm0
+    vpermi2q     zmm19, zmm11, zmm3
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm20, zmm11, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm12, zmm4
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm12, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm13, zmm5
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm13, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm14, zmm6
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm13, zmm14, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm15, zmm7
+    vmovdqa64    zmm14, zmm1
+    vpermi2q     zmm14, zmm15, zmm7
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm16, zmm8
+    vmovdqa64    zmm15, zmm1
+    vpermi2q     zmm15, zmm16, zmm8
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm8, zmm17, zmm9
+    vmovdqa64    zmm16, zmm1
+    vpermi2q     zmm16, zmm17, zmm9
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm18, zmm10
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm17, zmm18, zmm10
+    vpunpckldq   zmm10, zmm19, zmm20
+    vpunpckhdq   zmm18, zmm19, zmm20
+    vpunpckldq   zmm19, zmm3, zmm11
+    vpunpckhdq   zmm3, zmm3, zmm11
+    vpunpckldq   zmm11, zmm4, zmm12
+    vpunpckhdq   zmm4, zmm4, zmm12
+    vpunpckldq   zmm12, zmm5, zmm13
+    vpunpckhdq   zmm5, zmm5, zmm13
+    vpunpckldq   zmm13, zmm6, zmm14
+    vpunpckhdq   zmm6, zmm6, zmm14
+    vpunpckldq   zmm14, zmm7, zmm15
+    vpunpckhdq   zmm7, zmm7, zmm15
+    vpunpckldq   zmm15, zmm8, zmm16
+    vpunpckhdq   zmm8, zmm8, zmm16
+    vpunpckldq   zmm16, zmm9, zmm17
+    vpunpckhdq   zmm9, zmm9, zmm17
+    vpunpckldq   zmm17, zmm10, zmm18
+    vpunpckhdq   zmm10, zmm10, zmm18
+    vpunpckldq   zmm18, zmm19, zmm3
+    vpunpckhdq   zmm3, zmm19, zmm3
+    vpunpckldq   zmm19, zmm11, zmm4
     vpunpckhdq   zmm4, zmm11, zmm4
     vpunpckldq   zmm11, zmm12, zmm5
     vpunpckhdq   zmm5, zmm12, zmm5
@@ -6444,1006 +6472,992 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpunpckhdq   zmm7, zmm14, zmm7
     vpunpckldq   zmm14, zmm15, zmm8
     vpunpckhdq   zmm8, zmm15, zmm8
-    vpunpckldq   zmm15, zmm16, zmm1
-    vpunpckhdq   zmm1, zmm16, zmm1
-    vpunpckldq   zmm16, zmm17, zmm2
-    vpunpckhdq   zmm2, zmm17, zmm2
-    vpunpckldq   zmm17, zmm9, zmm3
-    vpunpckhdq   zmm3, zmm9, zmm3
-    vpunpckldq   zmm9, zmm10, zmm4
-    vpunpckhdq   zmm4, zmm10, zmm4
-    vpunpckldq   zmm10, zmm11, zmm5
-    vpunpckhdq   zmm5, zmm11, zmm5
-    vpunpckldq   zmm11, zmm12, zmm6
-    vpunpckhdq   zmm6, zmm12, zmm6
-    vpunpckldq   zmm12, zmm13, zmm7
-    vpunpckhdq   zmm7, zmm13, zmm7
-    vpunpckldq   zmm13, zmm14, zmm8
-    vpunpckhdq   zmm8, zmm14, zmm8
-    vpaddd       zmm14, zmm15, zmm1                  ; layer 7
-    vpsubd       zmm1, zmm15, zmm1
-    vmovshdup    zmm15, zmm1
+    vpunpckldq   zmm15, zmm16, zmm9
+    vpunpckhdq   zmm9, zmm16, zmm9
+    vpaddd       zmm16, zmm17, zmm10                 ; layer 7
+    vpsubd       zmm10, zmm17, zmm10
+    vmovshdup    zmm17, zmm10
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 0
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm15{k2}, zmm1
-    vpaddd       zmm1, zmm16, zmm2                   ; layer 7
-    vpsubd       zmm2, zmm16, zmm2
-    vmovshdup    zmm16, zmm2
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 384] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 256
-    vpmuldq      zmm18, zmm2, [rax - 128]
-    vpmuldq      zmm2, zmm2, [rax - 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm16, [rax]
-    vpmuldq      zmm16, zmm16, [rax + 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm16{k2}, zmm2
-    vpaddd       zmm2, zmm17, zmm3                   ; layer 7
-    vpsubd       zmm3, zmm17, zmm3
-    vmovshdup    zmm17, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 640] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 512
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm20, zmm10, [rax - 128]
+    vpmuldq      zmm10, zmm10, [rax - 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vpmuldq      zmm20, zmm17, [rax]
     vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm3
-    vpaddd       zmm3, zmm9, zmm4                    ; layer 7
-    vpsubd       zmm4, zmm9, zmm4
-    vmovshdup    zmm9, zmm4
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 768
-    vpmuldq      zmm18, zmm4, [rax - 128]
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm20, zmm17
+    vmovshdup    zmm17{k2}, zmm10
+    vpaddd       zmm10, zmm18, zmm3                  ; layer 7
+    vpsubd       zmm3, zmm18, zmm3
+    vmovshdup    zmm18, zmm3
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 384] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 256
+    vpmuldq      zmm20, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm20, zmm3
+    vpmuldq      zmm20, zmm18, [rax]
+    vpmuldq      zmm18, zmm18, [rax + 64]
+    vpmuldq      zmm18, zmm18, zmm2
+    vpsubd       zmm18, zmm20, zmm18
+    vmovshdup    zmm18{k2}, zmm3
+    vpaddd       zmm3, zmm19, zmm4                   ; layer 7
+    vpsubd       zmm4, zmm19, zmm4
+    vmovshdup    zmm19, zmm4
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 640] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 512
+    vpmuldq      zmm20, zmm4, [rax - 128]
     vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm9{k2}, zmm4
-    vpaddd       zmm4, zmm10, zmm5                   ; layer 7
-    vpsubd       zmm5, zmm10, zmm5
-    vmovshdup    zmm10, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1024
-    vpmuldq      zmm18, zmm5, [rax - 128]
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm20, zmm4
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm4
+    vpaddd       zmm4, zmm11, zmm5                   ; layer 7
+    vpsubd       zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 768
+    vpmuldq      zmm20, zmm5, [rax - 128]
     vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm10{k2}, zmm5
-    vpaddd       zmm5, zmm11, zmm6                   ; layer 7
-    vpsubd       zmm6, zmm11, zmm6
-    vmovshdup    zmm11, zmm6
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1280
-    vpmuldq      zmm18, zmm6, [rax - 128]
-    vpmuldq      zmm6, zmm6, [rax - 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm11, [rax]
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm20, zmm5
+    vpmuldq      zmm20, zmm11, [rax]
     vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm6
-    vpaddd       zmm6, zmm12, zmm7                   ; layer 7
-    vpsubd       zmm7, zmm12, zmm7
-    vmovshdup    zmm12, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1536
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm12, [rax]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm20, zmm11
+    vmovshdup    zmm11{k2}, zmm5
+    vpaddd       zmm5, zmm12, zmm6                   ; layer 7
+    vpsubd       zmm6, zmm12, zmm6
+    vmovshdup    zmm12, zmm6
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1024
+    vpmuldq      zmm20, zmm6, [rax - 128]
+    vpmuldq      zmm6, zmm6, [rax - 64]
+    vpmuldq      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm20, zmm6
+    vpmuldq      zmm20, zmm12, [rax]
     vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm12{k2}, zmm7
-    vpaddd       zmm7, zmm13, zmm8                   ; layer 7
-    vpsubd       zmm8, zmm13, zmm8
-    vmovshdup    zmm13, zmm8
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1792
-    vpmuldq      zmm18, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm13, [rax]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm20, zmm12
+    vmovshdup    zmm12{k2}, zmm6
+    vpaddd       zmm6, zmm13, zmm7                   ; layer 7
+    vpsubd       zmm7, zmm13, zmm7
+    vmovshdup    zmm13, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1280
+    vpmuldq      zmm20, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm20, zmm7
+    vpmuldq      zmm20, zmm13, [rax]
     vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm13{k2}, zmm8
-    vpshufd      zmm8, zmm14, 216
-    vpshufd      zmm14, zmm15, 216
-    vpunpckldq   zmm15, zmm8, zmm14
-    vpunpckhdq   zmm8, zmm8, zmm14
-    vpshufd      zmm1, zmm1, 216
-    vpshufd      zmm14, zmm16, 216
-    vpunpckldq   zmm16, zmm1, zmm14
-    vpunpckhdq   zmm1, zmm1, zmm14
-    vpshufd      zmm2, zmm2, 216
-    vpshufd      zmm14, zmm17, 216
-    vpunpckldq   zmm17, zmm2, zmm14
-    vpunpckhdq   zmm2, zmm2, zmm14
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
+    vmovshdup    zmm13{k2}, zmm7
+    vpaddd       zmm7, zmm14, zmm8                   ; layer 7
+    vpsubd       zmm8, zmm14, zmm8
+    vmovshdup    zmm14, zmm8
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1536
+    vpmuldq      zmm20, zmm8, [rax - 128]
+    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm20, zmm8
+    vpmuldq      zmm20, zmm14, [rax]
+    vpmuldq      zmm14, zmm14, [rax + 64]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm20, zmm14
+    vmovshdup    zmm14{k2}, zmm8
+    vpaddd       zmm8, zmm15, zmm9                   ; layer 7
+    vpsubd       zmm9, zmm15, zmm9
+    vmovshdup    zmm15, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1792
+    vpmuldq      zmm20, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm15, [rax]
+    vpmuldq      zmm15, zmm15, [rax + 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm20, zmm15
+    vmovshdup    zmm15{k2}, zmm9
+    vpshufd      zmm9, zmm16, 216
+    vpshufd      zmm16, zmm17, 216
+    vpunpckldq   zmm17, zmm9, zmm16
+    vpunpckhdq   zmm9, zmm9, zmm16
+    vpshufd      zmm10, zmm10, 216
+    vpshufd      zmm16, zmm18, 216
+    vpunpckldq   zmm18, zmm10, zmm16
+    vpunpckhdq   zmm10, zmm10, zmm16
     vpshufd      zmm3, zmm3, 216
-    vpshufd      zmm9, zmm9, 216
-    vpunpckldq   zmm14, zmm3, zmm9
-    vpunpckhdq   zmm3, zmm3, zmm9
+    vpshufd      zmm16, zmm19, 216
+    vpunpckldq   zmm19, zmm3, zmm16
+    vpunpckhdq   zmm3, zmm3, zmm16
     vpshufd      zmm4, zmm4, 216
-    vpshufd      zmm9, zmm10, 216
-    vpunpckldq   zmm10, zmm4, zmm9
-    vpunpckhdq   zmm4, zmm4, zmm9
+    vpshufd      zmm11, zmm11, 216
+    vpunpckldq   zmm16, zmm4, zmm11
+    vpunpckhdq   zmm4, zmm4, zmm11
     vpshufd      zmm5, zmm5, 216
-    vpshufd      zmm9, zmm11, 216
-    vpunpckldq   zmm11, zmm5, zmm9
-    vpunpckhdq   zmm5, zmm5, zmm9
+    vpshufd      zmm11, zmm12, 216
+    vpunpckldq   zmm12, zmm5, zmm11
+    vpunpckhdq   zmm5, zmm5, zmm11
     vpshufd      zmm6, zmm6, 216
-    vpshufd      zmm9, zmm12, 216
-    vpunpckldq   zmm12, zmm6, zmm9
-    vpunpckhdq   zmm6, zmm6, zmm9
+    vpshufd      zmm11, zmm13, 216
+    vpunpckldq   zmm13, zmm6, zmm11
+    vpunpckhdq   zmm6, zmm6, zmm11
     vpshufd      zmm7, zmm7, 216
-    vpshufd      zmm9, zmm13, 216
-    vpunpckldq   zmm13, zmm7, zmm9
-    vpunpckhdq   zmm7, zmm7, zmm9
-    vpaddd       zmm9, zmm15, zmm8                   ; layer 6
+    vpshufd      zmm11, zmm14, 216
+    vpunpckldq   zmm14, zmm7, zmm11
+    vpunpckhdq   zmm7, zmm7, zmm11
+    vpshufd      zmm8, zmm8, 216
+    vpshufd      zmm11, zmm15, 216
+    vpunpckldq   zmm15, zmm8, zmm11
+    vpunpckhdq   zmm8, zmm8, zmm11
+    vpaddd       zmm11, zmm17, zmm9                  ; layer 6
+    vpsubd       zmm9, zmm17, zmm9
+    vmovshdup    zmm17, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2048
+    vpmuldq      zmm20, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm20, zmm17
+    vmovshdup    zmm17{k2}, zmm9
+    vpaddd       zmm9, zmm18, zmm10                  ; layer 6
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm18, zmm10
+    vpmuldq      zmm20, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vpmuldq      zmm20, zmm18, [rax]
+    vpmuldq      zmm18, zmm18, [rax + 64]
+    vpmuldq      zmm18, zmm18, zmm2
+    vpsubd       zmm18, zmm20, zmm18
+    vmovshdup    zmm18{k2}, zmm10
+    vpaddd       zmm10, zmm19, zmm3                  ; layer 6
+    vpsubd       zmm3, zmm19, zmm3
+    vmovshdup    zmm19, zmm3
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2304
+    vpmuldq      zmm20, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm20, zmm3
+    vpmuldq      zmm20, zmm19, [rax - 128]
+    vpmuldq      zmm19, zmm19, [rax - 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm3
+    vpaddd       zmm3, zmm16, zmm4                   ; layer 6
+    vpsubd       zmm4, zmm16, zmm4
+    vmovshdup    zmm16, zmm4
+    vpmuldq      zmm20, zmm4, [rax]
+    vpmuldq      zmm4, zmm4, [rax + 64]
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm20, zmm4
+    vpmuldq      zmm20, zmm16, [rax]
+    vpmuldq      zmm16, zmm16, [rax + 64]
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm20, zmm16
+    vmovshdup    zmm16{k2}, zmm4
+    vpaddd       zmm4, zmm12, zmm5                   ; layer 6
+    vpsubd       zmm5, zmm12, zmm5
+    vmovshdup    zmm12, zmm5
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2560
+    vpmuldq      zmm20, zmm5, [rax - 128]
+    vpmuldq      zmm5, zmm5, [rax - 64]
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm20, zmm5
+    vpmuldq      zmm20, zmm12, [rax - 128]
+    vpmuldq      zmm12, zmm12, [rax - 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm20, zmm12
+    vmovshdup    zmm12{k2}, zmm5
+    vpaddd       zmm5, zmm13, zmm6                   ; layer 6
+    vpsubd       zmm6, zmm13, zmm6
+    vmovshdup    zmm13, zmm6
+    vpmuldq      zmm20, zmm6, [rax]
+    vpmuldq      zmm6, zmm6, [rax + 64]
+    vpmuldq      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm20, zmm6
+    vpmuldq      zmm20, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
+    vmovshdup    zmm13{k2}, zmm6
+    vpaddd       zmm6, zmm14, zmm7                   ; layer 6
+    vpsubd       zmm7, zmm14, zmm7
+    vmovshdup    zmm14, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2816
+    vpmuldq      zmm20, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm20, zmm7
+    vpmuldq      zmm20, zmm14, [rax - 128]
+    vpmuldq      zmm14, zmm14, [rax - 64]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm20, zmm14
+    vmovshdup    zmm14{k2}, zmm7
+    vpaddd       zmm7, zmm15, zmm8                   ; layer 6
     vpsubd       zmm8, zmm15, zmm8
     vmovshdup    zmm15, zmm8
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2048
-    vpmuldq      zmm18, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm15, [rax - 128]
-    vpmuldq      zmm15, zmm15, [rax - 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
+    vpmuldq      zmm20, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm20, zmm8
+    vpmuldq      zmm20, zmm15, [rax]
+    vpmuldq      zmm15, zmm15, [rax + 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm20, zmm15
     vmovshdup    zmm15{k2}, zmm8
-    vpaddd       zmm8, zmm16, zmm1                   ; layer 6
-    vpsubd       zmm1, zmm16, zmm1
-    vmovshdup    zmm16, zmm1
-    vpmuldq      zmm18, zmm1, [rax]
-    vpmuldq      zmm1, zmm1, [rax + 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm16, [rax]
-    vpmuldq      zmm16, zmm16, [rax + 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm16{k2}, zmm1
-    vpaddd       zmm1, zmm17, zmm2                   ; layer 6
-    vpsubd       zmm2, zmm17, zmm2
-    vmovshdup    zmm17, zmm2
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2304
-    vpmuldq      zmm18, zmm2, [rax - 128]
-    vpmuldq      zmm2, zmm2, [rax - 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm2
-    vpaddd       zmm2, zmm14, zmm3                   ; layer 6
-    vpsubd       zmm3, zmm14, zmm3
-    vmovshdup    zmm14, zmm3
-    vpmuldq      zmm18, zmm3, [rax]
+    vpunpcklqdq  zmm8, zmm11, zmm17
+    vpunpckhqdq  zmm11, zmm11, zmm17
+    vpunpcklqdq  zmm17, zmm9, zmm18
+    vpunpckhqdq  zmm9, zmm9, zmm18
+    vpunpcklqdq  zmm18, zmm10, zmm19
+    vpunpckhqdq  zmm10, zmm10, zmm19
+    vpunpcklqdq  zmm19, zmm3, zmm16
+    vpunpckhqdq  zmm3, zmm3, zmm16
+    vpunpcklqdq  zmm16, zmm4, zmm12
+    vpunpckhqdq  zmm4, zmm4, zmm12
+    vpunpcklqdq  zmm12, zmm5, zmm13
+    vpunpckhqdq  zmm5, zmm5, zmm13
+    vpunpcklqdq  zmm13, zmm6, zmm14
+    vpunpckhqdq  zmm6, zmm6, zmm14
+    vpunpcklqdq  zmm14, zmm7, zmm15
+    vpunpckhqdq  zmm7, zmm7, zmm15
+    vpaddd       zmm15, zmm8, zmm11                  ; layer 5
+    vpsubd       zmm8, zmm8, zmm11
+    vmovshdup    zmm11, zmm8
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3072
+    vpmuldq      zmm20, zmm8, [rax - 128]
+    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm20, zmm8
+    vpmuldq      zmm20, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm20, zmm11
+    vmovshdup    zmm11{k2}, zmm8
+    vpaddd       zmm8, zmm17, zmm9                   ; layer 5
+    vpsubd       zmm9, zmm17, zmm9
+    vmovshdup    zmm17, zmm9
+    vpmuldq      zmm20, zmm9, [rax]
+    vpmuldq      zmm9, zmm9, [rax + 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm20, zmm17
+    vmovshdup    zmm17{k2}, zmm9
+    vpaddd       zmm9, zmm18, zmm10                  ; layer 5
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm18, zmm10
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3328
+    vpmuldq      zmm20, zmm10, [rax - 128]
+    vpmuldq      zmm10, zmm10, [rax - 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vpmuldq      zmm20, zmm18, [rax - 128]
+    vpmuldq      zmm18, zmm18, [rax - 64]
+    vpmuldq      zmm18, zmm18, zmm2
+    vpsubd       zmm18, zmm20, zmm18
+    vmovshdup    zmm18{k2}, zmm10
+    vpaddd       zmm10, zmm19, zmm3                  ; layer 5
+    vpsubd       zmm3, zmm19, zmm3
+    vmovshdup    zmm19, zmm3
+    vpmuldq      zmm20, zmm3, [rax]
     vpmuldq      zmm3, zmm3, [rax + 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm14, [rax]
-    vpmuldq      zmm14, zmm14, [rax + 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm14{k2}, zmm3
-    vpaddd       zmm3, zmm10, zmm4                   ; layer 6
-    vpsubd       zmm4, zmm10, zmm4
-    vmovshdup    zmm10, zmm4
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2560
-    vpmuldq      zmm18, zmm4, [rax - 128]
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm20, zmm3
+    vpmuldq      zmm20, zmm19, [rax]
+    vpmuldq      zmm19, zmm19, [rax + 64]
+    vpmuldq      zmm19, zmm19, zmm2
+    vpsubd       zmm19, zmm20, zmm19
+    vmovshdup    zmm19{k2}, zmm3
+    vpaddd       zmm3, zmm16, zmm4                   ; layer 5
+    vpsubd       zmm4, zmm16, zmm4
+    vmovshdup    zmm16, zmm4
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3584
+    vpmuldq      zmm20, zmm4, [rax - 128]
     vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm20, zmm4
+    vpmuldq      zmm20, zmm16, [rax - 128]
+    vpmuldq      zmm16, zmm16, [rax - 64]
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm20, zmm16
+    vmovshdup    zmm16{k2}, zmm4
+    vpaddd       zmm4, zmm12, zmm5                   ; layer 5
+    vpsubd       zmm5, zmm12, zmm5
+    vmovshdup    zmm12, zmm5
+    vpmuldq      zmm20, zmm5, [rax]
+    vpmuldq      zmm5, zmm5, [rax + 64]
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm20, zmm5
+    vpmuldq      zmm20, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm20, zmm12
+    vmovshdup    zmm12{k2}, zmm5
+    vpaddd       zmm5, zmm13, zmm6                   ; layer 5
+    vpsubd       zmm6, zmm13, zmm6
+    vmovshdup    zmm13, zmm6
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3968] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3840
+    vpmuldq      zmm20, zmm6, [rax - 128]
+    vpmuldq      zmm6, zmm6, [rax - 64]
+    vpmuldq      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm20, zmm6
+    vpmuldq      zmm20, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
+    vmovshdup    zmm13{k2}, zmm6
+    vpaddd       zmm6, zmm14, zmm7                   ; layer 5
+    vpsubd       zmm7, zmm14, zmm7
+    vmovshdup    zmm14, zmm7
+    vpmuldq      zmm20, zmm7, [rax]
+    vpmuldq      zmm7, zmm7, [rax + 64]
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm20, zmm7
+    vpmuldq      zmm20, zmm14, [rax]
+    vpmuldq      zmm14, zmm14, [rax + 64]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm20, zmm14
+    vmovshdup    zmm14{k2}, zmm7
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm15, zmm11
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm20, zmm15, zmm11
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm11, zmm8, zmm17
+    vmovdqa64    zmm15, zmm1
+    vpermi2q     zmm15, zmm8, zmm17
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm8, zmm9, zmm18
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm17, zmm9, zmm18
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm10, zmm19
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm18, zmm10, zmm19
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm10, zmm3, zmm16
+    vmovdqa64    zmm19, zmm1
+    vpermi2q     zmm19, zmm3, zmm16
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm4, zmm12
+    vmovdqa64    zmm16, zmm1
+    vpermi2q     zmm16, zmm4, zmm12
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm5, zmm13
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm5, zmm13
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm6, zmm14
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm6, zmm14
+    vpaddd       zmm5, zmm7, zmm20                   ; layer 4
+    vpsubd       zmm6, zmm7, zmm20
+    vmovshdup    zmm7, zmm6
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4224] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4096
+    vpmuldq      zmm13, zmm6, [rax - 128]
+    vpmuldq      zmm6, zmm6, [rax - 64]
+    vpmuldq      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm13, zmm6
+    vpmuldq      zmm13, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm13, zmm7
+    vmovshdup    zmm7{k2}, zmm6
+    vpaddd       zmm6, zmm11, zmm15                  ; layer 4
+    vpsubd       zmm11, zmm11, zmm15
+    vmovshdup    zmm13, zmm11
+    vpmuldq      zmm14, zmm11, [rax]
+    vpmuldq      zmm11, zmm11, [rax + 64]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm14, zmm11
+    vpmuldq      zmm14, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm14, zmm13
+    vmovshdup    zmm13{k2}, zmm11
+    vpaddd       zmm11, zmm8, zmm17                  ; layer 4
+    vpsubd       zmm8, zmm8, zmm17
+    vmovshdup    zmm14, zmm8
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4352
+    vpmuldq      zmm15, zmm8, [rax - 128]
+    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm15, zmm8
+    vpmuldq      zmm15, zmm14, [rax - 128]
+    vpmuldq      zmm14, zmm14, [rax - 64]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm15, zmm14
+    vmovshdup    zmm14{k2}, zmm8
+    vpaddd       zmm8, zmm9, zmm18                   ; layer 4
+    vpsubd       zmm9, zmm9, zmm18
+    vmovshdup    zmm15, zmm9
+    vpmuldq      zmm17, zmm9, [rax]
+    vpmuldq      zmm9, zmm9, [rax + 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm17, zmm9
+    vpmuldq      zmm17, zmm15, [rax]
+    vpmuldq      zmm15, zmm15, [rax + 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm17, zmm15
+    vmovshdup    zmm15{k2}, zmm9
+    vpaddd       zmm9, zmm10, zmm19                  ; layer 4
+    vpsubd       zmm10, zmm10, zmm19
+    vmovshdup    zmm17, zmm10
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4736] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4608
     vpmuldq      zmm18, zmm10, [rax - 128]
     vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm10, zmm10, zmm2
     vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm10{k2}, zmm4
-    vpaddd       zmm4, zmm11, zmm5                   ; layer 6
-    vpsubd       zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm5
-    vpmuldq      zmm18, zmm5, [rax]
-    vpmuldq      zmm5, zmm5, [rax + 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm5
-    vpaddd       zmm5, zmm12, zmm6                   ; layer 6
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm12, zmm6
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2816
-    vpmuldq      zmm18, zmm6, [rax - 128]
-    vpmuldq      zmm6, zmm6, [rax - 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm12, [rax - 128]
-    vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm12{k2}, zmm6
-    vpaddd       zmm6, zmm13, zmm7                   ; layer 6
-    vpsubd       zmm7, zmm13, zmm7
-    vmovshdup    zmm13, zmm7
-    vpmuldq      zmm18, zmm7, [rax]
-    vpmuldq      zmm7, zmm7, [rax + 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm13{k2}, zmm7
-    vpunpcklqdq  zmm7, zmm9, zmm15
-    vpunpckhqdq  zmm9, zmm9, zmm15
-    vpunpcklqdq  zmm15, zmm8, zmm16
-    vpunpckhqdq  zmm8, zmm8, zmm16
-    vpunpcklqdq  zmm16, zmm1, zmm17
-    vpunpckhqdq  zmm1, zmm1, zmm17
-    vpunpcklqdq  zmm17, zmm2, zmm14
-    vpunpckhqdq  zmm2, zmm2, zmm14
-    vpunpcklqdq  zmm14, zmm3, zmm10
-    vpunpckhqdq  zmm3, zmm3, zmm10
-    vpunpcklqdq  zmm10, zmm4, zmm11
-    vpunpckhqdq  zmm4, zmm4, zmm11
-    vpunpcklqdq  zmm11, zmm5, zmm12
-    vpunpckhqdq  zmm5, zmm5, zmm12
-    vpunpcklqdq  zmm12, zmm6, zmm13
-    vpunpckhqdq  zmm6, zmm6, zmm13
-    vpaddd       zmm13, zmm7, zmm9                   ; layer 5
-    vpsubd       zmm7, zmm7, zmm9
-    vmovshdup    zmm9, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3072
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm9{k2}, zmm7
-    vpaddd       zmm7, zmm15, zmm8                   ; layer 5
-    vpsubd       zmm8, zmm15, zmm8
-    vmovshdup    zmm15, zmm8
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm15{k2}, zmm8
-    vpaddd       zmm8, zmm16, zmm1                   ; layer 5
-    vpsubd       zmm1, zmm16, zmm1
-    vmovshdup    zmm16, zmm1
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3328
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm16{k2}, zmm1
-    vpaddd       zmm1, zmm17, zmm2                   ; layer 5
-    vpsubd       zmm2, zmm17, zmm2
-    vmovshdup    zmm17, zmm2
-    vpmuldq      zmm18, zmm2, [rax]
-    vpmuldq      zmm2, zmm2, [rax + 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm2
-    vpaddd       zmm2, zmm14, zmm3                   ; layer 5
-    vpsubd       zmm3, zmm14, zmm3
-    vmovshdup    zmm14, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3584
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm14{k2}, zmm3
-    vpaddd       zmm3, zmm10, zmm4                   ; layer 5
-    vpsubd       zmm4, zmm10, zmm4
-    vmovshdup    zmm10, zmm4
-    vpmuldq      zmm18, zmm4, [rax]
-    vpmuldq      zmm4, zmm4, [rax + 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm10{k2}, zmm4
-    vpaddd       zmm4, zmm11, zmm5                   ; layer 5
-    vpsubd       zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3968] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3840
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm5
-    vpaddd       zmm5, zmm12, zmm6                   ; layer 5
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm12, zmm6
-    vpmuldq      zmm18, zmm6, [rax]
-    vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm12, [rax]
-    vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm12{k2}, zmm6
-    vshufi64x2   zmm6, zmm13, zmm9, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm9, zmm13, zmm9, 119
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm13, zmm7, zmm15, 34
-    vshufi64x2   zmm13, zmm13, zmm13, 141
-    vshufi64x2   zmm7, zmm7, zmm15, 119
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm15, zmm8, zmm16, 34
-    vshufi64x2   zmm15, zmm15, zmm15, 141
-    vshufi64x2   zmm8, zmm8, zmm16, 119
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm16, zmm1, zmm17, 34
-    vshufi64x2   zmm16, zmm16, zmm16, 141
-    vshufi64x2   zmm1, zmm1, zmm17, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm17, zmm2, zmm14, 34
-    vshufi64x2   zmm17, zmm17, zmm17, 141
-    vshufi64x2   zmm2, zmm2, zmm14, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm14, zmm3, zmm10, 34
-    vshufi64x2   zmm14, zmm14, zmm14, 141
-    vshufi64x2   zmm3, zmm3, zmm10, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm10, zmm4, zmm11, 34
-    vshufi64x2   zmm10, zmm10, zmm10, 141
-    vshufi64x2   zmm4, zmm4, zmm11, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm11, zmm5, zmm12, 34
-    vshufi64x2   zmm11, zmm11, zmm11, 141
-    vshufi64x2   zmm5, zmm5, zmm12, 119
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vpaddd       zmm12, zmm6, zmm9                   ; layer 4
-    vpsubd       zmm6, zmm6, zmm9
-    vmovshdup    zmm9, zmm6
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4224] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4096
-    vpmuldq      zmm18, zmm6, [rax - 128]
-    vpmuldq      zmm6, zmm6, [rax - 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm9{k2}, zmm6
-    vpaddd       zmm6, zmm13, zmm7                   ; layer 4
-    vpsubd       zmm7, zmm13, zmm7
-    vmovshdup    zmm13, zmm7
-    vpmuldq      zmm18, zmm7, [rax]
-    vpmuldq      zmm7, zmm7, [rax + 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm13{k2}, zmm7
-    vpaddd       zmm7, zmm15, zmm8                   ; layer 4
-    vpsubd       zmm8, zmm15, zmm8
-    vmovshdup    zmm15, zmm8
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4352
-    vpmuldq      zmm18, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm15, [rax - 128]
-    vpmuldq      zmm15, zmm15, [rax - 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm15{k2}, zmm8
-    vpaddd       zmm8, zmm16, zmm1                   ; layer 4
-    vpsubd       zmm1, zmm16, zmm1
-    vmovshdup    zmm16, zmm1
-    vpmuldq      zmm18, zmm1, [rax]
-    vpmuldq      zmm1, zmm1, [rax + 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm16, [rax]
-    vpmuldq      zmm16, zmm16, [rax + 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm16{k2}, zmm1
-    vpaddd       zmm1, zmm17, zmm2                   ; layer 4
-    vpsubd       zmm2, zmm17, zmm2
-    vmovshdup    zmm17, zmm2
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4736] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4608
-    vpmuldq      zmm18, zmm2, [rax - 128]
-    vpmuldq      zmm2, zmm2, [rax - 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
     vpmuldq      zmm18, zmm17, [rax - 128]
     vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm2
-    vpaddd       zmm2, zmm14, zmm3                   ; layer 4
-    vpsubd       zmm3, zmm14, zmm3
-    vmovshdup    zmm14, zmm3
+    vmovshdup    zmm17{k2}, zmm10
+    vpaddd       zmm10, zmm3, zmm16                  ; layer 4
+    vpsubd       zmm3, zmm3, zmm16
+    vmovshdup    zmm16, zmm3
     vpmuldq      zmm18, zmm3, [rax]
     vpmuldq      zmm3, zmm3, [rax + 64]
-    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm3, zmm3, zmm2
     vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm14, [rax]
-    vpmuldq      zmm14, zmm14, [rax + 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm14{k2}, zmm3
-    vpaddd       zmm3, zmm10, zmm4                   ; layer 4
-    vpsubd       zmm4, zmm10, zmm4
-    vmovshdup    zmm10, zmm4
+    vpmuldq      zmm18, zmm16, [rax]
+    vpmuldq      zmm16, zmm16, [rax + 64]
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm3
+    vpaddd       zmm3, zmm4, zmm12                   ; layer 4
+    vpsubd       zmm4, zmm4, zmm12
+    vmovshdup    zmm12, zmm4
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4992] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4864
     vpmuldq      zmm18, zmm4, [rax - 128]
     vpmuldq      zmm4, zmm4, [rax - 64]
-    vpmuldq      zmm4, zmm4, zmm0
+    vpmuldq      zmm4, zmm4, zmm2
     vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm10, [rax - 128]
-    vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm10{k2}, zmm4
-    vpaddd       zmm4, zmm11, zmm5                   ; layer 4
-    vpsubd       zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm5
-    vpmuldq      zmm18, zmm5, [rax]
-    vpmuldq      zmm5, zmm5, [rax + 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm5
-    vshufi64x2   zmm5, zmm12, zmm9, 68
-    vshufi64x2   zmm9, zmm12, zmm9, 238
-    vshufi64x2   zmm12, zmm6, zmm13, 68
-    vshufi64x2   zmm6, zmm6, zmm13, 238
-    vshufi64x2   zmm13, zmm7, zmm15, 68
-    vshufi64x2   zmm7, zmm7, zmm15, 238
-    vshufi64x2   zmm15, zmm8, zmm16, 68
-    vshufi64x2   zmm8, zmm8, zmm16, 238
-    vshufi64x2   zmm16, zmm1, zmm17, 68
-    vshufi64x2   zmm1, zmm1, zmm17, 238
-    vshufi64x2   zmm17, zmm2, zmm14, 68
-    vshufi64x2   zmm2, zmm2, zmm14, 238
-    vshufi64x2   zmm14, zmm3, zmm10, 68
-    vshufi64x2   zmm3, zmm3, zmm10, 238
-    vshufi64x2   zmm10, zmm4, zmm11, 68
-    vshufi64x2   zmm4, zmm4, zmm11, 238
-    vpaddd       zmm11, zmm5, zmm9                   ; layer 3
-    vpsubd       zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5248] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5120
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm9{k2}, zmm5
-    vpaddd       zmm5, zmm12, zmm6                   ; layer 3
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm12, zmm6
-    vpmuldq      zmm18, zmm6, [rax]
-    vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm12, [rax]
-    vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm12{k2}, zmm6
-    vpaddd       zmm6, zmm13, zmm7                   ; layer 3
-    vpsubd       zmm7, zmm13, zmm7
-    vmovshdup    zmm13, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5504] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5376
-    vpmuldq      zmm18, zmm7, [rax - 128]
-    vpmuldq      zmm7, zmm7, [rax - 64]
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm13, [rax - 128]
-    vpmuldq      zmm13, zmm13, [rax - 64]
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm13{k2}, zmm7
-    vpaddd       zmm7, zmm15, zmm8                   ; layer 3
-    vpsubd       zmm8, zmm15, zmm8
-    vmovshdup    zmm15, zmm8
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm15{k2}, zmm8
-    vpaddd       zmm8, zmm16, zmm1                   ; layer 3
-    vpsubd       zmm1, zmm16, zmm1
-    vmovshdup    zmm16, zmm1
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5632
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm16{k2}, zmm1
-    vpaddd       zmm1, zmm17, zmm2                   ; layer 3
-    vpsubd       zmm2, zmm17, zmm2
-    vmovshdup    zmm17, zmm2
-    vpmuldq      zmm18, zmm2, [rax]
-    vpmuldq      zmm2, zmm2, [rax + 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm17, [rax]
-    vpmuldq      zmm17, zmm17, [rax + 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm2
-    vpaddd       zmm2, zmm14, zmm3                   ; layer 3
-    vpsubd       zmm3, zmm14, zmm3
-    vmovshdup    zmm14, zmm3
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6016] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5888
-    vpmuldq      zmm18, zmm3, [rax - 128]
-    vpmuldq      zmm3, zmm3, [rax - 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm14{k2}, zmm3
-    vpaddd       zmm3, zmm10, zmm4                   ; layer 3
-    vpsubd       zmm4, zmm10, zmm4
-    vmovshdup    zmm10, zmm4
-    vpmuldq      zmm18, zmm4, [rax]
-    vpmuldq      zmm4, zmm4, [rax + 64]
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm10{k2}, zmm4
-    vpaddd       zmm4, zmm11, zmm5                   ; layer 2
-    vpsubd       zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm5
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6272] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6144
-    vpmuldq      zmm18, zmm5, [rax - 128]
-    vpmuldq      zmm5, zmm5, [rax - 64]
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm5
-    vpaddd       zmm5, zmm9, zmm12                   ; layer 2
-    vpsubd       zmm9, zmm9, zmm12
-    vmovshdup    zmm12, zmm9
-    vpmuldq      zmm18, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
     vpmuldq      zmm18, zmm12, [rax - 128]
     vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm0
+    vpmuldq      zmm12, zmm12, zmm2
     vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm12{k2}, zmm9
-    vpaddd       zmm9, zmm6, zmm7                    ; layer 2
-    vpsubd       zmm6, zmm6, zmm7
+    vmovshdup    zmm12{k2}, zmm4
+    vpaddd       zmm4, zmm0, zmm1                    ; layer 4
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuldq      zmm18, zmm0, [rax]
+    vpmuldq      zmm0, zmm0, [rax + 64]
+    vpmuldq      zmm0, zmm0, zmm2
+    vpsubd       zmm0, zmm18, zmm0
+    vpmuldq      zmm18, zmm1, [rax]
+    vpmuldq      zmm1, zmm1, [rax + 64]
+    vpmuldq      zmm1, zmm1, zmm2
+    vpsubd       zmm1, zmm18, zmm1
+    vmovshdup    zmm1{k2}, zmm0
+    vshufi64x2   zmm0, zmm5, zmm7, 68
+    vshufi64x2   zmm5, zmm5, zmm7, 238
+    vshufi64x2   zmm7, zmm6, zmm13, 68
+    vshufi64x2   zmm6, zmm6, zmm13, 238
+    vshufi64x2   zmm13, zmm11, zmm14, 68
+    vshufi64x2   zmm11, zmm11, zmm14, 238
+    vshufi64x2   zmm14, zmm8, zmm15, 68
+    vshufi64x2   zmm8, zmm8, zmm15, 238
+    vshufi64x2   zmm15, zmm9, zmm17, 68
+    vshufi64x2   zmm9, zmm9, zmm17, 238
+    vshufi64x2   zmm17, zmm10, zmm16, 68
+    vshufi64x2   zmm10, zmm10, zmm16, 238
+    vshufi64x2   zmm16, zmm3, zmm12, 68
+    vshufi64x2   zmm3, zmm3, zmm12, 238
+    vshufi64x2   zmm12, zmm4, zmm1, 68
+    vshufi64x2   zmm1, zmm4, zmm1, 238
+    vpaddd       zmm4, zmm0, zmm5                    ; layer 3
+    vpsubd       zmm0, zmm0, zmm5
+    vmovshdup    zmm5, zmm0
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5248] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5120
+    vpmuldq      zmm18, zmm0, [rax - 128]
+    vpmuldq      zmm0, zmm0, [rax - 64]
+    vpmuldq      zmm0, zmm0, zmm2
+    vpsubd       zmm0, zmm18, zmm0
+    vpmuldq      zmm18, zmm5, [rax - 128]
+    vpmuldq      zmm5, zmm5, [rax - 64]
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm18, zmm5
+    vmovshdup    zmm5{k2}, zmm0
+    vpaddd       zmm0, zmm7, zmm6                    ; layer 3
+    vpsubd       zmm6, zmm7, zmm6
     vmovshdup    zmm7, zmm6
     vpmuldq      zmm18, zmm6, [rax]
     vpmuldq      zmm6, zmm6, [rax + 64]
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm6, zmm6, zmm2
     vpsubd       zmm6, zmm18, zmm6
     vpmuldq      zmm18, zmm7, [rax]
     vpmuldq      zmm7, zmm7, [rax + 64]
-    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm7, zmm7, zmm2
     vpsubd       zmm7, zmm18, zmm7
     vmovshdup    zmm7{k2}, zmm6
-    vpaddd       zmm6, zmm13, zmm15                  ; layer 2
-    vpsubd       zmm13, zmm13, zmm15
-    vmovshdup    zmm15, zmm13
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm0
+    vpaddd       zmm6, zmm13, zmm11                  ; layer 3
+    vpsubd       zmm11, zmm13, zmm11
+    vmovshdup    zmm13, zmm11
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5504] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5376
+    vpmuldq      zmm18, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm18, zmm11
+    vpmuldq      zmm18, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm2
     vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm0
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm15{k2}, zmm13
-    vpaddd       zmm13, zmm8, zmm1                   ; layer 2
-    vpsubd       zmm1, zmm8, zmm1
-    vmovshdup    zmm8, zmm1
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6528] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6400
-    vpmuldq      zmm18, zmm1, [rax - 128]
-    vpmuldq      zmm1, zmm1, [rax - 64]
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm0
+    vmovshdup    zmm13{k2}, zmm11
+    vpaddd       zmm11, zmm14, zmm8                  ; layer 3
+    vpsubd       zmm8, zmm14, zmm8
+    vmovshdup    zmm14, zmm8
+    vpmuldq      zmm18, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm2
     vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm8{k2}, zmm1
-    vpaddd       zmm1, zmm16, zmm17                  ; layer 2
-    vpsubd       zmm16, zmm16, zmm17
-    vmovshdup    zmm17, zmm16
-    vpmuldq      zmm18, zmm16, [rax - 128]
-    vpmuldq      zmm16, zmm16, [rax - 64]
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm0
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm16
-    vpaddd       zmm16, zmm2, zmm3                   ; layer 2
-    vpsubd       zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm2
-    vpmuldq      zmm18, zmm2, [rax]
-    vpmuldq      zmm2, zmm2, [rax + 64]
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm3, [rax]
-    vpmuldq      zmm3, zmm3, [rax + 64]
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vmovshdup    zmm3{k2}, zmm2
-    vpaddd       zmm2, zmm14, zmm10                  ; layer 2
-    vpsubd       zmm10, zmm14, zmm10
-    vmovshdup    zmm14, zmm10
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
     vpmuldq      zmm18, zmm14, [rax]
     vpmuldq      zmm14, zmm14, [rax + 64]
-    vpmuldq      zmm14, zmm14, zmm0
+    vpmuldq      zmm14, zmm14, zmm2
     vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm14{k2}, zmm10
-    vpaddd       zmm10, zmm4, zmm9                   ; layer 1
-    vpsubd       zmm4, zmm4, zmm9
-    vmovshdup    zmm9, zmm4
-    vpmuldq      zmm18, zmm4, zmm23
-    vpmuldq      zmm4, zmm4, zmm24
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm9, zmm23
-    vpmuldq      zmm9, zmm9, zmm24
-    vpmuldq      zmm9, zmm9, zmm0
+    vmovshdup    zmm14{k2}, zmm8
+    vpaddd       zmm8, zmm15, zmm9                   ; layer 3
+    vpsubd       zmm9, zmm15, zmm9
+    vmovshdup    zmm15, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5632
+    vpmuldq      zmm18, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
     vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm9{k2}, zmm4
-    vpaddd       zmm4, zmm5, zmm6                    ; layer 1
-    vpsubd       zmm5, zmm5, zmm6
-    vmovshdup    zmm6, zmm5
-    vpmuldq      zmm18, zmm5, zmm23
-    vpmuldq      zmm5, zmm5, zmm24
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm6, zmm23
-    vpmuldq      zmm6, zmm6, zmm24
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm18, zmm6
-    vmovshdup    zmm6{k2}, zmm5
-    vpaddd       zmm5, zmm11, zmm7                   ; layer 1
-    vpsubd       zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm7
-    vpmuldq      zmm18, zmm7, zmm23
-    vpmuldq      zmm7, zmm7, zmm24
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm11, zmm23
-    vpmuldq      zmm11, zmm11, zmm24
-    vpmuldq      zmm11, zmm11, zmm0
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm7
-    vpaddd       zmm7, zmm12, zmm15                  ; layer 1
-    vpsubd       zmm12, zmm12, zmm15
-    vmovshdup    zmm15, zmm12
-    vpmuldq      zmm18, zmm12, zmm23
-    vpmuldq      zmm12, zmm12, zmm24
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vpmuldq      zmm18, zmm15, zmm23
-    vpmuldq      zmm15, zmm15, zmm24
-    vpmuldq      zmm15, zmm15, zmm0
+    vpmuldq      zmm18, zmm15, [rax - 128]
+    vpmuldq      zmm15, zmm15, [rax - 64]
+    vpmuldq      zmm15, zmm15, zmm2
     vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm15{k2}, zmm12
-    vpaddd       zmm12, zmm13, zmm16                 ; layer 1
-    vpsubd       zmm13, zmm13, zmm16
-    vmovshdup    zmm16, zmm13
-    vpmuldq      zmm18, zmm13, zmm25
-    vpmuldq      zmm13, zmm13, zmm26
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm16, zmm25
-    vpmuldq      zmm16, zmm16, zmm26
-    vpmuldq      zmm16, zmm16, zmm0
-    vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm16{k2}, zmm13
-    vpaddd       zmm13, zmm1, zmm2                   ; layer 1
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuldq      zmm18, zmm1, zmm25
-    vpmuldq      zmm1, zmm1, zmm26
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm2, zmm25
-    vpmuldq      zmm2, zmm2, zmm26
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vmovshdup    zmm2{k2}, zmm1
-    vpaddd       zmm1, zmm8, zmm3                    ; layer 1
-    vpsubd       zmm3, zmm8, zmm3
-    vmovshdup    zmm8, zmm3
-    vpmuldq      zmm18, zmm3, zmm25
-    vpmuldq      zmm3, zmm3, zmm26
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm8, zmm25
-    vpmuldq      zmm8, zmm8, zmm26
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm8{k2}, zmm3
-    vpaddd       zmm3, zmm17, zmm14                  ; layer 1
-    vpsubd       zmm14, zmm17, zmm14
-    vmovshdup    zmm17, zmm14
-    vpmuldq      zmm18, zmm14, zmm25
-    vpmuldq      zmm14, zmm14, zmm26
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm17, zmm25
-    vpmuldq      zmm17, zmm17, zmm26
-    vpmuldq      zmm17, zmm17, zmm0
+    vmovshdup    zmm15{k2}, zmm9
+    vpaddd       zmm9, zmm17, zmm10                  ; layer 3
+    vpsubd       zmm10, zmm17, zmm10
+    vmovshdup    zmm17, zmm10
+    vpmuldq      zmm18, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm18, zmm10
+    vpmuldq      zmm18, zmm17, [rax]
+    vpmuldq      zmm17, zmm17, [rax + 64]
+    vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm14
-    vpaddd       zmm14, zmm10, zmm12                 ; layer 0
-    vpsubd       zmm10, zmm10, zmm12
-    vmovshdup    zmm12, zmm10
-    vpmuldq      zmm18, zmm10, zmm19
-    vpmuldq      zmm10, zmm10, zmm20
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm12, zmm19
-    vpmuldq      zmm12, zmm12, zmm20
-    vpmuldq      zmm12, zmm12, zmm0
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm12{k2}, zmm10
-    vmovshdup    zmm10, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm10, zmm21
-    vpmuldq      zmm10, zmm10, zmm22
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm10{k2}, zmm14
-    vpaddd       zmm14, zmm4, zmm13                  ; layer 0
-    vpsubd       zmm4, zmm4, zmm13
-    vmovshdup    zmm13, zmm4
-    vpmuldq      zmm18, zmm4, zmm19
-    vpmuldq      zmm4, zmm4, zmm20
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm13, zmm19
-    vpmuldq      zmm13, zmm13, zmm20
-    vpmuldq      zmm13, zmm13, zmm0
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm13{k2}, zmm4
-    vmovshdup    zmm4, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm4, zmm21
-    vpmuldq      zmm4, zmm4, zmm22
-    vpmuldq      zmm4, zmm4, zmm0
-    vpsubd       zmm4, zmm18, zmm4
-    vmovshdup    zmm4{k2}, zmm14
-    vpaddd       zmm14, zmm5, zmm1                   ; layer 0
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
-    vpmuldq      zmm18, zmm1, zmm19
-    vpmuldq      zmm1, zmm1, zmm20
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm5, zmm19
-    vpmuldq      zmm5, zmm5, zmm20
-    vpmuldq      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm18, zmm5
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm1, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm1, zmm21
-    vpmuldq      zmm1, zmm1, zmm22
-    vpmuldq      zmm1, zmm1, zmm0
-    vpsubd       zmm1, zmm18, zmm1
-    vmovshdup    zmm1{k2}, zmm14
-    vpaddd       zmm14, zmm7, zmm3                   ; layer 0
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    vpmuldq      zmm18, zmm3, zmm19
-    vpmuldq      zmm3, zmm3, zmm20
-    vpmuldq      zmm3, zmm3, zmm0
+    vmovshdup    zmm17{k2}, zmm10
+    vpaddd       zmm10, zmm16, zmm3                  ; layer 3
+    vpsubd       zmm3, zmm16, zmm3
+    vmovshdup    zmm16, zmm3
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6016] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5888
+    vpmuldq      zmm18, zmm3, [rax - 128]
+    vpmuldq      zmm3, zmm3, [rax - 64]
+    vpmuldq      zmm3, zmm3, zmm2
     vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm7, zmm19
-    vpmuldq      zmm7, zmm7, zmm20
-    vpmuldq      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm18, zmm7
-    vmovshdup    zmm7{k2}, zmm3
-    vmovshdup    zmm3, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm3, zmm21
-    vpmuldq      zmm3, zmm3, zmm22
-    vpmuldq      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm18, zmm3
-    vmovshdup    zmm3{k2}, zmm14
-    vpaddd       zmm14, zmm9, zmm16                  ; layer 0
-    vpsubd       zmm9, zmm9, zmm16
-    vmovshdup    zmm16, zmm9
-    vpmuldq      zmm18, zmm9, zmm19
-    vpmuldq      zmm9, zmm9, zmm20
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm16, zmm19
-    vpmuldq      zmm16, zmm16, zmm20
-    vpmuldq      zmm16, zmm16, zmm0
+    vpmuldq      zmm18, zmm16, [rax - 128]
+    vpmuldq      zmm16, zmm16, [rax - 64]
+    vpmuldq      zmm16, zmm16, zmm2
     vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm16{k2}, zmm9
-    vmovshdup    zmm9, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm9, zmm21
-    vpmuldq      zmm9, zmm9, zmm22
-    vpmuldq      zmm9, zmm9, zmm0
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm9{k2}, zmm14
-    vpaddd       zmm14, zmm6, zmm2                   ; layer 0
-    vpsubd       zmm2, zmm6, zmm2
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm18, zmm2, zmm19
-    vpmuldq      zmm2, zmm2, zmm20
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vpmuldq      zmm18, zmm6, zmm19
-    vpmuldq      zmm6, zmm6, zmm20
-    vpmuldq      zmm6, zmm6, zmm0
+    vmovshdup    zmm16{k2}, zmm3
+    vpaddd       zmm3, zmm12, zmm1                   ; layer 3
+    vpsubd       zmm1, zmm12, zmm1
+    vmovshdup    zmm12, zmm1
+    vpmuldq      zmm18, zmm1, [rax]
+    vpmuldq      zmm1, zmm1, [rax + 64]
+    vpmuldq      zmm1, zmm1, zmm2
+    vpsubd       zmm1, zmm18, zmm1
+    vpmuldq      zmm18, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm1
+    vpaddd       zmm1, zmm4, zmm0                    ; layer 2
+    vpsubd       zmm0, zmm4, zmm0
+    vmovshdup    zmm4, zmm0
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6272] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6144
+    vpmuldq      zmm18, zmm0, [rax - 128]
+    vpmuldq      zmm0, zmm0, [rax - 64]
+    vpmuldq      zmm0, zmm0, zmm2
+    vpsubd       zmm0, zmm18, zmm0
+    vpmuldq      zmm18, zmm4, [rax - 128]
+    vpmuldq      zmm4, zmm4, [rax - 64]
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm18, zmm4
+    vmovshdup    zmm4{k2}, zmm0
+    vpaddd       zmm0, zmm5, zmm7                    ; layer 2
+    vpsubd       zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm5
+    vpmuldq      zmm18, zmm5, [rax - 128]
+    vpmuldq      zmm5, zmm5, [rax - 64]
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm18, zmm5
+    vpmuldq      zmm18, zmm7, [rax - 128]
+    vpmuldq      zmm7, zmm7, [rax - 64]
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm18, zmm7
+    vmovshdup    zmm7{k2}, zmm5
+    vpaddd       zmm5, zmm6, zmm11                   ; layer 2
+    vpsubd       zmm6, zmm6, zmm11
+    vmovshdup    zmm11, zmm6
+    vpmuldq      zmm18, zmm6, [rax]
+    vpmuldq      zmm6, zmm6, [rax + 64]
+    vpmuldq      zmm6, zmm6, zmm2
     vpsubd       zmm6, zmm18, zmm6
-    vmovshdup    zmm6{k2}, zmm2
-    vmovshdup    zmm2, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
-    vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm2, zmm21
-    vpmuldq      zmm2, zmm2, zmm22
-    vpmuldq      zmm2, zmm2, zmm0
-    vpsubd       zmm2, zmm18, zmm2
-    vmovshdup    zmm2{k2}, zmm14
-    vpaddd       zmm14, zmm11, zmm8                  ; layer 0
-    vpsubd       zmm8, zmm11, zmm8
-    vmovshdup    zmm11, zmm8
-    vpmuldq      zmm18, zmm8, zmm19
-    vpmuldq      zmm8, zmm8, zmm20
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm11, zmm19
-    vpmuldq      zmm11, zmm11, zmm20
-    vpmuldq      zmm11, zmm11, zmm0
+    vpmuldq      zmm18, zmm11, [rax]
+    vpmuldq      zmm11, zmm11, [rax + 64]
+    vpmuldq      zmm11, zmm11, zmm2
     vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm8
-    vmovshdup    zmm8, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
+    vmovshdup    zmm11{k2}, zmm6
+    vpaddd       zmm6, zmm13, zmm14                  ; layer 2
+    vpsubd       zmm13, zmm13, zmm14
+    vmovshdup    zmm14, zmm13
+    vpmuldq      zmm18, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm18, zmm13
+    vpmuldq      zmm18, zmm14, [rax]
+    vpmuldq      zmm14, zmm14, [rax + 64]
+    vpmuldq      zmm14, zmm14, zmm2
     vpsubd       zmm14, zmm18, zmm14
-    vpmuldq      zmm18, zmm8, zmm21
-    vpmuldq      zmm8, zmm8, zmm22
-    vpmuldq      zmm8, zmm8, zmm0
+    vmovshdup    zmm14{k2}, zmm13
+    vpaddd       zmm13, zmm8, zmm9                   ; layer 2
+    vpsubd       zmm8, zmm8, zmm9
+    vmovshdup    zmm9, zmm8
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6528] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6400
+    vpmuldq      zmm18, zmm8, [rax - 128]
+    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm8, zmm8, zmm2
     vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm8{k2}, zmm14
-    vpaddd       zmm14, zmm15, zmm17                 ; layer 0
+    vpmuldq      zmm18, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm8
+    vpaddd       zmm8, zmm15, zmm17                  ; layer 2
     vpsubd       zmm15, zmm15, zmm17
     vmovshdup    zmm17, zmm15
-    vpmuldq      zmm18, zmm15, zmm19
-    vpmuldq      zmm15, zmm15, zmm20
-    vpmuldq      zmm15, zmm15, zmm0
+    vpmuldq      zmm18, zmm15, [rax - 128]
+    vpmuldq      zmm15, zmm15, [rax - 64]
+    vpmuldq      zmm15, zmm15, zmm2
     vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm17, zmm19
-    vpmuldq      zmm17, zmm17, zmm20
-    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm18, zmm17
     vmovshdup    zmm17{k2}, zmm15
-    vmovshdup    zmm15, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm0
+    vpaddd       zmm15, zmm10, zmm3                  ; layer 2
+    vpsubd       zmm3, zmm10, zmm3
+    vmovshdup    zmm10, zmm3
+    vpmuldq      zmm18, zmm3, [rax]
+    vpmuldq      zmm3, zmm3, [rax + 64]
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm3
+    vpaddd       zmm3, zmm16, zmm12                  ; layer 2
+    vpsubd       zmm12, zmm16, zmm12
+    vmovshdup    zmm16, zmm12
+    vpmuldq      zmm18, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm18, zmm12
+    vpmuldq      zmm18, zmm16, [rax]
+    vpmuldq      zmm16, zmm16, [rax + 64]
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vmovshdup    zmm16{k2}, zmm12
+    vpaddd       zmm12, zmm1, zmm5                   ; layer 1
+    vpsubd       zmm1, zmm1, zmm5
+    vmovshdup    zmm5, zmm1
+    vpmuldq      zmm18, zmm1, zmm25
+    vpmuldq      zmm1, zmm1, zmm26
+    vpmuldq      zmm1, zmm1, zmm2
+    vpsubd       zmm1, zmm18, zmm1
+    vpmuldq      zmm18, zmm5, zmm25
+    vpmuldq      zmm5, zmm5, zmm26
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm18, zmm5
+    vmovshdup    zmm5{k2}, zmm1
+    vpaddd       zmm1, zmm0, zmm6                    ; layer 1
+    vpsubd       zmm0, zmm0, zmm6
+    vmovshdup    zmm6, zmm0
+    vpmuldq      zmm18, zmm0, zmm25
+    vpmuldq      zmm0, zmm0, zmm26
+    vpmuldq      zmm0, zmm0, zmm2
+    vpsubd       zmm0, zmm18, zmm0
+    vpmuldq      zmm18, zmm6, zmm25
+    vpmuldq      zmm6, zmm6, zmm26
+    vpmuldq      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm18, zmm6
+    vmovshdup    zmm6{k2}, zmm0
+    vpaddd       zmm0, zmm4, zmm11                   ; layer 1
+    vpsubd       zmm4, zmm4, zmm11
+    vmovshdup    zmm11, zmm4
+    vpmuldq      zmm18, zmm4, zmm25
+    vpmuldq      zmm4, zmm4, zmm26
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm18, zmm4
+    vpmuldq      zmm18, zmm11, zmm25
+    vpmuldq      zmm11, zmm11, zmm26
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm4
+    vpaddd       zmm4, zmm7, zmm14                   ; layer 1
+    vpsubd       zmm7, zmm7, zmm14
+    vmovshdup    zmm14, zmm7
+    vpmuldq      zmm18, zmm7, zmm25
+    vpmuldq      zmm7, zmm7, zmm26
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm18, zmm7
+    vpmuldq      zmm18, zmm14, zmm25
+    vpmuldq      zmm14, zmm14, zmm26
+    vpmuldq      zmm14, zmm14, zmm2
     vpsubd       zmm14, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm7
+    vpaddd       zmm7, zmm13, zmm15                  ; layer 1
+    vpsubd       zmm13, zmm13, zmm15
+    vmovshdup    zmm15, zmm13
+    vpmuldq      zmm18, zmm13, zmm27
+    vpmuldq      zmm13, zmm13, zmm28
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm18, zmm13
+    vpmuldq      zmm18, zmm15, zmm27
+    vpmuldq      zmm15, zmm15, zmm28
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm13
+    vpaddd       zmm13, zmm8, zmm3                   ; layer 1
+    vpsubd       zmm3, zmm8, zmm3
+    vmovshdup    zmm8, zmm3
+    vpmuldq      zmm18, zmm3, zmm27
+    vpmuldq      zmm3, zmm3, zmm28
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm8, zmm27
+    vpmuldq      zmm8, zmm8, zmm28
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm3
+    vpaddd       zmm3, zmm9, zmm10                   ; layer 1
+    vpsubd       zmm9, zmm9, zmm10
+    vmovshdup    zmm10, zmm9
+    vpmuldq      zmm18, zmm9, zmm27
+    vpmuldq      zmm9, zmm9, zmm28
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm18, zmm9
+    vpmuldq      zmm18, zmm10, zmm27
+    vpmuldq      zmm10, zmm10, zmm28
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm9
+    vpaddd       zmm9, zmm17, zmm16                  ; layer 1
+    vpsubd       zmm16, zmm17, zmm16
+    vmovshdup    zmm17, zmm16
+    vpmuldq      zmm18, zmm16, zmm27
+    vpmuldq      zmm16, zmm16, zmm28
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpmuldq      zmm18, zmm17, zmm27
+    vpmuldq      zmm17, zmm17, zmm28
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm16
+    vpaddd       zmm16, zmm12, zmm7                  ; layer 0
+    vpsubd       zmm7, zmm12, zmm7
+    vmovshdup    zmm12, zmm7
+    vpmuldq      zmm18, zmm7, zmm21
+    vpmuldq      zmm7, zmm7, zmm22
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm18, zmm7
+    vpmuldq      zmm18, zmm12, zmm21
+    vpmuldq      zmm12, zmm12, zmm22
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm7
+    vmovshdup    zmm7, zmm16
+    vpmuldq      zmm18, zmm16, zmm23
+    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpmuldq      zmm18, zmm7, zmm23
+    vpmuldq      zmm7, zmm7, zmm24
+    vpmuldq      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm18, zmm7
+    vmovshdup    zmm7{k2}, zmm16
+    vpaddd       zmm16, zmm1, zmm13                  ; layer 0
+    vpsubd       zmm1, zmm1, zmm13
+    vmovshdup    zmm13, zmm1
+    vpmuldq      zmm18, zmm1, zmm21
+    vpmuldq      zmm1, zmm1, zmm22
+    vpmuldq      zmm1, zmm1, zmm2
+    vpsubd       zmm1, zmm18, zmm1
+    vpmuldq      zmm18, zmm13, zmm21
+    vpmuldq      zmm13, zmm13, zmm22
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm1
+    vmovshdup    zmm1, zmm16
+    vpmuldq      zmm18, zmm16, zmm23
+    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpmuldq      zmm18, zmm1, zmm23
+    vpmuldq      zmm1, zmm1, zmm24
+    vpmuldq      zmm1, zmm1, zmm2
+    vpsubd       zmm1, zmm18, zmm1
+    vmovshdup    zmm1{k2}, zmm16
+    vpaddd       zmm16, zmm0, zmm3                   ; layer 0
+    vpsubd       zmm0, zmm0, zmm3
+    vmovshdup    zmm3, zmm0
+    vpmuldq      zmm18, zmm0, zmm21
+    vpmuldq      zmm0, zmm0, zmm22
+    vpmuldq      zmm0, zmm0, zmm2
+    vpsubd       zmm0, zmm18, zmm0
+    vpmuldq      zmm18, zmm3, zmm21
+    vpmuldq      zmm3, zmm3, zmm22
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm18, zmm3
+    vmovshdup    zmm3{k2}, zmm0
+    vmovshdup    zmm0, zmm16
+    vpmuldq      zmm18, zmm16, zmm23
+    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpmuldq      zmm18, zmm0, zmm23
+    vpmuldq      zmm0, zmm0, zmm24
+    vpmuldq      zmm0, zmm0, zmm2
+    vpsubd       zmm0, zmm18, zmm0
+    vmovshdup    zmm0{k2}, zmm16
+    vpaddd       zmm16, zmm4, zmm9                   ; layer 0
+    vpsubd       zmm4, zmm4, zmm9
+    vmovshdup    zmm9, zmm4
+    vpmuldq      zmm18, zmm4, zmm21
+    vpmuldq      zmm4, zmm4, zmm22
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm18, zmm4
+    vpmuldq      zmm18, zmm9, zmm21
+    vpmuldq      zmm9, zmm9, zmm22
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm4
+    vmovshdup    zmm4, zmm16
+    vpmuldq      zmm18, zmm16, zmm23
+    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpmuldq      zmm18, zmm4, zmm23
+    vpmuldq      zmm4, zmm4, zmm24
+    vpmuldq      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm18, zmm4
+    vmovshdup    zmm4{k2}, zmm16
+    vpaddd       zmm16, zmm5, zmm15                  ; layer 0
+    vpsubd       zmm5, zmm5, zmm15
+    vmovshdup    zmm15, zmm5
+    vpmuldq      zmm18, zmm5, zmm21
+    vpmuldq      zmm5, zmm5, zmm22
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm18, zmm5
     vpmuldq      zmm18, zmm15, zmm21
     vpmuldq      zmm15, zmm15, zmm22
-    vpmuldq      zmm0, zmm15, zmm0
-    vpsubd       zmm0, zmm18, zmm0
-    vmovshdup    zmm0{k2}, zmm14
-    vmovdqu64    [rdi], zmm10
-    vmovdqu64    [rdi + 64], zmm4
-    vmovdqu64    [rdi + 128], zmm1
-    vmovdqu64    [rdi + 192], zmm3
-    vmovdqu64    [rdi + 256], zmm9
-    vmovdqu64    [rdi + 320], zmm2
-    vmovdqu64    [rdi + 384], zmm8
-    vmovdqu64    [rdi + 448], zmm0
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm5
+    vmovshdup    zmm5, zmm16
+    vpmuldq      zmm18, zmm16, zmm23
+    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpmuldq      zmm18, zmm5, zmm23
+    vpmuldq      zmm5, zmm5, zmm24
+    vpmuldq      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm18, zmm5
+    vmovshdup    zmm5{k2}, zmm16
+    vpaddd       zmm16, zmm6, zmm8                   ; layer 0
+    vpsubd       zmm6, zmm6, zmm8
+    vmovshdup    zmm8, zmm6
+    vpmuldq      zmm18, zmm6, zmm21
+    vpmuldq      zmm6, zmm6, zmm22
+    vpmuldq      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm18, zmm6
+    vpmuldq      zmm18, zmm8, zmm21
+    vpmuldq      zmm8, zmm8, zmm22
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm6
+    vmovshdup    zmm6, zmm16
+    vpmuldq      zmm18, zmm16, zmm23
+    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpmuldq      zmm18, zmm6, zmm23
+    vpmuldq      zmm6, zmm6, zmm24
+    vpmuldq      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm18, zmm6
+    vmovshdup    zmm6{k2}, zmm16
+    vpaddd       zmm16, zmm11, zmm10                 ; layer 0
+    vpsubd       zmm10, zmm11, zmm10
+    vmovshdup    zmm11, zmm10
+    vpmuldq      zmm18, zmm10, zmm21
+    vpmuldq      zmm10, zmm10, zmm22
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm18, zmm10
+    vpmuldq      zmm18, zmm11, zmm21
+    vpmuldq      zmm11, zmm11, zmm22
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm10
+    vmovshdup    zmm10, zmm16
+    vpmuldq      zmm18, zmm16, zmm23
+    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpmuldq      zmm18, zmm10, zmm23
+    vpmuldq      zmm10, zmm10, zmm24
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm16
+    vpaddd       zmm16, zmm14, zmm17                 ; layer 0
+    vpsubd       zmm14, zmm14, zmm17
+    vmovshdup    zmm17, zmm14
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm17, zmm21
+    vpmuldq      zmm17, zmm17, zmm22
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm14
+    vmovshdup    zmm14, zmm16
+    vpmuldq      zmm18, zmm16, zmm23
+    vpmuldq      zmm16, zmm16, zmm24
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm18, zmm16
+    vpmuldq      zmm18, zmm14, zmm23
+    vpmuldq      zmm14, zmm14, zmm24
+    vpmuldq      zmm2, zmm14, zmm2
+    vpsubd       zmm2, zmm18, zmm2
+    vmovshdup    zmm2{k2}, zmm16
+    vmovdqu64    [rdi], zmm7
+    vmovdqu64    [rdi + 64], zmm1
+    vmovdqu64    [rdi + 128], zmm0
+    vmovdqu64    [rdi + 192], zmm4
+    vmovdqu64    [rdi + 256], zmm5
+    vmovdqu64    [rdi + 320], zmm6
+    vmovdqu64    [rdi + 384], zmm10
+    vmovdqu64    [rdi + 448], zmm2
     vmovdqu64    [rdi + 512], zmm12
     vmovdqu64    [rdi + 576], zmm13
-    vmovdqu64    [rdi + 640], zmm5
-    vmovdqu64    [rdi + 704], zmm7
-    vmovdqu64    [rdi + 768], zmm16
-    vmovdqu64    [rdi + 832], zmm6
+    vmovdqu64    [rdi + 640], zmm3
+    vmovdqu64    [rdi + 704], zmm9
+    vmovdqu64    [rdi + 768], zmm15
+    vmovdqu64    [rdi + 832], zmm8
     vmovdqu64    [rdi + 896], zmm11
     vmovdqu64    [rdi + 960], zmm17
     vzeroupper

@@ -2419,6 +2419,16 @@ pd_even_lanes:
     dd 1, 0, 1, 0, 1, 0, 1, 0
 
 align 32
+pd_index64_0_1_8_9_4_5_12_13:
+    dd 0, 0, 1, 0, 8, 0, 9, 0
+    dd 4, 0, 5, 0, 12, 0, 13, 0
+
+align 32
+pd_index64_2_3_10_11_6_7_14_15:
+    dd 2, 0, 3, 0, 10, 0, 11, 0
+    dd 6, 0, 7, 0, 14, 0, 15, 0
+
+align 32
 pd_m1073479679:
     dd -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679
     dd -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679
@@ -2435,7 +2445,7 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-21}, k2, rax, flags
+;   clobbers: zmm{0-23}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 128 vector reductions
@@ -2453,2105 +2463,2107 @@ global kg_nfl1073479681_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_nfl10
 align 32
 kg_nfl1073479681_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm11, [rel pd_2146959362]          ; held in a register: read 304 times
+    vmovdqu64    zmm13, [rel pd_2146959362]          ; held in a register: read 304 times
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 0
-    vmovdqu64    zmm12, [rax - 64]                   ; held in a register: read 32 times
-    vmovdqu64    zmm13, [rax - 128]                  ; held in a register: read 16 times
-    vmovdqu64    zmm14, [rax + 64]                   ; held in a register: read 16 times
+    vmovdqu64    zmm14, [rax - 64]                   ; held in a register: read 32 times
+    vmovdqu64    zmm15, [rax - 128]                  ; held in a register: read 16 times
+    vmovdqu64    zmm16, [rax + 64]                   ; held in a register: read 16 times
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 256] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 128
-    vmovdqu64    zmm15, [rax + 64]                   ; held in a register: read 16 times
-    vmovdqu64    zmm16, [rax - 128]                  ; held in a register: read 8 times
-    vmovdqu64    zmm17, [rax]                        ; held in a register: read 8 times
-    vmovdqu64    zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 448] ; held in a register: read 8 times
-    vmovdqu64    zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3904] ; held in a register: read 8 times
-    vmovdqu64    zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360] ; held in a register: read 8 times
-    vmovdqu64    zmm21, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816] ; held in a register: read 8 times
+    vmovdqu64    zmm17, [rax + 64]                   ; held in a register: read 16 times
+    vmovdqu64    zmm18, [rax - 128]                  ; held in a register: read 8 times
+    vmovdqu64    zmm19, [rax]                        ; held in a register: read 8 times
+    vmovdqu64    zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 448] ; held in a register: read 8 times
+    vmovdqu64    zmm21, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3904] ; held in a register: read 8 times
+    vmovdqu64    zmm22, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360] ; held in a register: read 8 times
+    vmovdqu64    zmm23, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816] ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 512]
-    vmovdqu64    zmm3, [rdi + 1024]
-    vmovdqu64    zmm4, [rdi + 1536]
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm6, zmm3, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm6, zmm4, zmm12
-    vpmuludq     zmm3, zmm3, zmm12
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm13
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 0
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 1
-    vpminud      zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm6, zmm4, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm16
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm1, zmm11                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuludq     zmm6, zmm2, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm17
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm2, zmm2, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovdqu64    [rdi], zmm5
-    vmovdqu64    [rdi + 512], zmm3
-    vmovdqu64    [rdi + 1024], zmm4
-    vmovdqu64    [rdi + 1536], zmm1
-    vmovdqu64    zmm1, [rdi + 64]
-    vmovdqu64    zmm2, [rdi + 576]
-    vmovdqu64    zmm3, [rdi + 1088]
-    vmovdqu64    zmm4, [rdi + 1600]
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm6, zmm3, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm6, zmm4, zmm12
-    vpmuludq     zmm3, zmm3, zmm12
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm13
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 0
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 1
-    vpminud      zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm6, zmm4, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm16
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm1, zmm11                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuludq     zmm6, zmm2, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm17
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm2, zmm2, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovdqu64    [rdi + 64], zmm5
-    vmovdqu64    [rdi + 576], zmm3
-    vmovdqu64    [rdi + 1088], zmm4
-    vmovdqu64    [rdi + 1600], zmm1
-    vmovdqu64    zmm1, [rdi + 128]
-    vmovdqu64    zmm2, [rdi + 640]
-    vmovdqu64    zmm3, [rdi + 1152]
-    vmovdqu64    zmm4, [rdi + 1664]
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm6, zmm3, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm6, zmm4, zmm12
-    vpmuludq     zmm3, zmm3, zmm12
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm13
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 0
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 1
-    vpminud      zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm6, zmm4, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm16
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm1, zmm11                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuludq     zmm6, zmm2, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm17
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm2, zmm2, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovdqu64    [rdi + 128], zmm5
-    vmovdqu64    [rdi + 640], zmm3
-    vmovdqu64    [rdi + 1152], zmm4
-    vmovdqu64    [rdi + 1664], zmm1
-    vmovdqu64    zmm1, [rdi + 192]
-    vmovdqu64    zmm2, [rdi + 704]
-    vmovdqu64    zmm3, [rdi + 1216]
-    vmovdqu64    zmm4, [rdi + 1728]
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm6, zmm3, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm6, zmm4, zmm12
-    vpmuludq     zmm3, zmm3, zmm12
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm13
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 0
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 1
-    vpminud      zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm6, zmm4, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm16
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm1, zmm11                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuludq     zmm6, zmm2, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm17
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm2, zmm2, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovdqu64    [rdi + 192], zmm5
-    vmovdqu64    [rdi + 704], zmm3
-    vmovdqu64    [rdi + 1216], zmm4
-    vmovdqu64    [rdi + 1728], zmm1
-    vmovdqu64    zmm1, [rdi + 256]
-    vmovdqu64    zmm2, [rdi + 768]
-    vmovdqu64    zmm3, [rdi + 1280]
-    vmovdqu64    zmm4, [rdi + 1792]
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm6, zmm3, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm6, zmm4, zmm12
-    vpmuludq     zmm3, zmm3, zmm12
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm13
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 0
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 1
-    vpminud      zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm6, zmm4, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm16
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm1, zmm11                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuludq     zmm6, zmm2, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm17
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm2, zmm2, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovdqu64    [rdi + 256], zmm5
-    vmovdqu64    [rdi + 768], zmm3
-    vmovdqu64    [rdi + 1280], zmm4
-    vmovdqu64    [rdi + 1792], zmm1
-    vmovdqu64    zmm1, [rdi + 320]
-    vmovdqu64    zmm2, [rdi + 832]
-    vmovdqu64    zmm3, [rdi + 1344]
-    vmovdqu64    zmm4, [rdi + 1856]
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm6, zmm3, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm6, zmm4, zmm12
-    vpmuludq     zmm3, zmm3, zmm12
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm13
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 0
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 1
-    vpminud      zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm6, zmm4, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm16
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm1, zmm11                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuludq     zmm6, zmm2, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm17
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm2, zmm2, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovdqu64    [rdi + 320], zmm5
-    vmovdqu64    [rdi + 832], zmm3
-    vmovdqu64    [rdi + 1344], zmm4
-    vmovdqu64    [rdi + 1856], zmm1
-    vmovdqu64    zmm1, [rdi + 384]
-    vmovdqu64    zmm2, [rdi + 896]
-    vmovdqu64    zmm3, [rdi + 1408]
-    vmovdqu64    zmm4, [rdi + 1920]
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm6, zmm3, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm6, zmm4, zmm12
-    vpmuludq     zmm3, zmm3, zmm12
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm13
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 0
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 1
-    vpminud      zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm6, zmm4, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm16
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm1, zmm11                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuludq     zmm6, zmm2, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm17
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm2, zmm2, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovdqu64    [rdi + 384], zmm5
-    vmovdqu64    [rdi + 896], zmm3
-    vmovdqu64    [rdi + 1408], zmm4
-    vmovdqu64    [rdi + 1920], zmm1
-    vmovdqu64    zmm1, [rdi + 448]
-    vmovdqu64    zmm2, [rdi + 960]
-    vmovdqu64    zmm3, [rdi + 1472]
-    vmovdqu64    zmm4, [rdi + 1984]
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm6, zmm3, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm6, zmm4, zmm12
-    vpmuludq     zmm3, zmm3, zmm12
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm13
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 0
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 1
-    vpminud      zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm6, zmm4, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm4, zmm4, zmm16
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm1, zmm11                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm4
-    vmovshdup    zmm4, zmm2
-    vpmuludq     zmm6, zmm2, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm17
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm2, zmm2, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovdqu64    [rdi + 448], zmm5
-    vmovdqu64    [rdi + 960], zmm3
-    vmovdqu64    [rdi + 1472], zmm4
-    vmovdqu64    [rdi + 1984], zmm1
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 64]
-    vmovdqu64    zmm3, [rdi + 128]
-    vmovdqu64    zmm4, [rdi + 192]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 320]
-    vmovdqu64    zmm7, [rdi + 384]
-    vmovdqu64    zmm8, [rdi + 448]
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: before layer 2
-    vpminud      zmm1, zmm1, zmm9
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm10, zmm5, zmm18
-    vpmuludq     zmm9, zmm9, zmm18
-    vmovshdup    zmm9{k2}, zmm10
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 512] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 384
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm1, zmm5                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm2, zmm11                   ; csub: before layer 2
-    vpminud      zmm2, zmm2, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm10, zmm6, zmm18
-    vpmuludq     zmm5, zmm5, zmm18
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm2, zmm5                    ; layer 2
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm3, zmm11                   ; csub: before layer 2
-    vpminud      zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm7
-    vpmuludq     zmm10, zmm7, zmm18
-    vpmuludq     zmm5, zmm5, zmm18
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm7, zmm5
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 2
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 2
-    vpminud      zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm8
-    vpmuludq     zmm10, zmm8, zmm18
-    vpmuludq     zmm5, zmm5, zmm18
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm8, zmm5
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm11
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 3
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm7
-    vpmuludq     zmm10, zmm7, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm7, zmm7, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm7, zmm7, zmm9
-    vpaddd       zmm9, zmm5, zmm7                    ; layer 3
-    vpaddd       zmm5, zmm5, zmm11
+    vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rel pd_1073479681]           ; q = 1073479681
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 512]
+    vmovdqu64    zmm5, [rdi + 1024]
+    vmovdqu64    zmm6, [rdi + 1536]
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm8, zmm5, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm5, zmm5, zmm15
+    vpmulld      zmm7, zmm7, zmm2
     vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm11                   ; csub: before layer 3
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm10, zmm8, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 3
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm1, zmm11                   ; csub: before layer 3
-    vpminud      zmm1, zmm1, zmm7
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 768] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 640
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm1, zmm3                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm2, zmm11                   ; csub: before layer 3
-    vpminud      zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm3, zmm3, [rax - 64]
-    vmovshdup    zmm3{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 3
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm9, zmm11                   ; csub: before layer 4
-    vpminud      zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm8
-    vpmuludq     zmm10, zmm8, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm3, zmm8                    ; layer 4
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm8
-    vpsubd       zmm8, zmm5, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1024] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 896
-    vpmuludq     zmm10, zmm6, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm5, zmm6                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm7, zmm11                   ; csub: before layer 4
-    vpminud      zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm6, zmm4                    ; layer 4
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm4, zmm6, zmm4
-    vpsubd       zmm6, zmm1, zmm11                   ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm6
-    vmovshdup    zmm6, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1152
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm1, zmm2                    ; layer 4
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vshufi64x2   zmm2, zmm9, zmm3, 68
-    vshufi64x2   zmm3, zmm9, zmm3, 238
-    vshufi64x2   zmm9, zmm8, zmm5, 68
-    vshufi64x2   zmm5, zmm8, zmm5, 238
-    vshufi64x2   zmm8, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: before layer 5
-    vpminud      zmm2, zmm2, zmm6
-    vmovshdup    zmm6, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm2, zmm3                    ; layer 5
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm9, zmm11                   ; csub: before layer 5
-    vpminud      zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1536] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1408
-    vpmuludq     zmm10, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm3, zmm5                    ; layer 5
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm5, zmm4                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1792] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1664
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpaddd       zmm7, zmm5, zmm1                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vshufi64x2   zmm5, zmm6, zmm2, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm9, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm8, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm8, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm8, zmm7, zmm1, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm1, zmm7, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vpsubd       zmm7, zmm5, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2048] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1920
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm5, zmm3                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm5, zmm4                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2304] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2176
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm8
-    vpaddd       zmm8, zmm5, zmm1                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vpunpckldq   zmm5, zmm7, zmm2
-    vpunpckhdq   zmm2, zmm7, zmm2
-    vpunpckldq   zmm7, zmm6, zmm3
-    vpunpckhdq   zmm3, zmm6, zmm3
-    vpunpckldq   zmm6, zmm9, zmm4
-    vpunpckhdq   zmm4, zmm9, zmm4
-    vpunpckldq   zmm9, zmm8, zmm1
-    vpunpckhdq   zmm1, zmm8, zmm1
-    vpsubd       zmm8, zmm5, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2432]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm2, zmm2, zmm8
-    vpaddd       zmm8, zmm5, zmm2                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2624] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2496
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2688
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm5, zmm4                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3008] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2880
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vpunpckldq   zmm5, zmm8, zmm2
-    vpunpckhdq   zmm2, zmm8, zmm2
-    vpunpckldq   zmm8, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpunpckldq   zmm7, zmm6, zmm4
-    vpunpckhdq   zmm4, zmm6, zmm4
-    vpunpckldq   zmm6, zmm9, zmm1
-    vpunpckhdq   zmm1, zmm9, zmm1
-    vpsubd       zmm9, zmm5, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3200] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3072
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm2, zmm2, zmm9
-    vpaddd       zmm9, zmm5, zmm2                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3392] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3264
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm5, zmm3                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3584] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3456
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm5, zmm4                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3776] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3648
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm1, zmm1, zmm6
-    vpaddd       zmm6, zmm5, zmm1                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vshufi64x2   zmm5, zmm9, zmm2, 68
-    vshufi64x2   zmm2, zmm9, zmm2, 238
-    vshufi64x2   zmm9, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vpsubd       zmm6, zmm5, zmm11                   ; csub: the output range asked for
-    vpminud      zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: the output range asked for
-    vpminud      zmm2, zmm2, zmm6
-    vpsubd       zmm6, zmm9, zmm11                   ; csub: the output range asked for
-    vpminud      zmm6, zmm9, zmm6
-    vpsubd       zmm9, zmm3, zmm11                   ; csub: the output range asked for
-    vpminud      zmm3, zmm3, zmm9
-    vpsubd       zmm9, zmm8, zmm11                   ; csub: the output range asked for
-    vpminud      zmm8, zmm8, zmm9
-    vpsubd       zmm9, zmm4, zmm11                   ; csub: the output range asked for
-    vpminud      zmm4, zmm4, zmm9
-    vpsubd       zmm9, zmm7, zmm11                   ; csub: the output range asked for
-    vpminud      zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: the output range asked for
-    vpminud      zmm1, zmm1, zmm9
-    vmovdqu64    [rdi], zmm5
-    vmovdqu64    [rdi + 64], zmm2
-    vmovdqu64    [rdi + 128], zmm6
-    vmovdqu64    [rdi + 192], zmm3
-    vmovdqu64    [rdi + 256], zmm8
-    vmovdqu64    [rdi + 320], zmm4
-    vmovdqu64    [rdi + 384], zmm7
-    vmovdqu64    [rdi + 448], zmm1
-    vmovdqu64    zmm1, [rdi + 512]
-    vmovdqu64    zmm2, [rdi + 576]
-    vmovdqu64    zmm3, [rdi + 640]
-    vmovdqu64    zmm4, [rdi + 704]
-    vmovdqu64    zmm5, [rdi + 768]
-    vmovdqu64    zmm6, [rdi + 832]
-    vmovdqu64    zmm7, [rdi + 896]
-    vmovdqu64    zmm8, [rdi + 960]
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: before layer 2
-    vpminud      zmm1, zmm1, zmm9
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm10, zmm5, zmm19
-    vpmuludq     zmm9, zmm9, zmm19
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax + 64]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm1, zmm5                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm2, zmm11                   ; csub: before layer 2
-    vpminud      zmm2, zmm2, zmm5
     vmovshdup    zmm5, zmm6
-    vpmuludq     zmm10, zmm6, zmm19
-    vpmuludq     zmm5, zmm5, zmm19
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax + 64]
-    vpmulld      zmm5, zmm5, zmm0
+    vpmuludq     zmm8, zmm6, zmm14
+    vpmuludq     zmm5, zmm5, zmm14
+    vmovshdup    zmm5{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm15
+    vpmulld      zmm5, zmm5, zmm2
     vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm2, zmm5                    ; layer 2
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm3, zmm11                   ; csub: before layer 2
-    vpminud      zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm7
-    vpmuludq     zmm10, zmm7, zmm19
-    vpmuludq     zmm5, zmm5, zmm19
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm7, zmm7, [rax + 64]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm7, zmm5
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 2
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 2
-    vpminud      zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm8
-    vpmuludq     zmm10, zmm8, zmm19
-    vpmuludq     zmm5, zmm5, zmm19
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax + 64]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm8, zmm5
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm11
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
+    vpaddd       zmm4, zmm4, zmm13
     vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 3
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm7
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4096] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3968
-    vpmuludq     zmm10, zmm7, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm7, zmm7, zmm9
-    vpaddd       zmm9, zmm5, zmm7                    ; layer 3
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm11                   ; csub: before layer 3
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm10, zmm8, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 3
-    vpaddd       zmm6, zmm6, zmm11
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
+    vpminud      zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm8, zmm6, zmm16
+    vpmuludq     zmm7, zmm7, zmm16
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm18
+    vpmulld      zmm7, zmm7, zmm2
     vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm1, zmm11                   ; csub: before layer 3
-    vpminud      zmm1, zmm1, zmm7
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm1, zmm3                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm2, zmm11                   ; csub: before layer 3
-    vpminud      zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm3, zmm3, [rax + 64]
-    vmovshdup    zmm3{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 3
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm9, zmm11                   ; csub: before layer 4
-    vpminud      zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm8
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4352] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4224
-    vpmuludq     zmm10, zmm8, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm3, zmm8                    ; layer 4
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm8
-    vpsubd       zmm8, zmm5, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm6
-    vpmuludq     zmm10, zmm6, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm5, zmm6                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
+    vpaddd       zmm5, zmm5, zmm13
     vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm7, zmm11                   ; csub: before layer 4
-    vpminud      zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4608] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4480
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm6, zmm4                    ; layer 4
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm4, zmm6, zmm4
-    vpsubd       zmm6, zmm1, zmm11                   ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm6
-    vmovshdup    zmm6, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm1, zmm2                    ; layer 4
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vshufi64x2   zmm2, zmm9, zmm3, 68
-    vshufi64x2   zmm3, zmm9, zmm3, 238
-    vshufi64x2   zmm9, zmm8, zmm5, 68
-    vshufi64x2   zmm5, zmm8, zmm5, 238
-    vshufi64x2   zmm8, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: before layer 5
-    vpminud      zmm2, zmm2, zmm6
-    vmovshdup    zmm6, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4736
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm2, zmm3                    ; layer 5
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm9, zmm11                   ; csub: before layer 5
-    vpminud      zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm10, zmm5, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm3, zmm5                    ; layer 5
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5120] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4992
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm5, zmm4                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpaddd       zmm7, zmm5, zmm1                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vshufi64x2   zmm5, zmm6, zmm2, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm9, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm8, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm8, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm8, zmm7, zmm1, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm1, zmm7, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vpsubd       zmm7, zmm5, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5376] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5248
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm5, zmm3                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5504
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm5, zmm4                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm8
-    vpaddd       zmm8, zmm5, zmm1                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vpunpckldq   zmm5, zmm7, zmm2
-    vpunpckhdq   zmm2, zmm7, zmm2
-    vpunpckldq   zmm7, zmm6, zmm3
-    vpunpckhdq   zmm3, zmm6, zmm3
-    vpunpckldq   zmm6, zmm9, zmm4
-    vpunpckhdq   zmm4, zmm9, zmm4
-    vpunpckldq   zmm9, zmm8, zmm1
-    vpunpckhdq   zmm1, zmm8, zmm1
-    vpsubd       zmm8, zmm5, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5888] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5760
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm2, zmm2, zmm8
-    vpaddd       zmm8, zmm5, zmm2                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6080] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5952
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm6, zmm5
+    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm6
     vmovshdup    zmm6, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6272] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6144
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
+    vpmuludq     zmm8, zmm4, zmm17
+    vpmuludq     zmm6, zmm6, zmm17
+    vmovshdup    zmm6{k2}, zmm8
+    vpmulld      zmm4, zmm4, zmm19
+    vpmulld      zmm6, zmm6, zmm2
     vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm5, zmm4                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6464] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6336
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vpunpckldq   zmm5, zmm8, zmm2
-    vpunpckhdq   zmm2, zmm8, zmm2
-    vpunpckldq   zmm8, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpunpckldq   zmm7, zmm6, zmm4
-    vpunpckhdq   zmm4, zmm6, zmm4
-    vpunpckldq   zmm6, zmm9, zmm1
-    vpunpckhdq   zmm1, zmm9, zmm1
-    vpsubd       zmm9, zmm5, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6656] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6528
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm2, zmm2, zmm9
-    vpaddd       zmm9, zmm5, zmm2                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6848] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6720
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm5, zmm3                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7040] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6912
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm5, zmm4                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7232] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7104
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm1, zmm1, zmm6
-    vpaddd       zmm6, zmm5, zmm1                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vshufi64x2   zmm5, zmm9, zmm2, 68
-    vshufi64x2   zmm2, zmm9, zmm2, 238
-    vshufi64x2   zmm9, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vpsubd       zmm6, zmm5, zmm11                   ; csub: the output range asked for
-    vpminud      zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: the output range asked for
-    vpminud      zmm2, zmm2, zmm6
-    vpsubd       zmm6, zmm9, zmm11                   ; csub: the output range asked for
-    vpminud      zmm6, zmm9, zmm6
-    vpsubd       zmm9, zmm3, zmm11                   ; csub: the output range asked for
-    vpminud      zmm3, zmm3, zmm9
-    vpsubd       zmm9, zmm8, zmm11                   ; csub: the output range asked for
-    vpminud      zmm8, zmm8, zmm9
-    vpsubd       zmm9, zmm4, zmm11                   ; csub: the output range asked for
-    vpminud      zmm4, zmm4, zmm9
-    vpsubd       zmm9, zmm7, zmm11                   ; csub: the output range asked for
-    vpminud      zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: the output range asked for
-    vpminud      zmm1, zmm1, zmm9
+    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi], zmm7
     vmovdqu64    [rdi + 512], zmm5
-    vmovdqu64    [rdi + 576], zmm2
-    vmovdqu64    [rdi + 640], zmm6
-    vmovdqu64    [rdi + 704], zmm3
-    vmovdqu64    [rdi + 768], zmm8
-    vmovdqu64    [rdi + 832], zmm4
-    vmovdqu64    [rdi + 896], zmm7
-    vmovdqu64    [rdi + 960], zmm1
-    vmovdqu64    zmm1, [rdi + 1024]
-    vmovdqu64    zmm2, [rdi + 1088]
-    vmovdqu64    zmm3, [rdi + 1152]
-    vmovdqu64    zmm4, [rdi + 1216]
-    vmovdqu64    zmm5, [rdi + 1280]
-    vmovdqu64    zmm6, [rdi + 1344]
-    vmovdqu64    zmm7, [rdi + 1408]
-    vmovdqu64    zmm8, [rdi + 1472]
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: before layer 2
-    vpminud      zmm1, zmm1, zmm9
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm10, zmm5, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax + 64]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm1, zmm5                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm2, zmm11                   ; csub: before layer 2
-    vpminud      zmm2, zmm2, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm10, zmm6, zmm20
-    vpmuludq     zmm5, zmm5, zmm20
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax + 64]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm2, zmm5                    ; layer 2
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm3, zmm11                   ; csub: before layer 2
-    vpminud      zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm7
-    vpmuludq     zmm10, zmm7, zmm20
-    vpmuludq     zmm5, zmm5, zmm20
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm7, zmm7, [rax + 64]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm7, zmm5
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 2
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 2
-    vpminud      zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm8
-    vpmuludq     zmm10, zmm8, zmm20
-    vpmuludq     zmm5, zmm5, zmm20
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax + 64]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm8, zmm5
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm11
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 3
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm7
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7552] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7424
-    vpmuludq     zmm10, zmm7, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm7, zmm7, zmm9
-    vpaddd       zmm9, zmm5, zmm7                    ; layer 3
-    vpaddd       zmm5, zmm5, zmm11
+    vmovdqu64    [rdi + 1024], zmm6
+    vmovdqu64    [rdi + 1536], zmm3
+    vmovdqu64    zmm3, [rdi + 64]
+    vmovdqu64    zmm4, [rdi + 576]
+    vmovdqu64    zmm5, [rdi + 1088]
+    vmovdqu64    zmm6, [rdi + 1600]
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm8, zmm5, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm5, zmm5, zmm15
+    vpmulld      zmm7, zmm7, zmm2
     vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm11                   ; csub: before layer 3
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm10, zmm8, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 3
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm1, zmm11                   ; csub: before layer 3
-    vpminud      zmm1, zmm1, zmm7
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm1, zmm3                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm2, zmm11                   ; csub: before layer 3
-    vpminud      zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm3, zmm3, [rax + 64]
-    vmovshdup    zmm3{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 3
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm9, zmm11                   ; csub: before layer 4
-    vpminud      zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm8
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7808] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7680
-    vpmuludq     zmm10, zmm8, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm3, zmm8                    ; layer 4
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm8
-    vpsubd       zmm8, zmm5, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm6
-    vpmuludq     zmm10, zmm6, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm5, zmm6                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm7, zmm11                   ; csub: before layer 4
-    vpminud      zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8064] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7936
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm6, zmm4                    ; layer 4
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm4, zmm6, zmm4
-    vpsubd       zmm6, zmm1, zmm11                   ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm6
-    vmovshdup    zmm6, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm1, zmm2                    ; layer 4
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vshufi64x2   zmm2, zmm9, zmm3, 68
-    vshufi64x2   zmm3, zmm9, zmm3, 238
-    vshufi64x2   zmm9, zmm8, zmm5, 68
-    vshufi64x2   zmm5, zmm8, zmm5, 238
-    vshufi64x2   zmm8, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: before layer 5
-    vpminud      zmm2, zmm2, zmm6
-    vmovshdup    zmm6, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8320] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8192
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm2, zmm3                    ; layer 5
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm9, zmm11                   ; csub: before layer 5
-    vpminud      zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm10, zmm5, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm3, zmm5                    ; layer 5
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8576] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8448
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm5, zmm4                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm8, zmm6, zmm14
+    vpmuludq     zmm5, zmm5, zmm14
+    vmovshdup    zmm5{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm15
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
     vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpaddd       zmm7, zmm5, zmm1                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vshufi64x2   zmm5, zmm6, zmm2, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm9, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm8, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm8, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm8, zmm7, zmm1, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm1, zmm7, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vpsubd       zmm7, zmm5, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8832] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8704
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm5, zmm3                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9088] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8960
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm5, zmm4                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm8
-    vpaddd       zmm8, zmm5, zmm1                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vpunpckldq   zmm5, zmm7, zmm2
-    vpunpckhdq   zmm2, zmm7, zmm2
-    vpunpckldq   zmm7, zmm6, zmm3
-    vpunpckhdq   zmm3, zmm6, zmm3
-    vpunpckldq   zmm6, zmm9, zmm4
-    vpunpckhdq   zmm4, zmm9, zmm4
-    vpunpckldq   zmm9, zmm8, zmm1
-    vpunpckhdq   zmm1, zmm8, zmm1
-    vpsubd       zmm8, zmm5, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9344] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9216
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm2, zmm2, zmm8
-    vpaddd       zmm8, zmm5, zmm2                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9536] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9408
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm6, zmm5
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm8, zmm6, zmm16
+    vpmuludq     zmm7, zmm7, zmm16
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm18
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm6
+    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm6
     vmovshdup    zmm6, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9728] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9600
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
+    vpmuludq     zmm8, zmm4, zmm17
+    vpmuludq     zmm6, zmm6, zmm17
+    vmovshdup    zmm6{k2}, zmm8
+    vpmulld      zmm4, zmm4, zmm19
+    vpmulld      zmm6, zmm6, zmm2
     vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm5, zmm4                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9920] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9792
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vpunpckldq   zmm5, zmm8, zmm2
-    vpunpckhdq   zmm2, zmm8, zmm2
-    vpunpckldq   zmm8, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpunpckldq   zmm7, zmm6, zmm4
-    vpunpckhdq   zmm4, zmm6, zmm4
-    vpunpckldq   zmm6, zmm9, zmm1
-    vpunpckhdq   zmm1, zmm9, zmm1
-    vpsubd       zmm9, zmm5, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10112] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9984
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm2, zmm2, zmm9
-    vpaddd       zmm9, zmm5, zmm2                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10304] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10176
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm5, zmm3                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 8
+    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi + 64], zmm7
+    vmovdqu64    [rdi + 576], zmm5
+    vmovdqu64    [rdi + 1088], zmm6
+    vmovdqu64    [rdi + 1600], zmm3
+    vmovdqu64    zmm3, [rdi + 128]
+    vmovdqu64    zmm4, [rdi + 640]
+    vmovdqu64    zmm5, [rdi + 1152]
+    vmovdqu64    zmm6, [rdi + 1664]
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm8, zmm5, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm5, zmm5, zmm15
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm8, zmm6, zmm14
+    vpmuludq     zmm5, zmm5, zmm14
+    vmovshdup    zmm5{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm15
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
     vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10496] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10368
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm8, zmm6, zmm16
+    vpmuludq     zmm7, zmm7, zmm16
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm18
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm6
+    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm6
+    vmovshdup    zmm6, zmm4
+    vpmuludq     zmm8, zmm4, zmm17
+    vpmuludq     zmm6, zmm6, zmm17
+    vmovshdup    zmm6{k2}, zmm8
+    vpmulld      zmm4, zmm4, zmm19
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm4, zmm4, zmm6
+    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi + 128], zmm7
+    vmovdqu64    [rdi + 640], zmm5
+    vmovdqu64    [rdi + 1152], zmm6
+    vmovdqu64    [rdi + 1664], zmm3
+    vmovdqu64    zmm3, [rdi + 192]
+    vmovdqu64    zmm4, [rdi + 704]
+    vmovdqu64    zmm5, [rdi + 1216]
+    vmovdqu64    zmm6, [rdi + 1728]
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm8, zmm5, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm5, zmm5, zmm15
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm8, zmm6, zmm14
+    vpmuludq     zmm5, zmm5, zmm14
+    vmovshdup    zmm5{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm15
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
+    vpminud      zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm8, zmm6, zmm16
+    vpmuludq     zmm7, zmm7, zmm16
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm18
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm6
+    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm6
+    vmovshdup    zmm6, zmm4
+    vpmuludq     zmm8, zmm4, zmm17
+    vpmuludq     zmm6, zmm6, zmm17
+    vmovshdup    zmm6{k2}, zmm8
+    vpmulld      zmm4, zmm4, zmm19
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm4, zmm4, zmm6
+    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi + 192], zmm7
+    vmovdqu64    [rdi + 704], zmm5
+    vmovdqu64    [rdi + 1216], zmm6
+    vmovdqu64    [rdi + 1728], zmm3
+    vmovdqu64    zmm3, [rdi + 256]
+    vmovdqu64    zmm4, [rdi + 768]
+    vmovdqu64    zmm5, [rdi + 1280]
+    vmovdqu64    zmm6, [rdi + 1792]
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm8, zmm5, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm5, zmm5, zmm15
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm8, zmm6, zmm14
+    vpmuludq     zmm5, zmm5, zmm14
+    vmovshdup    zmm5{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm15
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
+    vpminud      zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm8, zmm6, zmm16
+    vpmuludq     zmm7, zmm7, zmm16
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm18
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm6
+    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm6
+    vmovshdup    zmm6, zmm4
+    vpmuludq     zmm8, zmm4, zmm17
+    vpmuludq     zmm6, zmm6, zmm17
+    vmovshdup    zmm6{k2}, zmm8
+    vpmulld      zmm4, zmm4, zmm19
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm4, zmm4, zmm6
+    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi + 256], zmm7
+    vmovdqu64    [rdi + 768], zmm5
+    vmovdqu64    [rdi + 1280], zmm6
+    vmovdqu64    [rdi + 1792], zmm3
+    vmovdqu64    zmm3, [rdi + 320]
+    vmovdqu64    zmm4, [rdi + 832]
+    vmovdqu64    zmm5, [rdi + 1344]
+    vmovdqu64    zmm6, [rdi + 1856]
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm8, zmm5, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm5, zmm5, zmm15
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm8, zmm6, zmm14
+    vpmuludq     zmm5, zmm5, zmm14
+    vmovshdup    zmm5{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm15
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
+    vpminud      zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm8, zmm6, zmm16
+    vpmuludq     zmm7, zmm7, zmm16
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm18
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm6
+    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm6
+    vmovshdup    zmm6, zmm4
+    vpmuludq     zmm8, zmm4, zmm17
+    vpmuludq     zmm6, zmm6, zmm17
+    vmovshdup    zmm6{k2}, zmm8
+    vpmulld      zmm4, zmm4, zmm19
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm4, zmm4, zmm6
+    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi + 320], zmm7
+    vmovdqu64    [rdi + 832], zmm5
+    vmovdqu64    [rdi + 1344], zmm6
+    vmovdqu64    [rdi + 1856], zmm3
+    vmovdqu64    zmm3, [rdi + 384]
+    vmovdqu64    zmm4, [rdi + 896]
+    vmovdqu64    zmm5, [rdi + 1408]
+    vmovdqu64    zmm6, [rdi + 1920]
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm8, zmm5, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm5, zmm5, zmm15
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm8, zmm6, zmm14
+    vpmuludq     zmm5, zmm5, zmm14
+    vmovshdup    zmm5{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm15
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
+    vpminud      zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm8, zmm6, zmm16
+    vpmuludq     zmm7, zmm7, zmm16
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm18
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm6
+    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm6
+    vmovshdup    zmm6, zmm4
+    vpmuludq     zmm8, zmm4, zmm17
+    vpmuludq     zmm6, zmm6, zmm17
+    vmovshdup    zmm6{k2}, zmm8
+    vpmulld      zmm4, zmm4, zmm19
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm4, zmm4, zmm6
+    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi + 384], zmm7
+    vmovdqu64    [rdi + 896], zmm5
+    vmovdqu64    [rdi + 1408], zmm6
+    vmovdqu64    [rdi + 1920], zmm3
+    vmovdqu64    zmm3, [rdi + 448]
+    vmovdqu64    zmm4, [rdi + 960]
+    vmovdqu64    zmm5, [rdi + 1472]
+    vmovdqu64    zmm6, [rdi + 1984]
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm8, zmm5, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm5, zmm5, zmm15
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm8, zmm6, zmm14
+    vpmuludq     zmm5, zmm5, zmm14
+    vmovshdup    zmm5{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm15
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
+    vpminud      zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm8, zmm6, zmm16
+    vpmuludq     zmm7, zmm7, zmm16
+    vmovshdup    zmm7{k2}, zmm8
+    vpmulld      zmm6, zmm6, zmm18
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm6
+    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm6
+    vmovshdup    zmm6, zmm4
+    vpmuludq     zmm8, zmm4, zmm17
+    vpmuludq     zmm6, zmm6, zmm17
+    vmovshdup    zmm6{k2}, zmm8
+    vpmulld      zmm4, zmm4, zmm19
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm4, zmm4, zmm6
+    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi + 448], zmm7
+    vmovdqu64    [rdi + 960], zmm5
+    vmovdqu64    [rdi + 1472], zmm6
+    vmovdqu64    [rdi + 1984], zmm3
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 64]
+    vmovdqu64    zmm5, [rdi + 128]
+    vmovdqu64    zmm6, [rdi + 192]
+    vmovdqu64    zmm7, [rdi + 256]
+    vmovdqu64    zmm8, [rdi + 320]
+    vmovdqu64    zmm9, [rdi + 384]
+    vmovdqu64    zmm10, [rdi + 448]
+    vpsubd       zmm11, zmm3, zmm13                  ; csub: before layer 2
+    vpminud      zmm3, zmm3, zmm11
+    vmovshdup    zmm11, zmm7
+    vpmuludq     zmm12, zmm7, zmm20
+    vpmuludq     zmm11, zmm11, zmm20
+    vmovshdup    zmm11{k2}, zmm12
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 512] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 384
+    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpaddd       zmm11, zmm3, zmm7                   ; layer 2
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 2
+    vpminud      zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm8
+    vpmuludq     zmm12, zmm8, zmm20
+    vpmuludq     zmm7, zmm7, zmm20
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm8, zmm7
+    vpaddd       zmm8, zmm4, zmm7                    ; layer 2
+    vpaddd       zmm4, zmm4, zmm13
     vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm5, zmm4                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10688] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10560
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm1, zmm1, zmm6
-    vpaddd       zmm6, zmm5, zmm1                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vshufi64x2   zmm5, zmm9, zmm2, 68
-    vshufi64x2   zmm2, zmm9, zmm2, 238
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 2
+    vpminud      zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm9
+    vpmuludq     zmm12, zmm9, zmm20
+    vpmuludq     zmm7, zmm7, zmm20
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 2
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
+    vpminud      zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm10
+    vpmuludq     zmm12, zmm10, zmm20
+    vpmuludq     zmm7, zmm7, zmm20
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm6, zmm7                   ; layer 2
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
+    vpminud      zmm7, zmm11, zmm7
+    vmovshdup    zmm11, zmm9
+    vpmuludq     zmm12, zmm9, [rax + 64]
+    vpmuludq     zmm11, zmm11, [rax + 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm9, zmm9, [rax]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpaddd       zmm11, zmm7, zmm9                   ; layer 3
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm9, zmm8, zmm13                   ; csub: before layer 3
+    vpminud      zmm8, zmm8, zmm9
+    vmovshdup    zmm9, zmm10
+    vpmuludq     zmm12, zmm10, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm10, zmm9
+    vpaddd       zmm10, zmm8, zmm9                   ; layer 3
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm8, zmm8, zmm9
+    vpsubd       zmm9, zmm3, zmm13                   ; csub: before layer 3
+    vpminud      zmm3, zmm3, zmm9
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 768] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 640
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm3, zmm5                    ; layer 3
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 3
+    vpminud      zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm5, zmm5, [rax - 64]
+    vmovshdup    zmm5{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 3
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 4
+    vpminud      zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm10
+    vpmuludq     zmm12, zmm10, [rax + 64]
+    vpmuludq     zmm11, zmm11, [rax + 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm10, zmm10, zmm11
+    vpaddd       zmm11, zmm5, zmm10                  ; layer 4
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm10
+    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm7, zmm10
+    vmovshdup    zmm10, zmm8
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1024] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 896
+    vpmuludq     zmm12, zmm8, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax - 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm8, zmm8, zmm10
+    vpaddd       zmm10, zmm7, zmm8                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm8
+    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 4
+    vpminud      zmm8, zmm9, zmm8
+    vmovshdup    zmm9, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm6, zmm6, zmm9
+    vpaddd       zmm9, zmm8, zmm6                    ; layer 4
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm6, zmm8, zmm6
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm8
+    vmovshdup    zmm8, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1152
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax - 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm3, zmm4                    ; layer 4
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vshufi64x2   zmm4, zmm11, zmm5, 68
+    vshufi64x2   zmm5, zmm11, zmm5, 238
+    vshufi64x2   zmm11, zmm10, zmm7, 68
+    vshufi64x2   zmm7, zmm10, zmm7, 238
+    vshufi64x2   zmm10, zmm9, zmm6, 68
+    vshufi64x2   zmm6, zmm9, zmm6, 238
     vshufi64x2   zmm9, zmm8, zmm3, 68
     vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vpsubd       zmm6, zmm5, zmm11                   ; csub: the output range asked for
-    vpminud      zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: the output range asked for
-    vpminud      zmm2, zmm2, zmm6
-    vpsubd       zmm6, zmm9, zmm11                   ; csub: the output range asked for
-    vpminud      zmm6, zmm9, zmm6
-    vpsubd       zmm9, zmm3, zmm11                   ; csub: the output range asked for
-    vpminud      zmm3, zmm3, zmm9
-    vpsubd       zmm9, zmm8, zmm11                   ; csub: the output range asked for
-    vpminud      zmm8, zmm8, zmm9
-    vpsubd       zmm9, zmm4, zmm11                   ; csub: the output range asked for
-    vpminud      zmm4, zmm4, zmm9
-    vpsubd       zmm9, zmm7, zmm11                   ; csub: the output range asked for
-    vpminud      zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: the output range asked for
-    vpminud      zmm1, zmm1, zmm9
-    vmovdqu64    [rdi + 1024], zmm5
-    vmovdqu64    [rdi + 1088], zmm2
-    vmovdqu64    [rdi + 1152], zmm6
-    vmovdqu64    [rdi + 1216], zmm3
-    vmovdqu64    [rdi + 1280], zmm8
-    vmovdqu64    [rdi + 1344], zmm4
-    vmovdqu64    [rdi + 1408], zmm7
-    vmovdqu64    [rdi + 1472], zmm1
-    vmovdqu64    zmm1, [rdi + 1536]
-    vmovdqu64    zmm2, [rdi + 1600]
-    vmovdqu64    zmm3, [rdi + 1664]
-    vmovdqu64    zmm4, [rdi + 1728]
-    vmovdqu64    zmm5, [rdi + 1792]
-    vmovdqu64    zmm6, [rdi + 1856]
-    vmovdqu64    zmm7, [rdi + 1920]
-    vmovdqu64    zmm8, [rdi + 1984]
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: before layer 2
-    vpminud      zmm1, zmm1, zmm9
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm10, zmm5, zmm21
-    vpmuludq     zmm9, zmm9, zmm21
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax + 64]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm1, zmm5                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm2, zmm11                   ; csub: before layer 2
-    vpminud      zmm2, zmm2, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm10, zmm6, zmm21
-    vpmuludq     zmm5, zmm5, zmm21
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax + 64]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm2, zmm5                    ; layer 2
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm3, zmm11                   ; csub: before layer 2
-    vpminud      zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm7
-    vpmuludq     zmm10, zmm7, zmm21
-    vpmuludq     zmm5, zmm5, zmm21
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm7, zmm7, [rax + 64]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm7, zmm5
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 2
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 2
-    vpminud      zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm8
-    vpmuludq     zmm10, zmm8, zmm21
-    vpmuludq     zmm5, zmm5, zmm21
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax + 64]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm8, zmm5
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm11
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 3
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm7
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11008] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10880
-    vpmuludq     zmm10, zmm7, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm7, zmm7, zmm9
-    vpaddd       zmm9, zmm5, zmm7                    ; layer 3
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm11                   ; csub: before layer 3
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm10, zmm8, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 3
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm1, zmm11                   ; csub: before layer 3
-    vpminud      zmm1, zmm1, zmm7
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm1, zmm3                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm2, zmm11                   ; csub: before layer 3
-    vpminud      zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm3, zmm3, [rax + 64]
-    vmovshdup    zmm3{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 3
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm9, zmm11                   ; csub: before layer 4
-    vpminud      zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm8
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11264] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11136
-    vpmuludq     zmm10, zmm8, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm3, zmm8                    ; layer 4
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm8
-    vpsubd       zmm8, zmm5, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm6
-    vpmuludq     zmm10, zmm6, [rax + 64]
+    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 5
+    vpminud      zmm4, zmm4, zmm8
+    vmovshdup    zmm8, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
     vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm5, zmm6                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm7, zmm11                   ; csub: before layer 4
-    vpminud      zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11520] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11392
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm6, zmm4                    ; layer 4
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm4, zmm6, zmm4
-    vpsubd       zmm6, zmm1, zmm11                   ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm6
-    vmovshdup    zmm6, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm1, zmm2                    ; layer 4
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vshufi64x2   zmm2, zmm9, zmm3, 68
-    vshufi64x2   zmm3, zmm9, zmm3, 238
-    vshufi64x2   zmm9, zmm8, zmm5, 68
-    vshufi64x2   zmm5, zmm8, zmm5, 238
-    vshufi64x2   zmm8, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: before layer 5
-    vpminud      zmm2, zmm2, zmm6
-    vmovshdup    zmm6, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11776] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11648
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm2, zmm3                    ; layer 5
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm9, zmm11                   ; csub: before layer 5
-    vpminud      zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm10, zmm5, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm10
+    vmovshdup    zmm8{k2}, zmm12
     vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm3, zmm5                    ; layer 5
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12032] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11904
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm5, zmm4                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm8
+    vpaddd       zmm8, zmm4, zmm5                    ; layer 5
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 5
+    vpminud      zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm7
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1536] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1408
+    vpmuludq     zmm12, zmm7, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm10, zmm7
+    vmovshdup    zmm10, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vpaddd       zmm10, zmm7, zmm6                   ; layer 5
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1792] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1664
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpaddd       zmm9, zmm7, zmm3                    ; layer 5
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm8, zmm4
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm8, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm11, zmm5
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm11, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm10, zmm6
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm10, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm9, zmm3
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm9, zmm3
+    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 6
+    vpminud      zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm12
+    vpmuludq     zmm9, zmm12, [rax + 64]
     vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpaddd       zmm7, zmm5, zmm1                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vshufi64x2   zmm5, zmm6, zmm2, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm2, zmm6, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm6, zmm9, zmm3, 34
-    vshufi64x2   zmm6, zmm6, zmm6, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm8, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm8, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vshufi64x2   zmm8, zmm7, zmm1, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm1, zmm7, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vpsubd       zmm7, zmm5, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12288] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12160
-    vpmuludq     zmm10, zmm2, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm9
+    vpmulld      zmm9, zmm12, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm3, zmm7                    ; layer 6
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 6
+    vpminud      zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm8
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2048] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1920
+    vpmuludq     zmm12, zmm8, [rax - 64]
     vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm8, zmm7
+    vpaddd       zmm8, zmm4, zmm7                    ; layer 6
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm11
+    vpmuludq     zmm12, zmm11, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm11, zmm11, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 6
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 6
+    vpminud      zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm10
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2304] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2176
+    vpmuludq     zmm12, zmm10, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm6, zmm7                   ; layer 6
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vpunpckldq   zmm7, zmm9, zmm3
+    vpunpckhdq   zmm3, zmm9, zmm3
+    vpunpckldq   zmm9, zmm8, zmm4
+    vpunpckhdq   zmm4, zmm8, zmm4
+    vpunpckldq   zmm8, zmm11, zmm5
+    vpunpckhdq   zmm5, zmm11, zmm5
+    vpunpckldq   zmm11, zmm10, zmm6
+    vpunpckhdq   zmm6, zmm10, zmm6
+    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 7
+    vpminud      zmm7, zmm7, zmm10
+    vmovshdup    zmm10, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2432]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm3, zmm3, zmm10
+    vpaddd       zmm10, zmm7, zmm3                   ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 7
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2624] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2496
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm4, zmm4, zmm9
+    vpaddd       zmm9, zmm7, zmm4                    ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 7
+    vpminud      zmm7, zmm8, zmm7
+    vmovshdup    zmm8, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2688
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm8
+    vpaddd       zmm8, zmm7, zmm5                    ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 7
+    vpminud      zmm7, zmm11, zmm7
+    vmovshdup    zmm11, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3008] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2880
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm6, zmm6, zmm11
+    vpaddd       zmm11, zmm7, zmm6                   ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vpunpckldq   zmm7, zmm10, zmm3
+    vpunpckhdq   zmm3, zmm10, zmm3
+    vpunpckldq   zmm10, zmm9, zmm4
+    vpunpckhdq   zmm4, zmm9, zmm4
+    vpunpckldq   zmm9, zmm8, zmm5
+    vpunpckhdq   zmm5, zmm8, zmm5
+    vpunpckldq   zmm8, zmm11, zmm6
+    vpunpckhdq   zmm6, zmm11, zmm6
+    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 8
+    vpminud      zmm7, zmm7, zmm11
+    vmovshdup    zmm11, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3200] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3072
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 8
+    vpminud      zmm7, zmm10, zmm7
+    vmovshdup    zmm10, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3392] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3264
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm4, zmm4, zmm10
+    vpaddd       zmm10, zmm7, zmm4                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 8
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3584] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3456
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm7, zmm5                    ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 8
+    vpminud      zmm7, zmm8, zmm7
+    vmovshdup    zmm8, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3776] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3648
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm6, zmm6, zmm8
+    vpaddd       zmm8, zmm7, zmm6                    ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vshufi64x2   zmm7, zmm11, zmm3, 68
+    vshufi64x2   zmm3, zmm11, zmm3, 238
+    vshufi64x2   zmm11, zmm10, zmm4, 68
+    vshufi64x2   zmm4, zmm10, zmm4, 238
+    vshufi64x2   zmm10, zmm9, zmm5, 68
+    vshufi64x2   zmm5, zmm9, zmm5, 238
+    vshufi64x2   zmm9, zmm8, zmm6, 68
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vpsubd       zmm8, zmm7, zmm13                   ; csub: the output range asked for
+    vpminud      zmm7, zmm7, zmm8
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: the output range asked for
+    vpminud      zmm3, zmm3, zmm8
+    vpsubd       zmm8, zmm11, zmm13                  ; csub: the output range asked for
+    vpminud      zmm8, zmm11, zmm8
+    vpsubd       zmm11, zmm4, zmm13                  ; csub: the output range asked for
+    vpminud      zmm4, zmm4, zmm11
+    vpsubd       zmm11, zmm10, zmm13                 ; csub: the output range asked for
+    vpminud      zmm10, zmm10, zmm11
+    vpsubd       zmm11, zmm5, zmm13                  ; csub: the output range asked for
+    vpminud      zmm5, zmm5, zmm11
+    vpsubd       zmm11, zmm9, zmm13                  ; csub: the output range asked for
+    vpminud      zmm9, zmm9, zmm11
+    vpsubd       zmm11, zmm6, zmm13                  ; csub: the output range asked for
+    vpminud      zmm6, zmm6, zmm11
+    vmovdqu64    [rdi], zmm7
+    vmovdqu64    [rdi + 64], zmm3
+    vmovdqu64    [rdi + 128], zmm8
+    vmovdqu64    [rdi + 192], zmm4
+    vmovdqu64    [rdi + 256], zmm10
+    vmovdqu64    [rdi + 320], zmm5
+    vmovdqu64    [rdi + 384], zmm9
+    vmovdqu64    [rdi + 448], zmm6
+    vmovdqu64    zmm3, [rdi + 512]
+    vmovdqu64    zmm4, [rdi + 576]
+    vmovdqu64    zmm5, [rdi + 640]
+    vmovdqu64    zmm6, [rdi + 704]
+    vmovdqu64    zmm7, [rdi + 768]
+    vmovdqu64    zmm8, [rdi + 832]
+    vmovdqu64    zmm9, [rdi + 896]
+    vmovdqu64    zmm10, [rdi + 960]
+    vpsubd       zmm11, zmm3, zmm13                  ; csub: before layer 2
+    vpminud      zmm3, zmm3, zmm11
+    vmovshdup    zmm11, zmm7
+    vpmuludq     zmm12, zmm7, zmm21
+    vpmuludq     zmm11, zmm11, zmm21
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax + 64]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpaddd       zmm11, zmm3, zmm7                   ; layer 2
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 2
+    vpminud      zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm8
+    vpmuludq     zmm12, zmm8, zmm21
+    vpmuludq     zmm7, zmm7, zmm21
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm8, zmm7
+    vpaddd       zmm8, zmm4, zmm7                    ; layer 2
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 2
+    vpminud      zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm9
+    vpmuludq     zmm12, zmm9, zmm21
+    vpmuludq     zmm7, zmm7, zmm21
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm9, zmm9, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 2
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
+    vpminud      zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm10
+    vpmuludq     zmm12, zmm10, zmm21
+    vpmuludq     zmm7, zmm7, zmm21
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm6, zmm7                   ; layer 2
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
+    vpminud      zmm7, zmm11, zmm7
+    vmovshdup    zmm11, zmm9
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4096] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3968
+    vpmuludq     zmm12, zmm9, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpaddd       zmm11, zmm7, zmm9                   ; layer 3
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm9, zmm8, zmm13                   ; csub: before layer 3
+    vpminud      zmm8, zmm8, zmm9
+    vmovshdup    zmm9, zmm10
+    vpmuludq     zmm12, zmm10, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm10, zmm9
+    vpaddd       zmm10, zmm8, zmm9                   ; layer 3
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm8, zmm8, zmm9
+    vpsubd       zmm9, zmm3, zmm13                   ; csub: before layer 3
+    vpminud      zmm3, zmm3, zmm9
+    vmovshdup    zmm9, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm3, zmm5                    ; layer 3
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 3
+    vpminud      zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm5, zmm5, [rax + 64]
+    vmovshdup    zmm5{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 3
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 4
+    vpminud      zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm10
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4352] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4224
+    vpmuludq     zmm12, zmm10, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm10, zmm10, zmm11
+    vpaddd       zmm11, zmm5, zmm10                  ; layer 4
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm10
+    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm7, zmm10
+    vmovshdup    zmm10, zmm8
+    vpmuludq     zmm12, zmm8, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm8, zmm8, zmm10
+    vpaddd       zmm10, zmm7, zmm8                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm8
+    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 4
+    vpminud      zmm8, zmm9, zmm8
+    vmovshdup    zmm9, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4608] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4480
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm6, zmm6, zmm9
+    vpaddd       zmm9, zmm8, zmm6                    ; layer 4
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm6, zmm8, zmm6
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm8
+    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm8, zmm8, [rax + 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm3, zmm4                    ; layer 4
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vshufi64x2   zmm4, zmm11, zmm5, 68
+    vshufi64x2   zmm5, zmm11, zmm5, 238
+    vshufi64x2   zmm11, zmm10, zmm7, 68
+    vshufi64x2   zmm7, zmm10, zmm7, 238
+    vshufi64x2   zmm10, zmm9, zmm6, 68
+    vshufi64x2   zmm6, zmm9, zmm6, 238
+    vshufi64x2   zmm9, zmm8, zmm3, 68
+    vshufi64x2   zmm3, zmm8, zmm3, 238
+    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 5
+    vpminud      zmm4, zmm4, zmm8
+    vmovshdup    zmm8, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4736
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax - 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm8
+    vpaddd       zmm8, zmm4, zmm5                    ; layer 5
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 5
+    vpminud      zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm7
+    vpmuludq     zmm12, zmm7, [rax + 64]
+    vpmuludq     zmm11, zmm11, [rax + 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm10, zmm7
+    vmovshdup    zmm10, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5120] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4992
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax - 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vpaddd       zmm10, zmm7, zmm6                   ; layer 5
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpaddd       zmm9, zmm7, zmm3                    ; layer 5
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm8, zmm4
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm8, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm11, zmm5
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm11, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm10, zmm6
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm10, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm9, zmm3
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm9, zmm3
+    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 6
+    vpminud      zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm12
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5376] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5248
+    vpmuludq     zmm9, zmm12, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm9
+    vpmulld      zmm9, zmm12, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm3, zmm7                    ; layer 6
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 6
+    vpminud      zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm8
+    vpmuludq     zmm12, zmm8, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm8, zmm7
+    vpaddd       zmm8, zmm4, zmm7                    ; layer 6
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm11
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5504
+    vpmuludq     zmm12, zmm11, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm11, zmm11, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 6
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 6
+    vpminud      zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm10
+    vpmuludq     zmm12, zmm10, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm6, zmm7                   ; layer 6
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vpunpckldq   zmm7, zmm9, zmm3
+    vpunpckhdq   zmm3, zmm9, zmm3
+    vpunpckldq   zmm9, zmm8, zmm4
+    vpunpckhdq   zmm4, zmm8, zmm4
+    vpunpckldq   zmm8, zmm11, zmm5
+    vpunpckhdq   zmm5, zmm11, zmm5
+    vpunpckldq   zmm11, zmm10, zmm6
+    vpunpckhdq   zmm6, zmm10, zmm6
+    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 7
+    vpminud      zmm7, zmm7, zmm10
+    vmovshdup    zmm10, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5888] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5760
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm3, zmm3, zmm10
+    vpaddd       zmm10, zmm7, zmm3                   ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 7
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6080] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5952
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm4, zmm4, zmm9
+    vpaddd       zmm9, zmm7, zmm4                    ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 7
+    vpminud      zmm7, zmm8, zmm7
+    vmovshdup    zmm8, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6272] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6144
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm8
+    vpaddd       zmm8, zmm7, zmm5                    ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 7
+    vpminud      zmm7, zmm11, zmm7
+    vmovshdup    zmm11, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6464] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6336
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm6, zmm6, zmm11
+    vpaddd       zmm11, zmm7, zmm6                   ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vpunpckldq   zmm7, zmm10, zmm3
+    vpunpckhdq   zmm3, zmm10, zmm3
+    vpunpckldq   zmm10, zmm9, zmm4
+    vpunpckhdq   zmm4, zmm9, zmm4
+    vpunpckldq   zmm9, zmm8, zmm5
+    vpunpckhdq   zmm5, zmm8, zmm5
+    vpunpckldq   zmm8, zmm11, zmm6
+    vpunpckhdq   zmm6, zmm11, zmm6
+    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 8
+    vpminud      zmm7, zmm7, zmm11
+    vmovshdup    zmm11, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6656] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6528
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 8
+    vpminud      zmm7, zmm10, zmm7
+    vmovshdup    zmm10, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6848] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6720
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm4, zmm4, zmm10
+    vpaddd       zmm10, zmm7, zmm4                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 8
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7040] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6912
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm7, zmm5                    ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 8
+    vpminud      zmm7, zmm8, zmm7
+    vmovshdup    zmm8, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7232] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7104
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm6, zmm6, zmm8
+    vpaddd       zmm8, zmm7, zmm6                    ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vshufi64x2   zmm7, zmm11, zmm3, 68
+    vshufi64x2   zmm3, zmm11, zmm3, 238
+    vshufi64x2   zmm11, zmm10, zmm4, 68
+    vshufi64x2   zmm4, zmm10, zmm4, 238
+    vshufi64x2   zmm10, zmm9, zmm5, 68
+    vshufi64x2   zmm5, zmm9, zmm5, 238
+    vshufi64x2   zmm9, zmm8, zmm6, 68
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vpsubd       zmm8, zmm7, zmm13                   ; csub: the output range asked for
+    vpminud      zmm7, zmm7, zmm8
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: the output range asked for
+    vpminud      zmm3, zmm3, zmm8
+    vpsubd       zmm8, zmm11, zmm13                  ; csub: the output range asked for
+    vpminud      zmm8, zmm11, zmm8
+    vpsubd       zmm11, zmm4, zmm13                  ; csub: the output range asked for
+    vpminud      zmm4, zmm4, zmm11
+    vpsubd       zmm11, zmm10, zmm13                 ; csub: the output range asked for
+    vpminud      zmm10, zmm10, zmm11
+    vpsubd       zmm11, zmm5, zmm13                  ; csub: the output range asked for
+    vpminud      zmm5, zmm5, zmm11
+    vpsubd       zmm11, zmm9, zmm13                  ; csub: the output range asked for
+    vpminud      zmm9, zmm9, zmm11
+    vpsubd       zmm11, zmm6, zmm13                  ; csub: the output range asked for
+    vpminud      zmm6, zmm6, zmm11
+    vmovdqu64    [rdi + 512], zmm7
+    vmovdqu64    [rdi + 576], zmm3
+    vmovdqu64    [rdi + 640], zmm8
+    vmovdqu64    [rdi + 704], zmm4
+    vmovdqu64    [rdi + 768], zmm10
+    vmovdqu64    [rdi + 832], zmm5
+    vmovdqu64    [rdi + 896], zmm9
+    vmovdqu64    [rdi + 960], zmm6
+    vmovdqu64    zmm3, [rdi + 1024]
+    vmovdqu64    zmm4, [rdi + 1088]
+    vmovdqu64    zmm5, [rdi + 1152]
+    vmovdqu64    zmm6, [rdi + 1216]
+    vmovdqu64    zmm7, [rdi + 1280]
+    vmovdqu64    zmm8, [rdi + 1344]
+    vmovdqu64    zmm9, [rdi + 1408]
+    vmovdqu64    zmm10, [rdi + 1472]
+    vpsubd       zmm11, zmm3, zmm13                  ; csub: before layer 2
+    vpminud      zmm3, zmm3, zmm11
+    vmovshdup    zmm11, zmm7
+    vpmuludq     zmm12, zmm7, zmm22
+    vpmuludq     zmm11, zmm11, zmm22
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax + 64]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpaddd       zmm11, zmm3, zmm7                   ; layer 2
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 2
+    vpminud      zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm8
+    vpmuludq     zmm12, zmm8, zmm22
+    vpmuludq     zmm7, zmm7, zmm22
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm8, zmm7
+    vpaddd       zmm8, zmm4, zmm7                    ; layer 2
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 2
+    vpminud      zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm9
+    vpmuludq     zmm12, zmm9, zmm22
+    vpmuludq     zmm7, zmm7, zmm22
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm9, zmm9, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 2
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
+    vpminud      zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm10
+    vpmuludq     zmm12, zmm10, zmm22
+    vpmuludq     zmm7, zmm7, zmm22
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm6, zmm7                   ; layer 2
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
+    vpminud      zmm7, zmm11, zmm7
+    vmovshdup    zmm11, zmm9
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7552] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7424
+    vpmuludq     zmm12, zmm9, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpaddd       zmm11, zmm7, zmm9                   ; layer 3
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm9, zmm8, zmm13                   ; csub: before layer 3
+    vpminud      zmm8, zmm8, zmm9
+    vmovshdup    zmm9, zmm10
+    vpmuludq     zmm12, zmm10, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm10, zmm9
+    vpaddd       zmm10, zmm8, zmm9                   ; layer 3
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm8, zmm8, zmm9
+    vpsubd       zmm9, zmm3, zmm13                   ; csub: before layer 3
+    vpminud      zmm3, zmm3, zmm9
+    vmovshdup    zmm9, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm3, zmm5                    ; layer 3
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 3
+    vpminud      zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm5, zmm5, [rax + 64]
+    vmovshdup    zmm5{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 3
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 4
+    vpminud      zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm10
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7808] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7680
+    vpmuludq     zmm12, zmm10, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm10, zmm10, zmm11
+    vpaddd       zmm11, zmm5, zmm10                  ; layer 4
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm10
+    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm7, zmm10
+    vmovshdup    zmm10, zmm8
+    vpmuludq     zmm12, zmm8, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm8, zmm8, zmm10
+    vpaddd       zmm10, zmm7, zmm8                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm8
+    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 4
+    vpminud      zmm8, zmm9, zmm8
+    vmovshdup    zmm9, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8064] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7936
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm6, zmm6, zmm9
+    vpaddd       zmm9, zmm8, zmm6                    ; layer 4
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm6, zmm8, zmm6
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm8
+    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm8, zmm8, [rax + 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm3, zmm4                    ; layer 4
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vshufi64x2   zmm4, zmm11, zmm5, 68
+    vshufi64x2   zmm5, zmm11, zmm5, 238
+    vshufi64x2   zmm11, zmm10, zmm7, 68
+    vshufi64x2   zmm7, zmm10, zmm7, 238
+    vshufi64x2   zmm10, zmm9, zmm6, 68
+    vshufi64x2   zmm6, zmm9, zmm6, 238
+    vshufi64x2   zmm9, zmm8, zmm3, 68
+    vshufi64x2   zmm3, zmm8, zmm3, 238
+    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 5
+    vpminud      zmm4, zmm4, zmm8
+    vmovshdup    zmm8, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8320] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8192
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax - 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm8
+    vpaddd       zmm8, zmm4, zmm5                    ; layer 5
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 5
+    vpminud      zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm7
+    vpmuludq     zmm12, zmm7, [rax + 64]
+    vpmuludq     zmm11, zmm11, [rax + 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm10, zmm7
+    vmovshdup    zmm10, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8576] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8448
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax - 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vpaddd       zmm10, zmm7, zmm6                   ; layer 5
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpaddd       zmm9, zmm7, zmm3                    ; layer 5
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm8, zmm4
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm8, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm11, zmm5
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm11, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm10, zmm6
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm10, zmm6
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm6, zmm9, zmm3
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm9, zmm3
+    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 6
+    vpminud      zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm12
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8832] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8704
+    vpmuludq     zmm9, zmm12, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm9
+    vpmulld      zmm9, zmm12, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm3, zmm7                    ; layer 6
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 6
+    vpminud      zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm8
+    vpmuludq     zmm12, zmm8, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm8, zmm7
+    vpaddd       zmm8, zmm4, zmm7                    ; layer 6
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm11
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9088] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8960
+    vpmuludq     zmm12, zmm11, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm11, zmm11, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 6
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 6
+    vpminud      zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm10
+    vpmuludq     zmm12, zmm10, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm6, zmm7                   ; layer 6
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vpunpckldq   zmm7, zmm9, zmm3
+    vpunpckhdq   zmm3, zmm9, zmm3
+    vpunpckldq   zmm9, zmm8, zmm4
+    vpunpckhdq   zmm4, zmm8, zmm4
+    vpunpckldq   zmm8, zmm11, zmm5
+    vpunpckhdq   zmm5, zmm11, zmm5
+    vpunpckldq   zmm11, zmm10, zmm6
+    vpunpckhdq   zmm6, zmm10, zmm6
+    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 7
+    vpminud      zmm7, zmm7, zmm10
+    vmovshdup    zmm10, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9344] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9216
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm3, zmm3, zmm10
+    vpaddd       zmm10, zmm7, zmm3                   ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 7
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9536] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9408
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm4, zmm4, zmm9
+    vpaddd       zmm9, zmm7, zmm4                    ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 7
+    vpminud      zmm7, zmm8, zmm7
+    vmovshdup    zmm8, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9728] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9600
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm8
+    vpaddd       zmm8, zmm7, zmm5                    ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 7
+    vpminud      zmm7, zmm11, zmm7
+    vmovshdup    zmm11, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9920] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9792
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm6, zmm6, zmm11
+    vpaddd       zmm11, zmm7, zmm6                   ; layer 7
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vpunpckldq   zmm7, zmm10, zmm3
+    vpunpckhdq   zmm3, zmm10, zmm3
+    vpunpckldq   zmm10, zmm9, zmm4
+    vpunpckhdq   zmm4, zmm9, zmm4
+    vpunpckldq   zmm9, zmm8, zmm5
+    vpunpckhdq   zmm5, zmm8, zmm5
+    vpunpckldq   zmm8, zmm11, zmm6
+    vpunpckhdq   zmm6, zmm11, zmm6
+    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 8
+    vpminud      zmm7, zmm7, zmm11
+    vmovshdup    zmm11, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10112] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9984
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 8
+    vpminud      zmm7, zmm10, zmm7
+    vmovshdup    zmm10, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10304] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10176
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm4, zmm4, zmm10
+    vpaddd       zmm10, zmm7, zmm4                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 8
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10496] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10368
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm7, zmm5                    ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 8
+    vpminud      zmm7, zmm8, zmm7
+    vmovshdup    zmm8, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10688] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10560
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm6, zmm6, zmm8
+    vpaddd       zmm8, zmm7, zmm6                    ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vshufi64x2   zmm7, zmm11, zmm3, 68
+    vshufi64x2   zmm3, zmm11, zmm3, 238
+    vshufi64x2   zmm11, zmm10, zmm4, 68
+    vshufi64x2   zmm4, zmm10, zmm4, 238
+    vshufi64x2   zmm10, zmm9, zmm5, 68
+    vshufi64x2   zmm5, zmm9, zmm5, 238
+    vshufi64x2   zmm9, zmm8, zmm6, 68
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vpsubd       zmm8, zmm7, zmm13                   ; csub: the output range asked for
+    vpminud      zmm7, zmm7, zmm8
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: the output range asked for
+    vpminud      zmm3, zmm3, zmm8
+    vpsubd       zmm8, zmm11, zmm13                  ; csub: the output range asked for
+    vpminud      zmm8, zmm11, zmm8
+    vpsubd       zmm11, zmm4, zmm13                  ; csub: the output range asked for
+    vpminud      zmm4, zmm4, zmm11
+    vpsubd       zmm11, zmm10, zmm13                 ; csub: the output range asked for
+    vpminud      zmm10, zmm10, zmm11
+    vpsubd       zmm11, zmm5, zmm13                  ; csub: the output range asked for
+    vpminud      zmm5, zmm5, zmm11
+    vpsubd       zmm11, zmm9, zmm13                  ; csub: the output range asked for
+    vpminud      zmm9, zmm9, zmm11
+    vpsubd       zmm11, zmm6, zmm13                  ; csub: the output range asked for
+    vpminud      zmm6, zmm6, zmm11
+    vmovdqu64    [rdi + 1024], zmm7
+    vmovdqu64    [rdi + 1088], zmm3
+    vmovdqu64    [rdi + 1152], zmm8
+    vmovdqu64    [rdi + 1216], zmm4
+    vmovdqu64    [rdi + 1280], zmm10
+    vmovdqu64    [rdi + 1344], zmm5
+    vmovdqu64    [rdi + 1408], zmm9
+    vmovdqu64    [rdi + 1472], zmm6
+    vmovdqu64    zmm3, [rdi + 1536]
+    vmovdqu64    zmm4, [rdi + 1600]
+    vmovdqu64    zmm5, [rdi + 1664]
+    vmovdqu64    zmm6, [rdi + 1728]
+    vmovdqu64    zmm7, [rdi + 1792]
+    vmovdqu64    zmm8, [rdi + 1856]
+    vmovdqu64    zmm9, [rdi + 1920]
+    vmovdqu64    zmm10, [rdi + 1984]
+    vpsubd       zmm11, zmm3, zmm13                  ; csub: before layer 2
+    vpminud      zmm3, zmm3, zmm11
+    vmovshdup    zmm11, zmm7
+    vpmuludq     zmm12, zmm7, zmm23
+    vpmuludq     zmm11, zmm11, zmm23
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax + 64]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpaddd       zmm11, zmm3, zmm7                   ; layer 2
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 2
+    vpminud      zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm8
+    vpmuludq     zmm12, zmm8, zmm23
+    vpmuludq     zmm7, zmm7, zmm23
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm8, zmm7
+    vpaddd       zmm8, zmm4, zmm7                    ; layer 2
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 2
+    vpminud      zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm9
+    vpmuludq     zmm12, zmm9, zmm23
+    vpmuludq     zmm7, zmm7, zmm23
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm9, zmm9, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 2
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
+    vpminud      zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm10
+    vpmuludq     zmm12, zmm10, zmm23
+    vpmuludq     zmm7, zmm7, zmm23
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax + 64]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm6, zmm7                   ; layer 2
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
+    vpminud      zmm7, zmm11, zmm7
+    vmovshdup    zmm11, zmm9
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11008] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10880
+    vpmuludq     zmm12, zmm9, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpaddd       zmm11, zmm7, zmm9                   ; layer 3
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm9, zmm8, zmm13                   ; csub: before layer 3
+    vpminud      zmm8, zmm8, zmm9
+    vmovshdup    zmm9, zmm10
+    vpmuludq     zmm12, zmm10, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm10, zmm9
+    vpaddd       zmm10, zmm8, zmm9                   ; layer 3
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm8, zmm8, zmm9
+    vpsubd       zmm9, zmm3, zmm13                   ; csub: before layer 3
+    vpminud      zmm3, zmm3, zmm9
+    vmovshdup    zmm9, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm3, zmm5                    ; layer 3
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 3
+    vpminud      zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm5, zmm5, [rax + 64]
+    vmovshdup    zmm5{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm5, zmm6, zmm5
+    vpaddd       zmm6, zmm4, zmm5                    ; layer 3
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 4
+    vpminud      zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm10
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11264] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11136
+    vpmuludq     zmm12, zmm10, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm10, zmm10, zmm11
+    vpaddd       zmm11, zmm5, zmm10                  ; layer 4
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm10
+    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm7, zmm10
+    vmovshdup    zmm10, zmm8
+    vpmuludq     zmm12, zmm8, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm8, zmm8, zmm10
+    vpaddd       zmm10, zmm7, zmm8                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm8
+    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 4
+    vpminud      zmm8, zmm9, zmm8
+    vmovshdup    zmm9, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11520] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11392
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm6, zmm6, zmm9
+    vpaddd       zmm9, zmm8, zmm6                    ; layer 4
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm6, zmm8, zmm6
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm8
+    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm8, zmm8, [rax + 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm3, zmm4                    ; layer 4
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vshufi64x2   zmm4, zmm11, zmm5, 68
+    vshufi64x2   zmm5, zmm11, zmm5, 238
+    vshufi64x2   zmm11, zmm10, zmm7, 68
+    vshufi64x2   zmm7, zmm10, zmm7, 238
+    vshufi64x2   zmm10, zmm9, zmm6, 68
+    vshufi64x2   zmm6, zmm9, zmm6, 238
+    vshufi64x2   zmm9, zmm8, zmm3, 68
+    vshufi64x2   zmm3, zmm8, zmm3, 238
+    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 5
+    vpminud      zmm4, zmm4, zmm8
+    vmovshdup    zmm8, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11776] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11648
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax - 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm8
+    vpaddd       zmm8, zmm4, zmm5                    ; layer 5
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 5
+    vpminud      zmm5, zmm11, zmm5
+    vmovshdup    zmm11, zmm7
+    vpmuludq     zmm12, zmm7, [rax + 64]
+    vpmuludq     zmm11, zmm11, [rax + 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm10, zmm7
+    vmovshdup    zmm10, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12032] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11904
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax - 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vpaddd       zmm10, zmm7, zmm6                   ; layer 5
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
+    vpminud      zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpaddd       zmm9, zmm7, zmm3                    ; layer 5
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm8, zmm4
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm8, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm11, zmm5
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm11, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm10, zmm6
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm10, zmm6
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm9, zmm3
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm9, zmm3
+    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 6
+    vpminud      zmm3, zmm7, zmm3
+    vmovshdup    zmm6, zmm12
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12288] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12160
+    vpmuludq     zmm7, zmm12, [rax - 64]
+    vpmuludq     zmm6, zmm6, [rax - 64]
+    vmovshdup    zmm6{k2}, zmm7
+    vpmulld      zmm7, zmm12, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm7, zmm6
+    vpaddd       zmm7, zmm3, zmm6                    ; layer 6
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm6
+    vpsubd       zmm6, zmm4, zmm13                   ; csub: before layer 6
+    vpminud      zmm4, zmm4, zmm6
+    vmovshdup    zmm6, zmm8
+    vpmuludq     zmm9, zmm8, [rax + 64]
+    vpmuludq     zmm6, zmm6, [rax + 64]
+    vmovshdup    zmm6{k2}, zmm9
+    vpmulld      zmm8, zmm8, [rax]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm8, zmm6
+    vpaddd       zmm8, zmm4, zmm6                    ; layer 6
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm6
+    vpsubd       zmm6, zmm5, zmm13                   ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm6
+    vmovshdup    zmm6, zmm11
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12544] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12416
+    vpmuludq     zmm9, zmm11, [rax - 64]
+    vpmuludq     zmm6, zmm6, [rax - 64]
+    vmovshdup    zmm6{k2}, zmm9
+    vpmulld      zmm9, zmm11, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm9, zmm6
+    vpaddd       zmm9, zmm5, zmm6                    ; layer 6
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm6
+    vpsubd       zmm6, zmm0, zmm13                   ; csub: before layer 6
+    vpminud      zmm0, zmm0, zmm6
+    vmovshdup    zmm6, zmm1
+    vpmuludq     zmm10, zmm1, [rax + 64]
     vpmuludq     zmm6, zmm6, [rax + 64]
     vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm5, zmm3                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12544] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12416
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm5, zmm4                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm8
-    vpaddd       zmm8, zmm5, zmm1                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vpunpckldq   zmm5, zmm7, zmm2
-    vpunpckhdq   zmm2, zmm7, zmm2
-    vpunpckldq   zmm7, zmm6, zmm3
-    vpunpckhdq   zmm3, zmm6, zmm3
-    vpunpckldq   zmm6, zmm9, zmm4
-    vpunpckhdq   zmm4, zmm9, zmm4
-    vpunpckldq   zmm9, zmm8, zmm1
-    vpunpckhdq   zmm1, zmm8, zmm1
-    vpsubd       zmm8, zmm5, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm5, zmm8
-    vmovshdup    zmm8, zmm2
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm1, zmm1, zmm6
+    vpaddd       zmm6, zmm0, zmm1                    ; layer 6
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vpunpckldq   zmm1, zmm7, zmm3
+    vpunpckhdq   zmm3, zmm7, zmm3
+    vpunpckldq   zmm7, zmm8, zmm4
+    vpunpckhdq   zmm4, zmm8, zmm4
+    vpunpckldq   zmm8, zmm9, zmm5
+    vpunpckhdq   zmm5, zmm9, zmm5
+    vpunpckldq   zmm9, zmm6, zmm0
+    vpunpckhdq   zmm0, zmm6, zmm0
+    vpsubd       zmm6, zmm1, zmm13                   ; csub: before layer 7
+    vpminud      zmm1, zmm1, zmm6
+    vmovshdup    zmm6, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12800] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12672
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm2, zmm2, zmm8
-    vpaddd       zmm8, zmm5, zmm2                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12992] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12864
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 7
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13184] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13056
-    vpmuludq     zmm10, zmm4, [rax - 64]
     vpmuludq     zmm6, zmm6, [rax]
     vmovshdup    zmm6{k2}, zmm10
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm6
+    vpaddd       zmm6, zmm1, zmm3                    ; layer 7
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 7
+    vpminud      zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12992] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12864
+    vpmuludq     zmm10, zmm4, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax]
+    vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm5, zmm4                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 7
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpaddd       zmm7, zmm3, zmm4                    ; layer 7
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vpsubd       zmm4, zmm8, zmm13                   ; csub: before layer 7
+    vpminud      zmm4, zmm8, zmm4
+    vmovshdup    zmm8, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13184] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13056
+    vpmuludq     zmm10, zmm5, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm10
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm8
+    vpaddd       zmm8, zmm4, zmm5                    ; layer 7
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm9, zmm13                   ; csub: before layer 7
     vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm1
+    vmovshdup    zmm9, zmm0
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13376] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13248
+    vpmuludq     zmm10, zmm0, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm10
+    vpmulld      zmm0, zmm0, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm0, zmm0, zmm9
+    vpaddd       zmm9, zmm5, zmm0                    ; layer 7
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm0, zmm5, zmm0
+    vpunpckldq   zmm5, zmm6, zmm1
+    vpunpckhdq   zmm1, zmm6, zmm1
+    vpunpckldq   zmm6, zmm7, zmm3
+    vpunpckhdq   zmm3, zmm7, zmm3
+    vpunpckldq   zmm7, zmm8, zmm4
+    vpunpckhdq   zmm4, zmm8, zmm4
+    vpunpckldq   zmm8, zmm9, zmm0
+    vpunpckhdq   zmm0, zmm9, zmm0
+    vpsubd       zmm9, zmm5, zmm13                   ; csub: before layer 8
+    vpminud      zmm5, zmm5, zmm9
+    vmovshdup    zmm9, zmm1
+    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13568] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13440
     vpmuludq     zmm10, zmm1, [rax - 64]
     vpmuludq     zmm9, zmm9, [rax]
     vmovshdup    zmm9{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
+    vpmulld      zmm9, zmm9, zmm2
     vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm11
+    vpaddd       zmm9, zmm5, zmm1                    ; layer 8
+    vpaddd       zmm5, zmm5, zmm13
     vpsubd       zmm1, zmm5, zmm1
-    vpunpckldq   zmm5, zmm8, zmm2
-    vpunpckhdq   zmm2, zmm8, zmm2
-    vpunpckldq   zmm8, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpunpckldq   zmm7, zmm6, zmm4
-    vpunpckhdq   zmm4, zmm6, zmm4
-    vpunpckldq   zmm6, zmm9, zmm1
-    vpunpckhdq   zmm1, zmm9, zmm1
-    vpsubd       zmm9, zmm5, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13568] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13440
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm2, zmm2, zmm9
-    vpaddd       zmm9, zmm5, zmm2                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm3
+    vpsubd       zmm5, zmm6, zmm13                   ; csub: before layer 8
+    vpminud      zmm5, zmm6, zmm5
+    vmovshdup    zmm6, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13760] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13632
     vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
+    vpmuludq     zmm6, zmm6, [rax]
+    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm5, zmm3                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm6
+    vpaddd       zmm6, zmm5, zmm3                    ; layer 8
+    vpaddd       zmm5, zmm5, zmm13
     vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 8
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 8
     vpminud      zmm5, zmm7, zmm5
     vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13952] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13824
@@ -4559,50 +4571,50 @@ kg_nfl1073479681_ntt_forward_avx512:
     vpmuludq     zmm7, zmm7, [rax]
     vmovshdup    zmm7{k2}, zmm10
     vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
+    vpmulld      zmm7, zmm7, zmm2
     vpsubd       zmm4, zmm4, zmm7
     vpaddd       zmm7, zmm5, zmm4                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
+    vpaddd       zmm5, zmm5, zmm13
     vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 8
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm1
+    vpsubd       zmm5, zmm8, zmm13                   ; csub: before layer 8
+    vpminud      zmm5, zmm8, zmm5
+    vmovshdup    zmm8, zmm0
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 14144] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 14016
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm0, zmm6, zmm0
-    vpsubd       zmm0, zmm1, zmm0
-    vpaddd       zmm1, zmm5, zmm0                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
+    vpmuludq     zmm10, zmm0, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm10
+    vpmulld      zmm0, zmm0, [rax - 128]
+    vpmulld      zmm2, zmm8, zmm2
+    vpsubd       zmm0, zmm0, zmm2
+    vpaddd       zmm2, zmm5, zmm0                    ; layer 8
+    vpaddd       zmm5, zmm5, zmm13
     vpsubd       zmm0, zmm5, zmm0
-    vshufi64x2   zmm5, zmm9, zmm2, 68
-    vshufi64x2   zmm2, zmm9, zmm2, 238
-    vshufi64x2   zmm6, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm7, zmm4, 68
+    vshufi64x2   zmm5, zmm9, zmm1, 68
+    vshufi64x2   zmm1, zmm9, zmm1, 238
+    vshufi64x2   zmm8, zmm6, zmm3, 68
+    vshufi64x2   zmm3, zmm6, zmm3, 238
+    vshufi64x2   zmm6, zmm7, zmm4, 68
     vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm1, zmm0, 68
-    vshufi64x2   zmm0, zmm1, zmm0, 238
-    vpsubd       zmm1, zmm5, zmm11                   ; csub: the output range asked for
-    vpminud      zmm1, zmm5, zmm1
-    vpsubd       zmm5, zmm2, zmm11                   ; csub: the output range asked for
-    vpminud      zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: the output range asked for
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm3, zmm11                   ; csub: the output range asked for
-    vpminud      zmm3, zmm3, zmm6
-    vpsubd       zmm6, zmm8, zmm11                   ; csub: the output range asked for
-    vpminud      zmm6, zmm8, zmm6
-    vpsubd       zmm8, zmm4, zmm11                   ; csub: the output range asked for
+    vshufi64x2   zmm7, zmm2, zmm0, 68
+    vshufi64x2   zmm0, zmm2, zmm0, 238
+    vpsubd       zmm2, zmm5, zmm13                   ; csub: the output range asked for
+    vpminud      zmm2, zmm5, zmm2
+    vpsubd       zmm5, zmm1, zmm13                   ; csub: the output range asked for
+    vpminud      zmm1, zmm1, zmm5
+    vpsubd       zmm5, zmm8, zmm13                   ; csub: the output range asked for
+    vpminud      zmm5, zmm8, zmm5
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: the output range asked for
+    vpminud      zmm3, zmm3, zmm8
+    vpsubd       zmm8, zmm6, zmm13                   ; csub: the output range asked for
+    vpminud      zmm6, zmm6, zmm8
+    vpsubd       zmm8, zmm4, zmm13                   ; csub: the output range asked for
     vpminud      zmm4, zmm4, zmm8
-    vpsubd       zmm8, zmm7, zmm11                   ; csub: the output range asked for
+    vpsubd       zmm8, zmm7, zmm13                   ; csub: the output range asked for
     vpminud      zmm7, zmm7, zmm8
-    vpsubd       zmm8, zmm0, zmm11                   ; csub: the output range asked for
+    vpsubd       zmm8, zmm0, zmm13                   ; csub: the output range asked for
     vpminud      zmm0, zmm0, zmm8
-    vmovdqu64    [rdi + 1536], zmm1
-    vmovdqu64    [rdi + 1600], zmm2
+    vmovdqu64    [rdi + 1536], zmm2
+    vmovdqu64    [rdi + 1600], zmm1
     vmovdqu64    [rdi + 1664], zmm5
     vmovdqu64    [rdi + 1728], zmm3
     vmovdqu64    [rdi + 1792], zmm6
@@ -5158,7 +5170,7 @@ kg_nfl1073479681_basemul_avx512:
 ;             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-23}, k2, rax, flags
+;   clobbers: zmm{0-25}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 160 vector reductions
@@ -5175,1737 +5187,1739 @@ global kg_nfl1073479681_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_nfl10
 align 32
 kg_nfl1073479681_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm11, [rel pd_2146959362]          ; held in a register: read 304 times
-    vmovdqu64    zmm12, [rel pd_33562625]            ; held in a register: read 32 times
-    vmovdqu64    zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 13120] ; held in a register: read 32 times
-    vmovdqu64    zmm14, [rel pd_8388608]             ; held in a register: read 16 times
+    vmovdqu64    zmm13, [rel pd_2146959362]          ; held in a register: read 304 times
+    vmovdqu64    zmm14, [rel pd_33562625]            ; held in a register: read 32 times
+    vmovdqu64    zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 13120] ; held in a register: read 32 times
+    vmovdqu64    zmm16, [rel pd_8388608]             ; held in a register: read 16 times
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12992] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12864
-    vmovdqu64    zmm15, [rax - 128]                  ; held in a register: read 16 times
-    vmovdqu64    zmm16, [rax]                        ; held in a register: read 16 times
-    vmovdqu64    zmm17, [rax + 64]                   ; held in a register: read 16 times
-    vmovdqu64    zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3136] ; held in a register: read 8 times
-    vmovdqu64    zmm19, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6336] ; held in a register: read 8 times
-    vmovdqu64    zmm20, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536] ; held in a register: read 8 times
+    vmovdqu64    zmm17, [rax - 128]                  ; held in a register: read 16 times
+    vmovdqu64    zmm18, [rax]                        ; held in a register: read 16 times
+    vmovdqu64    zmm19, [rax + 64]                   ; held in a register: read 16 times
+    vmovdqu64    zmm20, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3136] ; held in a register: read 8 times
+    vmovdqu64    zmm21, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6336] ; held in a register: read 8 times
+    vmovdqu64    zmm22, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536] ; held in a register: read 8 times
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12864] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12736
-    vmovdqu64    zmm21, [rax - 128]                  ; held in a register: read 8 times
-    vmovdqu64    zmm22, [rax - 64]                   ; held in a register: read 8 times
-    vmovdqu64    zmm23, [rax + 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm23, [rax - 128]                  ; held in a register: read 8 times
+    vmovdqu64    zmm24, [rax - 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm25, [rax + 64]                   ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 128]
-    vmovdqu64    zmm3, [rdi + 256]
-    vmovdqu64    zmm4, [rdi + 384]
-    vshufi64x2   zmm5, zmm1, [rdi + 64], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 64], 238
-    vshufi64x2   zmm6, zmm2, [rdi + 192], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 192], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 320], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 320], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 448], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 448], 238
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
+    vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
+    vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rel pd_1073479681]           ; q = 1073479681
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 128]
+    vmovdqu64    zmm5, [rdi + 256]
+    vmovdqu64    zmm6, [rdi + 384]
+    vshufi64x2   zmm7, zmm3, [rdi + 64], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
+    vshufi64x2   zmm8, zmm4, [rdi + 192], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
+    vshufi64x2   zmm9, zmm5, [rdi + 320], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
+    vshufi64x2   zmm10, zmm6, [rdi + 448], 68
+    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
+    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 0
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vmovshdup    zmm5, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm9, zmm5
-    vpaddd       zmm9, zmm6, zmm2                    ; layer 8
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm2, zmm6, zmm2
-    vmovshdup    zmm6, zmm2
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vmovshdup    zmm7, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm8, zmm4                   ; layer 8
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm4, zmm8, zmm4
+    vmovshdup    zmm8, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 320] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 192
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vmovshdup    zmm6, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm6, zmm6, zmm12
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm9, zmm6
-    vpaddd       zmm9, zmm7, zmm3                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vmovshdup    zmm8, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm8, zmm8, zmm14
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm11, zmm8
+    vpaddd       zmm11, zmm9, zmm5                   ; layer 8
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm5, zmm9, zmm5
+    vmovshdup    zmm9, zmm5
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 512] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 384
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm7, zmm7, zmm12
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm8, zmm4                    ; layer 8
-    vpaddd       zmm8, zmm8, zmm11
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vmovshdup    zmm9, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm9, zmm9, zmm14
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm11, zmm9
+    vpaddd       zmm11, zmm10, zmm6                  ; layer 8
+    vpaddd       zmm10, zmm10, zmm13
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 704] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 576
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm8, zmm8, zmm12
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm9, zmm8
-    vpshufd      zmm5, zmm5, 216
-    vpshufd      zmm1, zmm1, 216
-    vpunpckldq   zmm9, zmm5, zmm1
-    vpunpckhdq   zmm1, zmm5, zmm1
-    vpshufd      zmm5, zmm6, 216
-    vpshufd      zmm2, zmm2, 216
-    vpunpckldq   zmm6, zmm5, zmm2
-    vpunpckhdq   zmm2, zmm5, zmm2
-    vpshufd      zmm5, zmm7, 216
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vmovshdup    zmm10, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm10, zmm10, zmm14
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm11, zmm10
+    vpshufd      zmm7, zmm7, 216
     vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm7, zmm5, zmm3
-    vpunpckhdq   zmm3, zmm5, zmm3
-    vpshufd      zmm5, zmm8, 216
+    vpunpckldq   zmm11, zmm7, zmm3
+    vpunpckhdq   zmm3, zmm7, zmm3
+    vpshufd      zmm7, zmm8, 216
     vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm8, zmm5, zmm4
-    vpunpckhdq   zmm4, zmm5, zmm4
-    vpaddd       zmm5, zmm9, zmm1                    ; layer 7
-    vpaddd       zmm9, zmm9, zmm11
-    vpsubd       zmm1, zmm9, zmm1
-    vmovshdup    zmm9, zmm1
+    vpunpckldq   zmm8, zmm7, zmm4
+    vpunpckhdq   zmm4, zmm7, zmm4
+    vpshufd      zmm7, zmm9, 216
+    vpshufd      zmm5, zmm5, 216
+    vpunpckldq   zmm9, zmm7, zmm5
+    vpunpckhdq   zmm5, zmm7, zmm5
+    vpshufd      zmm7, zmm10, 216
+    vpshufd      zmm6, zmm6, 216
+    vpunpckldq   zmm10, zmm7, zmm6
+    vpunpckhdq   zmm6, zmm7, zmm6
+    vpaddd       zmm7, zmm11, zmm3                   ; layer 7
+    vpaddd       zmm11, zmm11, zmm13
+    vpsubd       zmm3, zmm11, zmm3
+    vmovshdup    zmm11, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 768
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm6, zmm2                    ; layer 7
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm2, zmm6, zmm2
-    vmovshdup    zmm6, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm7, zmm3                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpaddd       zmm11, zmm8, zmm4                   ; layer 7
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm4, zmm8, zmm4
+    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm8, zmm8, [rax + 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm9, zmm5                    ; layer 7
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm5, zmm9, zmm5
+    vmovshdup    zmm9, zmm5
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1024
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm8, zmm4                    ; layer 7
-    vpaddd       zmm8, zmm8, zmm11
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpunpcklqdq  zmm8, zmm5, zmm1
-    vpunpckhqdq  zmm1, zmm5, zmm1
-    vpunpcklqdq  zmm5, zmm9, zmm2
-    vpunpckhqdq  zmm2, zmm9, zmm2
-    vpunpcklqdq  zmm9, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpunpcklqdq  zmm6, zmm7, zmm4
-    vpunpckhqdq  zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm8, zmm11                   ; csub: before layer 6
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm1, zmm11                   ; csub: before layer 6
-    vpminud      zmm1, zmm1, zmm8
-    vpaddd       zmm8, zmm7, zmm1                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm1, zmm7, zmm1
-    vmovshdup    zmm7, zmm1
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm10, zmm6                   ; layer 7
+    vpaddd       zmm10, zmm10, zmm13
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vpunpcklqdq  zmm10, zmm7, zmm3
+    vpunpckhqdq  zmm3, zmm7, zmm3
+    vpunpcklqdq  zmm7, zmm11, zmm4
+    vpunpckhqdq  zmm4, zmm11, zmm4
+    vpunpcklqdq  zmm11, zmm8, zmm5
+    vpunpckhqdq  zmm5, zmm8, zmm5
+    vpunpcklqdq  zmm8, zmm9, zmm6
+    vpunpckhqdq  zmm6, zmm9, zmm6
+    vpsubd       zmm9, zmm10, zmm13                  ; csub: before layer 6
+    vpminud      zmm9, zmm10, zmm9
+    vpsubd       zmm10, zmm3, zmm13                  ; csub: before layer 6
+    vpminud      zmm3, zmm3, zmm10
+    vpaddd       zmm10, zmm9, zmm3                   ; layer 6
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm3, zmm9, zmm3
+    vmovshdup    zmm9, zmm3
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1280
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm7, zmm5, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm2, zmm11                   ; csub: before layer 6
-    vpminud      zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm3, zmm11                   ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm9
-    vpaddd       zmm9, zmm5, zmm3                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpsubd       zmm9, zmm7, zmm13                   ; csub: before layer 6
+    vpminud      zmm7, zmm7, zmm9
+    vpsubd       zmm9, zmm4, zmm13                   ; csub: before layer 6
+    vpminud      zmm4, zmm4, zmm9
+    vpaddd       zmm9, zmm7, zmm4                    ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vmovshdup    zmm7, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 6
+    vpminud      zmm7, zmm11, zmm7
+    vpsubd       zmm11, zmm5, zmm13                  ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm11
+    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm5
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1536
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm4, zmm11                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm5, zmm4                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm7, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm2, zmm7, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm7, zmm9, zmm3, 34
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm6, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm6, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vpsubd       zmm6, zmm5, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm1, zmm11                   ; csub: before layer 5
-    vpminud      zmm1, zmm1, zmm6
-    vpaddd       zmm6, zmm5, zmm1                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 6
+    vpminud      zmm7, zmm8, zmm7
+    vpsubd       zmm8, zmm6, zmm13                   ; csub: before layer 6
+    vpminud      zmm6, zmm6, zmm8
+    vpaddd       zmm8, zmm7, zmm6                    ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm10, zmm3
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm10, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm9, zmm4
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm9, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm11, zmm5
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm9, zmm11, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm8, zmm6
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm8, zmm6
+    vpsubd       zmm6, zmm7, zmm13                   ; csub: before layer 5
+    vpminud      zmm6, zmm7, zmm6
+    vpsubd       zmm7, zmm12, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm12, zmm7
+    vpaddd       zmm8, zmm6, zmm7                    ; layer 5
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm6
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1792
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm2, zmm11                   ; csub: before layer 5
-    vpminud      zmm2, zmm2, zmm8
-    vpaddd       zmm8, zmm5, zmm2                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm3, zmm11                   ; csub: before layer 5
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm3, zmm13                   ; csub: before layer 5
     vpminud      zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm3, zmm7                   ; layer 5
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 5
+    vpminud      zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
+    vpminud      zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm4, zmm7                    ; layer 5
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2048
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm4, zmm11                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm5, zmm4                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vshufi64x2   zmm5, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vshufi64x2   zmm6, zmm8, zmm2, 68
-    vshufi64x2   zmm2, zmm8, zmm2, 238
-    vshufi64x2   zmm8, zmm7, zmm3, 68
-    vshufi64x2   zmm3, zmm7, zmm3, 238
-    vshufi64x2   zmm7, zmm9, zmm4, 68
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 5
+    vpminud      zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vshufi64x2   zmm7, zmm8, zmm6, 68
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vshufi64x2   zmm8, zmm10, zmm3, 68
+    vshufi64x2   zmm3, zmm10, zmm3, 238
+    vshufi64x2   zmm10, zmm9, zmm4, 68
     vshufi64x2   zmm4, zmm9, zmm4, 238
-    vpsubd       zmm9, zmm5, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm9
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
+    vshufi64x2   zmm9, zmm11, zmm5, 68
+    vshufi64x2   zmm5, zmm11, zmm5, 238
+    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm7, zmm11
+    vpsubd       zmm11, zmm6, zmm13                  ; csub: before layer 4
+    vpminud      zmm6, zmm6, zmm11
+    vpaddd       zmm11, zmm7, zmm6                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vmovshdup    zmm7, zmm6
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2304
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: before layer 4
-    vpminud      zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm5, zmm2                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm3, zmm11                   ; csub: before layer 4
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 4
+    vpminud      zmm7, zmm8, zmm7
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
     vpminud      zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm5, zmm3                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
+    vpaddd       zmm8, zmm7, zmm3                    ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm10, zmm7
+    vpsubd       zmm10, zmm4, zmm13                  ; csub: before layer 4
+    vpminud      zmm4, zmm4, zmm10
+    vpaddd       zmm10, zmm7, zmm4                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vmovshdup    zmm7, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2560
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm4, zmm11                   ; csub: before layer 4
-    vpminud      zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm5, zmm4                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 3
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm6, zmm11                   ; csub: before layer 3
-    vpminud      zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm5, zmm6                    ; layer 3
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm5, zmm5, zmm6
-    vmovshdup    zmm6, zmm5
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 4
+    vpminud      zmm7, zmm9, zmm7
+    vpsubd       zmm9, zmm5, zmm13                   ; csub: before layer 4
+    vpminud      zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm7, zmm5                    ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
+    vpminud      zmm7, zmm11, zmm7
+    vpsubd       zmm11, zmm8, zmm13                  ; csub: before layer 3
+    vpminud      zmm8, zmm8, zmm11
+    vpaddd       zmm11, zmm7, zmm8                   ; layer 3
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm8
+    vmovshdup    zmm8, zmm7
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2816
-    vpmuludq     zmm10, zmm5, [rax - 64]
+    vpmuludq     zmm12, zmm7, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax - 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm7, zmm7, zmm8
+    vpaddd       zmm8, zmm6, zmm3                    ; layer 3
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm3, zmm6, zmm3
+    vmovshdup    zmm6, zmm3
+    vpmuludq     zmm12, zmm3, [rax - 64]
     vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm5, zmm5, zmm6
-    vpaddd       zmm6, zmm1, zmm2                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm2, zmm2, [rax - 64]
-    vmovshdup    zmm2{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm2, zmm8, zmm11                   ; csub: before layer 3
-    vpminud      zmm2, zmm8, zmm2
-    vpsubd       zmm8, zmm7, zmm11                   ; csub: before layer 3
-    vpminud      zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm2, zmm7                    ; layer 3
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm7
-    vmovshdup    zmm7, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm3, zmm4                    ; layer 3
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm4, zmm4, [rax + 64]
-    vmovshdup    zmm4{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm9, zmm11                   ; csub: before layer 2
-    vpminud      zmm4, zmm9, zmm4
-    vpsubd       zmm9, zmm8, zmm11                   ; csub: before layer 2
-    vpminud      zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm4, zmm8                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm11
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm10, zmm4, zmm18
-    vpmuludq     zmm8, zmm8, zmm18
-    vmovshdup    zmm8{k2}, zmm10
+    vmovshdup    zmm6{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm6
+    vpsubd       zmm6, zmm10, zmm13                  ; csub: before layer 3
+    vpminud      zmm6, zmm10, zmm6
+    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 3
+    vpminud      zmm9, zmm9, zmm10
+    vpaddd       zmm10, zmm6, zmm9                   ; layer 3
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm9
+    vmovshdup    zmm9, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm6, zmm6, zmm9
+    vpaddd       zmm9, zmm4, zmm5                    ; layer 3
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm5, zmm5, [rax + 64]
+    vmovshdup    zmm5{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 2
+    vpminud      zmm5, zmm11, zmm5
+    vpsubd       zmm11, zmm10, zmm13                 ; csub: before layer 2
+    vpminud      zmm10, zmm10, zmm11
+    vpaddd       zmm11, zmm5, zmm10                  ; layer 2
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm10
+    vmovshdup    zmm10, zmm5
+    vpmuludq     zmm12, zmm5, zmm20
+    vpmuludq     zmm10, zmm10, zmm20
+    vmovshdup    zmm10{k2}, zmm12
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3072
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpsubd       zmm8, zmm6, zmm11                   ; csub: before layer 2
-    vpminud      zmm6, zmm6, zmm8
-    vpsubd       zmm8, zmm7, zmm11                   ; csub: before layer 2
-    vpminud      zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 2
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm10, zmm6, zmm18
-    vpmuludq     zmm7, zmm7, zmm18
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 2
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, zmm18
-    vpmuludq     zmm5, zmm5, zmm18
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuludq     zmm10, zmm1, zmm18
-    vpmuludq     zmm3, zmm3, zmm18
-    vmovshdup    zmm3{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm1, zmm1, zmm3
-    vmovdqu64    [rdi], zmm9
-    vmovdqu64    [rdi + 64], zmm8
-    vmovdqu64    [rdi + 128], zmm7
-    vmovdqu64    [rdi + 192], zmm5
-    vmovdqu64    [rdi + 256], zmm4
-    vmovdqu64    [rdi + 320], zmm6
-    vmovdqu64    [rdi + 384], zmm2
-    vmovdqu64    [rdi + 448], zmm1
-    vmovdqu64    zmm1, [rdi + 512]
-    vmovdqu64    zmm2, [rdi + 640]
-    vmovdqu64    zmm3, [rdi + 768]
-    vmovdqu64    zmm4, [rdi + 896]
-    vshufi64x2   zmm5, zmm1, [rdi + 576], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 576], 238
-    vshufi64x2   zmm6, zmm2, [rdi + 704], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 704], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 832], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 832], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 960], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 960], 238
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3328]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vmovshdup    zmm5, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm9, zmm5
-    vpaddd       zmm9, zmm6, zmm2                    ; layer 8
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm2, zmm6, zmm2
-    vmovshdup    zmm6, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3392
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vmovshdup    zmm6, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm6, zmm6, zmm12
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm9, zmm6
-    vpaddd       zmm9, zmm7, zmm3                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3584
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm7, zmm7, zmm12
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm8, zmm4                    ; layer 8
-    vpaddd       zmm8, zmm8, zmm11
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3904] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3776
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm8, zmm8, zmm12
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm9, zmm8
-    vpshufd      zmm5, zmm5, 216
-    vpshufd      zmm1, zmm1, 216
-    vpunpckldq   zmm9, zmm5, zmm1
-    vpunpckhdq   zmm1, zmm5, zmm1
-    vpshufd      zmm5, zmm6, 216
-    vpshufd      zmm2, zmm2, 216
-    vpunpckldq   zmm6, zmm5, zmm2
-    vpunpckhdq   zmm2, zmm5, zmm2
-    vpshufd      zmm5, zmm7, 216
-    vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm7, zmm5, zmm3
-    vpunpckhdq   zmm3, zmm5, zmm3
-    vpshufd      zmm5, zmm8, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm8, zmm5, zmm4
-    vpunpckhdq   zmm4, zmm5, zmm4
-    vpaddd       zmm5, zmm9, zmm1                    ; layer 7
-    vpaddd       zmm9, zmm9, zmm11
-    vpsubd       zmm1, zmm9, zmm1
-    vmovshdup    zmm9, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3968
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm6, zmm2                    ; layer 7
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm2, zmm6, zmm2
-    vmovshdup    zmm6, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm7, zmm3                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4352] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4224
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm8, zmm4                    ; layer 7
-    vpaddd       zmm8, zmm8, zmm11
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpunpcklqdq  zmm8, zmm5, zmm1
-    vpunpckhqdq  zmm1, zmm5, zmm1
-    vpunpcklqdq  zmm5, zmm9, zmm2
-    vpunpckhqdq  zmm2, zmm9, zmm2
-    vpunpcklqdq  zmm9, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpunpcklqdq  zmm6, zmm7, zmm4
-    vpunpckhqdq  zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm8, zmm11                   ; csub: before layer 6
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm1, zmm11                   ; csub: before layer 6
-    vpminud      zmm1, zmm1, zmm8
-    vpaddd       zmm8, zmm7, zmm1                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm1, zmm7, zmm1
-    vmovshdup    zmm7, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4608] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4480
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm7, zmm5, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm2, zmm11                   ; csub: before layer 6
-    vpminud      zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm3, zmm11                   ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm9
-    vpaddd       zmm9, zmm5, zmm3                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4864] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4736
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm4, zmm11                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm5, zmm4                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm7, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm2, zmm7, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm7, zmm9, zmm3, 34
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm6, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm6, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vpsubd       zmm6, zmm5, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm1, zmm11                   ; csub: before layer 5
-    vpminud      zmm1, zmm1, zmm6
-    vpaddd       zmm6, zmm5, zmm1                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5120] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4992
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm2, zmm11                   ; csub: before layer 5
-    vpminud      zmm2, zmm2, zmm8
-    vpaddd       zmm8, zmm5, zmm2                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm3, zmm11                   ; csub: before layer 5
-    vpminud      zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5376] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5248
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm4, zmm11                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm5, zmm4                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vshufi64x2   zmm5, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vshufi64x2   zmm6, zmm8, zmm2, 68
-    vshufi64x2   zmm2, zmm8, zmm2, 238
-    vshufi64x2   zmm8, zmm7, zmm3, 68
-    vshufi64x2   zmm3, zmm7, zmm3, 238
-    vshufi64x2   zmm7, zmm9, zmm4, 68
-    vshufi64x2   zmm4, zmm9, zmm4, 238
-    vpsubd       zmm9, zmm5, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm9
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5632] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5504
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: before layer 4
-    vpminud      zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm5, zmm2                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm3, zmm11                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm5, zmm3                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5888] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5760
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm4, zmm11                   ; csub: before layer 4
-    vpminud      zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm5, zmm4                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 3
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm6, zmm11                   ; csub: before layer 3
-    vpminud      zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm5, zmm6                    ; layer 3
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm5, zmm5, zmm6
-    vmovshdup    zmm6, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6144] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6016
-    vpmuludq     zmm10, zmm5, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm5, zmm5, zmm6
-    vpaddd       zmm6, zmm1, zmm2                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm2, zmm2, [rax - 64]
-    vmovshdup    zmm2{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm2, zmm8, zmm11                   ; csub: before layer 3
-    vpminud      zmm2, zmm8, zmm2
-    vpsubd       zmm8, zmm7, zmm11                   ; csub: before layer 3
-    vpminud      zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm2, zmm7                    ; layer 3
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm7
-    vmovshdup    zmm7, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm3, zmm4                    ; layer 3
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm4, zmm4, [rax + 64]
-    vmovshdup    zmm4{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm9, zmm11                   ; csub: before layer 2
-    vpminud      zmm4, zmm9, zmm4
-    vpsubd       zmm9, zmm8, zmm11                   ; csub: before layer 2
-    vpminud      zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm4, zmm8                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm11
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm10, zmm4, zmm19
-    vpmuludq     zmm8, zmm8, zmm19
-    vmovshdup    zmm8{k2}, zmm10
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6400] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6272
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpsubd       zmm8, zmm6, zmm11                   ; csub: before layer 2
-    vpminud      zmm6, zmm6, zmm8
-    vpsubd       zmm8, zmm7, zmm11                   ; csub: before layer 2
-    vpminud      zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 2
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm6, zmm6, zmm7
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm10
+    vpsubd       zmm10, zmm8, zmm13                  ; csub: before layer 2
+    vpminud      zmm8, zmm8, zmm10
+    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 2
+    vpminud      zmm9, zmm9, zmm10
+    vpaddd       zmm10, zmm8, zmm9                   ; layer 2
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm8, zmm8, zmm9
+    vmovshdup    zmm9, zmm8
+    vpmuludq     zmm12, zmm8, zmm20
+    vpmuludq     zmm9, zmm9, zmm20
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm8, zmm8, zmm9
+    vpaddd       zmm9, zmm7, zmm6                    ; layer 2
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
     vmovshdup    zmm7, zmm6
-    vpmuludq     zmm10, zmm6, zmm19
-    vpmuludq     zmm7, zmm7, zmm19
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 2
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, zmm19
-    vpmuludq     zmm5, zmm5, zmm19
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuludq     zmm10, zmm1, zmm19
-    vpmuludq     zmm3, zmm3, zmm19
-    vmovshdup    zmm3{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm1, zmm1, zmm3
-    vmovdqu64    [rdi + 512], zmm9
-    vmovdqu64    [rdi + 576], zmm8
-    vmovdqu64    [rdi + 640], zmm7
-    vmovdqu64    [rdi + 704], zmm5
-    vmovdqu64    [rdi + 768], zmm4
-    vmovdqu64    [rdi + 832], zmm6
-    vmovdqu64    [rdi + 896], zmm2
-    vmovdqu64    [rdi + 960], zmm1
-    vmovdqu64    zmm1, [rdi + 1024]
-    vmovdqu64    zmm2, [rdi + 1152]
-    vmovdqu64    zmm3, [rdi + 1280]
-    vmovdqu64    zmm4, [rdi + 1408]
-    vshufi64x2   zmm5, zmm1, [rdi + 1088], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 1088], 238
-    vshufi64x2   zmm6, zmm2, [rdi + 1216], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 1216], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 1344], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 1344], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 1472], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 1472], 238
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6528]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vmovshdup    zmm5, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm9, zmm5
-    vpaddd       zmm9, zmm6, zmm2                    ; layer 8
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm2, zmm6, zmm2
-    vmovshdup    zmm6, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6720] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6592
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vmovshdup    zmm6, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm6, zmm6, zmm12
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm9, zmm6
-    vpaddd       zmm9, zmm7, zmm3                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6912] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6784
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm7, zmm7, zmm12
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm8, zmm4                    ; layer 8
-    vpaddd       zmm8, zmm8, zmm11
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7104] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6976
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm8, zmm8, zmm12
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm9, zmm8
-    vpshufd      zmm5, zmm5, 216
-    vpshufd      zmm1, zmm1, 216
-    vpunpckldq   zmm9, zmm5, zmm1
-    vpunpckhdq   zmm1, zmm5, zmm1
-    vpshufd      zmm5, zmm6, 216
-    vpshufd      zmm2, zmm2, 216
-    vpunpckldq   zmm6, zmm5, zmm2
-    vpunpckhdq   zmm2, zmm5, zmm2
-    vpshufd      zmm5, zmm7, 216
-    vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm7, zmm5, zmm3
-    vpunpckhdq   zmm3, zmm5, zmm3
-    vpshufd      zmm5, zmm8, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm8, zmm5, zmm4
-    vpunpckhdq   zmm4, zmm5, zmm4
-    vpaddd       zmm5, zmm9, zmm1                    ; layer 7
-    vpaddd       zmm9, zmm9, zmm11
-    vpsubd       zmm1, zmm9, zmm1
-    vmovshdup    zmm9, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7296] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7168
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm6, zmm2                    ; layer 7
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm2, zmm6, zmm2
-    vmovshdup    zmm6, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm7, zmm3                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7552] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7424
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm8, zmm4                    ; layer 7
-    vpaddd       zmm8, zmm8, zmm11
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpunpcklqdq  zmm8, zmm5, zmm1
-    vpunpckhqdq  zmm1, zmm5, zmm1
-    vpunpcklqdq  zmm5, zmm9, zmm2
-    vpunpckhqdq  zmm2, zmm9, zmm2
-    vpunpcklqdq  zmm9, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpunpcklqdq  zmm6, zmm7, zmm4
-    vpunpckhqdq  zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm8, zmm11                   ; csub: before layer 6
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm1, zmm11                   ; csub: before layer 6
-    vpminud      zmm1, zmm1, zmm8
-    vpaddd       zmm8, zmm7, zmm1                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm1, zmm7, zmm1
-    vmovshdup    zmm7, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7808] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7680
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm7, zmm5, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm2, zmm11                   ; csub: before layer 6
-    vpminud      zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm3, zmm11                   ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm9
-    vpaddd       zmm9, zmm5, zmm3                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8064] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7936
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm4, zmm11                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm5, zmm4                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm7, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm2, zmm7, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm7, zmm9, zmm3, 34
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm6, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm6, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vpsubd       zmm6, zmm5, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm1, zmm11                   ; csub: before layer 5
-    vpminud      zmm1, zmm1, zmm6
-    vpaddd       zmm6, zmm5, zmm1                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8320] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8192
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm2, zmm11                   ; csub: before layer 5
-    vpminud      zmm2, zmm2, zmm8
-    vpaddd       zmm8, zmm5, zmm2                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm3, zmm11                   ; csub: before layer 5
-    vpminud      zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8576] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8448
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm4, zmm11                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm5, zmm4                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vshufi64x2   zmm5, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vshufi64x2   zmm6, zmm8, zmm2, 68
-    vshufi64x2   zmm2, zmm8, zmm2, 238
-    vshufi64x2   zmm8, zmm7, zmm3, 68
-    vshufi64x2   zmm3, zmm7, zmm3, 238
-    vshufi64x2   zmm7, zmm9, zmm4, 68
-    vshufi64x2   zmm4, zmm9, zmm4, 238
-    vpsubd       zmm9, zmm5, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm9
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8832] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8704
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: before layer 4
-    vpminud      zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm5, zmm2                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm3, zmm11                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm5, zmm3                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9088] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8960
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm4, zmm11                   ; csub: before layer 4
-    vpminud      zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm5, zmm4                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 3
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm6, zmm11                   ; csub: before layer 3
-    vpminud      zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm5, zmm6                    ; layer 3
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm5, zmm5, zmm6
-    vmovshdup    zmm6, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9344] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9216
-    vpmuludq     zmm10, zmm5, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm5, zmm5, zmm6
-    vpaddd       zmm6, zmm1, zmm2                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm2, zmm2, [rax - 64]
-    vmovshdup    zmm2{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm2, zmm8, zmm11                   ; csub: before layer 3
-    vpminud      zmm2, zmm8, zmm2
-    vpsubd       zmm8, zmm7, zmm11                   ; csub: before layer 3
-    vpminud      zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm2, zmm7                    ; layer 3
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm7
-    vmovshdup    zmm7, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm3, zmm4                    ; layer 3
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm4, zmm4, [rax + 64]
-    vmovshdup    zmm4{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm9, zmm11                   ; csub: before layer 2
-    vpminud      zmm4, zmm9, zmm4
-    vpsubd       zmm9, zmm8, zmm11                   ; csub: before layer 2
-    vpminud      zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm4, zmm8                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm11
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm10, zmm4, zmm20
-    vpmuludq     zmm8, zmm8, zmm20
-    vmovshdup    zmm8{k2}, zmm10
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9600] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9472
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpsubd       zmm8, zmm6, zmm11                   ; csub: before layer 2
-    vpminud      zmm6, zmm6, zmm8
-    vpsubd       zmm8, zmm7, zmm11                   ; csub: before layer 2
-    vpminud      zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 2
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm10, zmm6, zmm20
+    vpmuludq     zmm12, zmm6, zmm20
     vpmuludq     zmm7, zmm7, zmm20
-    vmovshdup    zmm7{k2}, zmm10
+    vmovshdup    zmm7{k2}, zmm12
     vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
+    vpmulld      zmm7, zmm7, zmm2
     vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 2
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, zmm20
-    vpmuludq     zmm5, zmm5, zmm20
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuludq     zmm10, zmm1, zmm20
-    vpmuludq     zmm3, zmm3, zmm20
-    vmovshdup    zmm3{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm1, zmm1, zmm3
-    vmovdqu64    [rdi + 1024], zmm9
-    vmovdqu64    [rdi + 1088], zmm8
-    vmovdqu64    [rdi + 1152], zmm7
-    vmovdqu64    [rdi + 1216], zmm5
-    vmovdqu64    [rdi + 1280], zmm4
-    vmovdqu64    [rdi + 1344], zmm6
-    vmovdqu64    [rdi + 1408], zmm2
-    vmovdqu64    [rdi + 1472], zmm1
-    vmovdqu64    zmm1, [rdi + 1536]
-    vmovdqu64    zmm2, [rdi + 1664]
-    vmovdqu64    zmm3, [rdi + 1792]
-    vmovdqu64    zmm4, [rdi + 1920]
-    vshufi64x2   zmm5, zmm1, [rdi + 1600], 68
-    vshufi64x2   zmm1, zmm1, [rdi + 1600], 238
-    vshufi64x2   zmm6, zmm2, [rdi + 1728], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 1728], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 1856], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 1856], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 1984], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 1984], 238
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9728]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vmovshdup    zmm5, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm5, zmm5, zmm12
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm5, zmm9, zmm5
-    vpaddd       zmm9, zmm6, zmm2                    ; layer 8
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm2, zmm6, zmm2
-    vmovshdup    zmm6, zmm2
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9792
-    vpmuludq     zmm10, zmm2, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vmovshdup    zmm6, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm6, zmm6, zmm12
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm6, zmm9, zmm6
-    vpaddd       zmm9, zmm7, zmm3                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm11
+    vpaddd       zmm7, zmm3, zmm4                    ; layer 2
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovshdup    zmm4, zmm3
+    vpmuludq     zmm12, zmm3, zmm20
+    vpmuludq     zmm4, zmm4, zmm20
+    vmovshdup    zmm4{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi], zmm11
+    vmovdqu64    [rdi + 64], zmm10
+    vmovdqu64    [rdi + 128], zmm9
+    vmovdqu64    [rdi + 192], zmm7
+    vmovdqu64    [rdi + 256], zmm5
+    vmovdqu64    [rdi + 320], zmm8
+    vmovdqu64    [rdi + 384], zmm6
+    vmovdqu64    [rdi + 448], zmm3
+    vmovdqu64    zmm3, [rdi + 512]
+    vmovdqu64    zmm4, [rdi + 640]
+    vmovdqu64    zmm5, [rdi + 768]
+    vmovdqu64    zmm6, [rdi + 896]
+    vshufi64x2   zmm7, zmm3, [rdi + 576], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 576], 238
+    vshufi64x2   zmm8, zmm4, [rdi + 704], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 704], 238
+    vshufi64x2   zmm9, zmm5, [rdi + 832], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 832], 238
+    vshufi64x2   zmm10, zmm6, [rdi + 960], 68
+    vshufi64x2   zmm6, zmm6, [rdi + 960], 238
+    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
     vpsubd       zmm3, zmm7, zmm3
     vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10112] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9984
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3328]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm7, zmm7, zmm2
     vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm7, zmm7, zmm12
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm8, zmm4                    ; layer 8
-    vpaddd       zmm8, zmm8, zmm11
+    vmovshdup    zmm7, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm8, zmm4                   ; layer 8
+    vpaddd       zmm8, zmm8, zmm13
     vpsubd       zmm4, zmm8, zmm4
     vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10304] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10176
-    vpmuludq     zmm10, zmm4, [rax - 64]
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3392
+    vpmuludq     zmm12, zmm4, [rax - 64]
     vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
+    vmovshdup    zmm8{k2}, zmm12
     vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
+    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm9
-    vpmuludq     zmm10, zmm9, zmm12
-    vpmuludq     zmm8, zmm8, zmm12
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm9, zmm9, zmm14
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm8, zmm9, zmm8
-    vpshufd      zmm5, zmm5, 216
-    vpshufd      zmm1, zmm1, 216
-    vpunpckldq   zmm9, zmm5, zmm1
-    vpunpckhdq   zmm1, zmm5, zmm1
-    vpshufd      zmm5, zmm6, 216
-    vpshufd      zmm2, zmm2, 216
-    vpunpckldq   zmm6, zmm5, zmm2
-    vpunpckhdq   zmm2, zmm5, zmm2
-    vpshufd      zmm5, zmm7, 216
+    vmovshdup    zmm8, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm8, zmm8, zmm14
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm11, zmm8
+    vpaddd       zmm11, zmm9, zmm5                   ; layer 8
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm5, zmm9, zmm5
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3584
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vmovshdup    zmm9, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm9, zmm9, zmm14
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm11, zmm9
+    vpaddd       zmm11, zmm10, zmm6                  ; layer 8
+    vpaddd       zmm10, zmm10, zmm13
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3904] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3776
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vmovshdup    zmm10, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm10, zmm10, zmm14
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm11, zmm10
+    vpshufd      zmm7, zmm7, 216
     vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm7, zmm5, zmm3
-    vpunpckhdq   zmm3, zmm5, zmm3
-    vpshufd      zmm5, zmm8, 216
+    vpunpckldq   zmm11, zmm7, zmm3
+    vpunpckhdq   zmm3, zmm7, zmm3
+    vpshufd      zmm7, zmm8, 216
     vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm8, zmm5, zmm4
-    vpunpckhdq   zmm4, zmm5, zmm4
-    vpaddd       zmm5, zmm9, zmm1                    ; layer 7
-    vpaddd       zmm9, zmm9, zmm11
-    vpsubd       zmm1, zmm9, zmm1
-    vmovshdup    zmm9, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10496] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10368
-    vpmuludq     zmm10, zmm1, [rax - 64]
+    vpunpckldq   zmm8, zmm7, zmm4
+    vpunpckhdq   zmm4, zmm7, zmm4
+    vpshufd      zmm7, zmm9, 216
+    vpshufd      zmm5, zmm5, 216
+    vpunpckldq   zmm9, zmm7, zmm5
+    vpunpckhdq   zmm5, zmm7, zmm5
+    vpshufd      zmm7, zmm10, 216
+    vpshufd      zmm6, zmm6, 216
+    vpunpckldq   zmm10, zmm7, zmm6
+    vpunpckhdq   zmm6, zmm7, zmm6
+    vpaddd       zmm7, zmm11, zmm3                   ; layer 7
+    vpaddd       zmm11, zmm11, zmm13
+    vpsubd       zmm3, zmm11, zmm3
+    vmovshdup    zmm11, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3968
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpaddd       zmm11, zmm8, zmm4                   ; layer 7
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm4, zmm8, zmm4
+    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm8, zmm8, [rax + 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm9, zmm5                    ; layer 7
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm5, zmm9, zmm5
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4352] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4224
+    vpmuludq     zmm12, zmm5, [rax - 64]
     vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm6, zmm2                    ; layer 7
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm2, zmm6, zmm2
-    vmovshdup    zmm6, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm10, zmm6                   ; layer 7
+    vpaddd       zmm10, zmm10, zmm13
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vpunpcklqdq  zmm10, zmm7, zmm3
+    vpunpckhqdq  zmm3, zmm7, zmm3
+    vpunpcklqdq  zmm7, zmm11, zmm4
+    vpunpckhqdq  zmm4, zmm11, zmm4
+    vpunpcklqdq  zmm11, zmm8, zmm5
+    vpunpckhqdq  zmm5, zmm8, zmm5
+    vpunpcklqdq  zmm8, zmm9, zmm6
+    vpunpckhqdq  zmm6, zmm9, zmm6
+    vpsubd       zmm9, zmm10, zmm13                  ; csub: before layer 6
+    vpminud      zmm9, zmm10, zmm9
+    vpsubd       zmm10, zmm3, zmm13                  ; csub: before layer 6
+    vpminud      zmm3, zmm3, zmm10
+    vpaddd       zmm10, zmm9, zmm3                   ; layer 6
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm3, zmm9, zmm3
+    vmovshdup    zmm9, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4608] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4480
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpsubd       zmm9, zmm7, zmm13                   ; csub: before layer 6
+    vpminud      zmm7, zmm7, zmm9
+    vpsubd       zmm9, zmm4, zmm13                   ; csub: before layer 6
+    vpminud      zmm4, zmm4, zmm9
+    vpaddd       zmm9, zmm7, zmm4                    ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vmovshdup    zmm7, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 6
+    vpminud      zmm7, zmm11, zmm7
+    vpsubd       zmm11, zmm5, zmm13                  ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm11
+    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4864] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4736
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 6
+    vpminud      zmm7, zmm8, zmm7
+    vpsubd       zmm8, zmm6, zmm13                   ; csub: before layer 6
+    vpminud      zmm6, zmm6, zmm8
+    vpaddd       zmm8, zmm7, zmm6                    ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm10, zmm3
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm10, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm9, zmm4
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm9, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm11, zmm5
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm9, zmm11, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm8, zmm6
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm8, zmm6
+    vpsubd       zmm6, zmm7, zmm13                   ; csub: before layer 5
+    vpminud      zmm6, zmm7, zmm6
+    vpsubd       zmm7, zmm12, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm12, zmm7
+    vpaddd       zmm8, zmm6, zmm7                    ; layer 5
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5120] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4992
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm3, zmm13                   ; csub: before layer 5
+    vpminud      zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm3, zmm7                   ; layer 5
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 5
+    vpminud      zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
+    vpminud      zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm4, zmm7                    ; layer 5
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5376] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5248
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 5
+    vpminud      zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vshufi64x2   zmm7, zmm8, zmm6, 68
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vshufi64x2   zmm8, zmm10, zmm3, 68
+    vshufi64x2   zmm3, zmm10, zmm3, 238
+    vshufi64x2   zmm10, zmm9, zmm4, 68
+    vshufi64x2   zmm4, zmm9, zmm4, 238
+    vshufi64x2   zmm9, zmm11, zmm5, 68
+    vshufi64x2   zmm5, zmm11, zmm5, 238
+    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm7, zmm11
+    vpsubd       zmm11, zmm6, zmm13                  ; csub: before layer 4
+    vpminud      zmm6, zmm6, zmm11
+    vpaddd       zmm11, zmm7, zmm6                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vmovshdup    zmm7, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5632] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5504
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 4
+    vpminud      zmm7, zmm8, zmm7
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm8
+    vpaddd       zmm8, zmm7, zmm3                    ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm10, zmm7
+    vpsubd       zmm10, zmm4, zmm13                  ; csub: before layer 4
+    vpminud      zmm4, zmm4, zmm10
+    vpaddd       zmm10, zmm7, zmm4                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vmovshdup    zmm7, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5888] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5760
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 4
+    vpminud      zmm7, zmm9, zmm7
+    vpsubd       zmm9, zmm5, zmm13                   ; csub: before layer 4
+    vpminud      zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm7, zmm5                    ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
+    vpminud      zmm7, zmm11, zmm7
+    vpsubd       zmm11, zmm8, zmm13                  ; csub: before layer 3
+    vpminud      zmm8, zmm8, zmm11
+    vpaddd       zmm11, zmm7, zmm8                   ; layer 3
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm8
+    vmovshdup    zmm8, zmm7
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6144] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6016
+    vpmuludq     zmm12, zmm7, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax - 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm7, zmm7, zmm8
+    vpaddd       zmm8, zmm6, zmm3                    ; layer 3
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm3, zmm6, zmm3
+    vmovshdup    zmm6, zmm3
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm6, zmm6, [rax - 64]
+    vmovshdup    zmm6{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm6
+    vpsubd       zmm6, zmm10, zmm13                  ; csub: before layer 3
+    vpminud      zmm6, zmm10, zmm6
+    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 3
+    vpminud      zmm9, zmm9, zmm10
+    vpaddd       zmm10, zmm6, zmm9                   ; layer 3
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm9
+    vmovshdup    zmm9, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm6, zmm6, zmm9
+    vpaddd       zmm9, zmm4, zmm5                    ; layer 3
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm5, zmm5, [rax + 64]
+    vmovshdup    zmm5{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 2
+    vpminud      zmm5, zmm11, zmm5
+    vpsubd       zmm11, zmm10, zmm13                 ; csub: before layer 2
+    vpminud      zmm10, zmm10, zmm11
+    vpaddd       zmm11, zmm5, zmm10                  ; layer 2
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm10
+    vmovshdup    zmm10, zmm5
+    vpmuludq     zmm12, zmm5, zmm21
+    vpmuludq     zmm10, zmm10, zmm21
+    vmovshdup    zmm10{k2}, zmm12
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6400] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6272
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm10
+    vpsubd       zmm10, zmm8, zmm13                  ; csub: before layer 2
+    vpminud      zmm8, zmm8, zmm10
+    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 2
+    vpminud      zmm9, zmm9, zmm10
+    vpaddd       zmm10, zmm8, zmm9                   ; layer 2
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm8, zmm8, zmm9
+    vmovshdup    zmm9, zmm8
+    vpmuludq     zmm12, zmm8, zmm21
+    vpmuludq     zmm9, zmm9, zmm21
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm8, zmm8, zmm9
+    vpaddd       zmm9, zmm7, zmm6                    ; layer 2
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm12, zmm6, zmm21
+    vpmuludq     zmm7, zmm7, zmm21
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm3, zmm4                    ; layer 2
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovshdup    zmm4, zmm3
+    vpmuludq     zmm12, zmm3, zmm21
+    vpmuludq     zmm4, zmm4, zmm21
+    vmovshdup    zmm4{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi + 512], zmm11
+    vmovdqu64    [rdi + 576], zmm10
+    vmovdqu64    [rdi + 640], zmm9
+    vmovdqu64    [rdi + 704], zmm7
+    vmovdqu64    [rdi + 768], zmm5
+    vmovdqu64    [rdi + 832], zmm8
+    vmovdqu64    [rdi + 896], zmm6
+    vmovdqu64    [rdi + 960], zmm3
+    vmovdqu64    zmm3, [rdi + 1024]
+    vmovdqu64    zmm4, [rdi + 1152]
+    vmovdqu64    zmm5, [rdi + 1280]
+    vmovdqu64    zmm6, [rdi + 1408]
+    vshufi64x2   zmm7, zmm3, [rdi + 1088], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 1088], 238
+    vshufi64x2   zmm8, zmm4, [rdi + 1216], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 1216], 238
+    vshufi64x2   zmm9, zmm5, [rdi + 1344], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 1344], 238
+    vshufi64x2   zmm10, zmm6, [rdi + 1472], 68
+    vshufi64x2   zmm6, zmm6, [rdi + 1472], 238
+    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6528]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vmovshdup    zmm7, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm8, zmm4                   ; layer 8
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm4, zmm8, zmm4
+    vmovshdup    zmm8, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6720] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6592
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vmovshdup    zmm8, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm8, zmm8, zmm14
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm11, zmm8
+    vpaddd       zmm11, zmm9, zmm5                   ; layer 8
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm5, zmm9, zmm5
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6912] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6784
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vmovshdup    zmm9, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm9, zmm9, zmm14
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm11, zmm9
+    vpaddd       zmm11, zmm10, zmm6                  ; layer 8
+    vpaddd       zmm10, zmm10, zmm13
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7104] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6976
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vmovshdup    zmm10, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm10, zmm10, zmm14
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm11, zmm10
+    vpshufd      zmm7, zmm7, 216
+    vpshufd      zmm3, zmm3, 216
+    vpunpckldq   zmm11, zmm7, zmm3
+    vpunpckhdq   zmm3, zmm7, zmm3
+    vpshufd      zmm7, zmm8, 216
+    vpshufd      zmm4, zmm4, 216
+    vpunpckldq   zmm8, zmm7, zmm4
+    vpunpckhdq   zmm4, zmm7, zmm4
+    vpshufd      zmm7, zmm9, 216
+    vpshufd      zmm5, zmm5, 216
+    vpunpckldq   zmm9, zmm7, zmm5
+    vpunpckhdq   zmm5, zmm7, zmm5
+    vpshufd      zmm7, zmm10, 216
+    vpshufd      zmm6, zmm6, 216
+    vpunpckldq   zmm10, zmm7, zmm6
+    vpunpckhdq   zmm6, zmm7, zmm6
+    vpaddd       zmm7, zmm11, zmm3                   ; layer 7
+    vpaddd       zmm11, zmm11, zmm13
+    vpsubd       zmm3, zmm11, zmm3
+    vmovshdup    zmm11, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7296] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7168
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpaddd       zmm11, zmm8, zmm4                   ; layer 7
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm4, zmm8, zmm4
+    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm8, zmm8, [rax + 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm9, zmm5                    ; layer 7
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm5, zmm9, zmm5
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7552] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7424
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm10, zmm6                   ; layer 7
+    vpaddd       zmm10, zmm10, zmm13
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vpunpcklqdq  zmm10, zmm7, zmm3
+    vpunpckhqdq  zmm3, zmm7, zmm3
+    vpunpcklqdq  zmm7, zmm11, zmm4
+    vpunpckhqdq  zmm4, zmm11, zmm4
+    vpunpcklqdq  zmm11, zmm8, zmm5
+    vpunpckhqdq  zmm5, zmm8, zmm5
+    vpunpcklqdq  zmm8, zmm9, zmm6
+    vpunpckhqdq  zmm6, zmm9, zmm6
+    vpsubd       zmm9, zmm10, zmm13                  ; csub: before layer 6
+    vpminud      zmm9, zmm10, zmm9
+    vpsubd       zmm10, zmm3, zmm13                  ; csub: before layer 6
+    vpminud      zmm3, zmm3, zmm10
+    vpaddd       zmm10, zmm9, zmm3                   ; layer 6
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm3, zmm9, zmm3
+    vmovshdup    zmm9, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7808] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7680
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpsubd       zmm9, zmm7, zmm13                   ; csub: before layer 6
+    vpminud      zmm7, zmm7, zmm9
+    vpsubd       zmm9, zmm4, zmm13                   ; csub: before layer 6
+    vpminud      zmm4, zmm4, zmm9
+    vpaddd       zmm9, zmm7, zmm4                    ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vmovshdup    zmm7, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 6
+    vpminud      zmm7, zmm11, zmm7
+    vpsubd       zmm11, zmm5, zmm13                  ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm11
+    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8064] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7936
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 6
+    vpminud      zmm7, zmm8, zmm7
+    vpsubd       zmm8, zmm6, zmm13                   ; csub: before layer 6
+    vpminud      zmm6, zmm6, zmm8
+    vpaddd       zmm8, zmm7, zmm6                    ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm10, zmm3
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm10, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm9, zmm4
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm9, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm11, zmm5
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm9, zmm11, zmm5
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm5, zmm8, zmm6
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm11, zmm8, zmm6
+    vpsubd       zmm6, zmm7, zmm13                   ; csub: before layer 5
+    vpminud      zmm6, zmm7, zmm6
+    vpsubd       zmm7, zmm12, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm12, zmm7
+    vpaddd       zmm8, zmm6, zmm7                    ; layer 5
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8320] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8192
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm3, zmm13                   ; csub: before layer 5
+    vpminud      zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm10, zmm7
+    vpaddd       zmm10, zmm3, zmm7                   ; layer 5
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm7
+    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 5
+    vpminud      zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
+    vpminud      zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm4, zmm7                    ; layer 5
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8576] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8448
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 5
+    vpminud      zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 5
+    vpminud      zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm7
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vshufi64x2   zmm7, zmm8, zmm6, 68
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vshufi64x2   zmm8, zmm10, zmm3, 68
+    vshufi64x2   zmm3, zmm10, zmm3, 238
+    vshufi64x2   zmm10, zmm9, zmm4, 68
+    vshufi64x2   zmm4, zmm9, zmm4, 238
+    vshufi64x2   zmm9, zmm11, zmm5, 68
+    vshufi64x2   zmm5, zmm11, zmm5, 238
+    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm7, zmm11
+    vpsubd       zmm11, zmm6, zmm13                  ; csub: before layer 4
+    vpminud      zmm6, zmm6, zmm11
+    vpaddd       zmm11, zmm7, zmm6                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vmovshdup    zmm7, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8832] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8704
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 4
+    vpminud      zmm7, zmm8, zmm7
+    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm8
+    vpaddd       zmm8, zmm7, zmm3                    ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 4
+    vpminud      zmm7, zmm10, zmm7
+    vpsubd       zmm10, zmm4, zmm13                  ; csub: before layer 4
+    vpminud      zmm4, zmm4, zmm10
+    vpaddd       zmm10, zmm7, zmm4                   ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vmovshdup    zmm7, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9088] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8960
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 4
+    vpminud      zmm7, zmm9, zmm7
+    vpsubd       zmm9, zmm5, zmm13                   ; csub: before layer 4
+    vpminud      zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm7, zmm5                    ; layer 4
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm5
+    vpmuludq     zmm12, zmm5, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
+    vpminud      zmm7, zmm11, zmm7
+    vpsubd       zmm11, zmm8, zmm13                  ; csub: before layer 3
+    vpminud      zmm8, zmm8, zmm11
+    vpaddd       zmm11, zmm7, zmm8                   ; layer 3
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm7, zmm7, zmm8
+    vmovshdup    zmm8, zmm7
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9344] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9216
+    vpmuludq     zmm12, zmm7, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax - 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm7, zmm7, zmm8
+    vpaddd       zmm8, zmm6, zmm3                    ; layer 3
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm3, zmm6, zmm3
+    vmovshdup    zmm6, zmm3
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm6, zmm6, [rax - 64]
+    vmovshdup    zmm6{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm6
+    vpsubd       zmm6, zmm10, zmm13                  ; csub: before layer 3
+    vpminud      zmm6, zmm10, zmm6
+    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 3
+    vpminud      zmm9, zmm9, zmm10
+    vpaddd       zmm10, zmm6, zmm9                   ; layer 3
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm9
+    vmovshdup    zmm9, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm6, zmm6, zmm9
+    vpaddd       zmm9, zmm4, zmm5                    ; layer 3
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm5
+    vmovshdup    zmm5, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm5, zmm5, [rax + 64]
+    vmovshdup    zmm5{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 2
+    vpminud      zmm5, zmm11, zmm5
+    vpsubd       zmm11, zmm10, zmm13                 ; csub: before layer 2
+    vpminud      zmm10, zmm10, zmm11
+    vpaddd       zmm11, zmm5, zmm10                  ; layer 2
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm10
+    vmovshdup    zmm10, zmm5
+    vpmuludq     zmm12, zmm5, zmm22
+    vpmuludq     zmm10, zmm10, zmm22
+    vmovshdup    zmm10{k2}, zmm12
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9600] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9472
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm10
+    vpsubd       zmm10, zmm8, zmm13                  ; csub: before layer 2
+    vpminud      zmm8, zmm8, zmm10
+    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 2
+    vpminud      zmm9, zmm9, zmm10
+    vpaddd       zmm10, zmm8, zmm9                   ; layer 2
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm8, zmm8, zmm9
+    vmovshdup    zmm9, zmm8
+    vpmuludq     zmm12, zmm8, zmm22
+    vpmuludq     zmm9, zmm9, zmm22
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm8, zmm8, zmm9
+    vpaddd       zmm9, zmm7, zmm6                    ; layer 2
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm12, zmm6, zmm22
+    vpmuludq     zmm7, zmm7, zmm22
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm3, zmm4                    ; layer 2
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm4
+    vmovshdup    zmm4, zmm3
+    vpmuludq     zmm12, zmm3, zmm22
+    vpmuludq     zmm4, zmm4, zmm22
+    vmovshdup    zmm4{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm3, zmm3, zmm4
+    vmovdqu64    [rdi + 1024], zmm11
+    vmovdqu64    [rdi + 1088], zmm10
+    vmovdqu64    [rdi + 1152], zmm9
+    vmovdqu64    [rdi + 1216], zmm7
+    vmovdqu64    [rdi + 1280], zmm5
+    vmovdqu64    [rdi + 1344], zmm8
+    vmovdqu64    [rdi + 1408], zmm6
+    vmovdqu64    [rdi + 1472], zmm3
+    vmovdqu64    zmm3, [rdi + 1536]
+    vmovdqu64    zmm4, [rdi + 1664]
+    vmovdqu64    zmm5, [rdi + 1792]
+    vmovdqu64    zmm6, [rdi + 1920]
+    vshufi64x2   zmm7, zmm3, [rdi + 1600], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 1600], 238
+    vshufi64x2   zmm8, zmm4, [rdi + 1728], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 1728], 238
+    vshufi64x2   zmm9, zmm5, [rdi + 1856], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 1856], 238
+    vshufi64x2   zmm10, zmm6, [rdi + 1984], 68
+    vshufi64x2   zmm6, zmm6, [rdi + 1984], 238
+    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm3, zmm7, zmm3
+    vmovshdup    zmm7, zmm3
+    vpmuludq     zmm12, zmm3, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9728]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vmovshdup    zmm7, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm7, zmm7, zmm14
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm7, zmm11, zmm7
+    vpaddd       zmm11, zmm8, zmm4                   ; layer 8
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm4, zmm8, zmm4
+    vmovshdup    zmm8, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9792
+    vpmuludq     zmm12, zmm4, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vmovshdup    zmm8, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm8, zmm8, zmm14
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm11, zmm8
+    vpaddd       zmm11, zmm9, zmm5                   ; layer 8
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm5, zmm9, zmm5
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10112] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9984
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vmovshdup    zmm9, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm9, zmm9, zmm14
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm11, zmm9
+    vpaddd       zmm11, zmm10, zmm6                  ; layer 8
+    vpaddd       zmm10, zmm10, zmm13
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10304] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10176
+    vpmuludq     zmm12, zmm6, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vmovshdup    zmm10, zmm11
+    vpmuludq     zmm12, zmm11, zmm14
+    vpmuludq     zmm10, zmm10, zmm14
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm11, zmm11, zmm16
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm11, zmm10
+    vpshufd      zmm7, zmm7, 216
+    vpshufd      zmm3, zmm3, 216
+    vpunpckldq   zmm11, zmm7, zmm3
+    vpunpckhdq   zmm3, zmm7, zmm3
+    vpshufd      zmm7, zmm8, 216
+    vpshufd      zmm4, zmm4, 216
+    vpunpckldq   zmm8, zmm7, zmm4
+    vpunpckhdq   zmm4, zmm7, zmm4
+    vpshufd      zmm7, zmm9, 216
+    vpshufd      zmm5, zmm5, 216
+    vpunpckldq   zmm9, zmm7, zmm5
+    vpunpckhdq   zmm5, zmm7, zmm5
+    vpshufd      zmm7, zmm10, 216
+    vpshufd      zmm6, zmm6, 216
+    vpunpckldq   zmm10, zmm7, zmm6
+    vpunpckhdq   zmm6, zmm7, zmm6
+    vpaddd       zmm7, zmm11, zmm3                   ; layer 7
+    vpaddd       zmm11, zmm11, zmm13
+    vpsubd       zmm3, zmm11, zmm3
+    vmovshdup    zmm11, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10496] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10368
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpaddd       zmm11, zmm8, zmm4                   ; layer 7
+    vpaddd       zmm8, zmm8, zmm13
+    vpsubd       zmm4, zmm8, zmm4
+    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm8, zmm8, [rax + 64]
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm9, zmm5                    ; layer 7
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm5, zmm9, zmm5
+    vmovshdup    zmm9, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10624
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpaddd       zmm9, zmm10, zmm6                   ; layer 7
+    vpaddd       zmm10, zmm10, zmm13
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm6, zmm6, zmm10
+    vpunpcklqdq  zmm10, zmm7, zmm3
+    vpunpckhqdq  zmm3, zmm7, zmm3
+    vpunpcklqdq  zmm7, zmm11, zmm4
+    vpunpckhqdq  zmm4, zmm11, zmm4
+    vpunpcklqdq  zmm11, zmm8, zmm5
+    vpunpckhqdq  zmm5, zmm8, zmm5
+    vpunpcklqdq  zmm8, zmm9, zmm6
+    vpunpckhqdq  zmm6, zmm9, zmm6
+    vpsubd       zmm9, zmm10, zmm13                  ; csub: before layer 6
+    vpminud      zmm9, zmm10, zmm9
+    vpsubd       zmm10, zmm3, zmm13                  ; csub: before layer 6
+    vpminud      zmm3, zmm3, zmm10
+    vpaddd       zmm10, zmm9, zmm3                   ; layer 6
+    vpaddd       zmm9, zmm9, zmm13
+    vpsubd       zmm3, zmm9, zmm3
+    vmovshdup    zmm9, zmm3
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11008] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10880
+    vpmuludq     zmm12, zmm3, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpsubd       zmm9, zmm7, zmm13                   ; csub: before layer 6
+    vpminud      zmm7, zmm7, zmm9
+    vpsubd       zmm9, zmm4, zmm13                   ; csub: before layer 6
+    vpminud      zmm4, zmm4, zmm9
+    vpaddd       zmm9, zmm7, zmm4                    ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm4, zmm7, zmm4
+    vmovshdup    zmm7, zmm4
+    vpmuludq     zmm12, zmm4, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 6
+    vpminud      zmm7, zmm11, zmm7
+    vpsubd       zmm11, zmm5, zmm13                  ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm11
+    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm5, zmm7, zmm5
+    vmovshdup    zmm7, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11136
+    vpmuludq     zmm12, zmm5, [rax - 64]
+    vpmuludq     zmm7, zmm7, [rax - 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 6
+    vpminud      zmm7, zmm8, zmm7
+    vpsubd       zmm8, zmm6, zmm13                   ; csub: before layer 6
+    vpminud      zmm6, zmm6, zmm8
+    vpaddd       zmm8, zmm7, zmm6                    ; layer 6
+    vpaddd       zmm7, zmm7, zmm13
+    vpsubd       zmm6, zmm7, zmm6
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm12, zmm6, [rax + 64]
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm12
+    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm10, zmm3
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm10, zmm3
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm3, zmm9, zmm4
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm9, zmm4
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm4, zmm11, zmm5
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm9, zmm11, zmm5
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm0, zmm8, zmm6
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm1, zmm8, zmm6
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 5
+    vpminud      zmm5, zmm7, zmm5
+    vpsubd       zmm6, zmm12, zmm13                  ; csub: before layer 5
+    vpminud      zmm6, zmm12, zmm6
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 5
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm5, zmm5, zmm6
+    vmovshdup    zmm6, zmm5
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11392
+    vpmuludq     zmm8, zmm5, [rax - 64]
+    vpmuludq     zmm6, zmm6, [rax - 64]
+    vmovshdup    zmm6{k2}, zmm8
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm5, zmm5, zmm6
+    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 5
+    vpminud      zmm3, zmm3, zmm6
+    vpsubd       zmm6, zmm10, zmm13                  ; csub: before layer 5
+    vpminud      zmm6, zmm10, zmm6
+    vpaddd       zmm8, zmm3, zmm6                    ; layer 5
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm6
+    vmovshdup    zmm6, zmm3
+    vpmuludq     zmm10, zmm3, [rax + 64]
     vpmuludq     zmm6, zmm6, [rax + 64]
     vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm6, zmm6, zmm0
-    vpsubd       zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm7, zmm3                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10624
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm8, zmm4                    ; layer 7
-    vpaddd       zmm8, zmm8, zmm11
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpunpcklqdq  zmm8, zmm5, zmm1
-    vpunpckhqdq  zmm1, zmm5, zmm1
-    vpunpcklqdq  zmm5, zmm9, zmm2
-    vpunpckhqdq  zmm2, zmm9, zmm2
-    vpunpcklqdq  zmm9, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpunpcklqdq  zmm6, zmm7, zmm4
-    vpunpckhqdq  zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm8, zmm11                   ; csub: before layer 6
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm1, zmm11                   ; csub: before layer 6
-    vpminud      zmm1, zmm1, zmm8
-    vpaddd       zmm8, zmm7, zmm1                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm11
-    vpsubd       zmm1, zmm7, zmm1
-    vmovshdup    zmm7, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11008] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10880
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm7, zmm5, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm2, zmm11                   ; csub: before layer 6
-    vpminud      zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm3, zmm11                   ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm9
-    vpaddd       zmm9, zmm5, zmm3                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11136
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 6
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm4, zmm11                   ; csub: before layer 6
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm6
+    vpsubd       zmm6, zmm4, zmm13                   ; csub: before layer 5
     vpminud      zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm5, zmm4                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vshufi64x2   zmm5, zmm8, zmm1, 34
-    vshufi64x2   zmm5, zmm5, zmm5, 141
-    vshufi64x2   zmm1, zmm8, zmm1, 119
-    vshufi64x2   zmm1, zmm1, zmm1, 141
-    vshufi64x2   zmm8, zmm7, zmm2, 34
-    vshufi64x2   zmm8, zmm8, zmm8, 141
-    vshufi64x2   zmm2, zmm7, zmm2, 119
-    vshufi64x2   zmm2, zmm2, zmm2, 141
-    vshufi64x2   zmm7, zmm9, zmm3, 34
-    vshufi64x2   zmm7, zmm7, zmm7, 141
-    vshufi64x2   zmm3, zmm9, zmm3, 119
-    vshufi64x2   zmm3, zmm3, zmm3, 141
-    vshufi64x2   zmm9, zmm6, zmm4, 34
-    vshufi64x2   zmm9, zmm9, zmm9, 141
-    vshufi64x2   zmm4, zmm6, zmm4, 119
-    vshufi64x2   zmm4, zmm4, zmm4, 141
-    vpsubd       zmm6, zmm5, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm1, zmm11                   ; csub: before layer 5
-    vpminud      zmm1, zmm1, zmm6
-    vpaddd       zmm6, zmm5, zmm1                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
-    vmovshdup    zmm5, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11392
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm2, zmm11                   ; csub: before layer 5
-    vpminud      zmm2, zmm2, zmm8
-    vpaddd       zmm8, zmm5, zmm2                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm3, zmm11                   ; csub: before layer 5
-    vpminud      zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
+    vpsubd       zmm6, zmm9, zmm13                   ; csub: before layer 5
+    vpminud      zmm6, zmm9, zmm6
+    vpaddd       zmm9, zmm4, zmm6                    ; layer 5
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm6
+    vmovshdup    zmm6, zmm4
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11776] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11648
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 5
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm4, zmm11                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm5, zmm4                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm4, zmm4, zmm5
-    vshufi64x2   zmm5, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vshufi64x2   zmm6, zmm8, zmm2, 68
-    vshufi64x2   zmm2, zmm8, zmm2, 238
-    vshufi64x2   zmm8, zmm7, zmm3, 68
-    vshufi64x2   zmm3, zmm7, zmm3, 238
-    vshufi64x2   zmm7, zmm9, zmm4, 68
+    vpmuludq     zmm10, zmm4, [rax - 64]
+    vpmuludq     zmm6, zmm6, [rax - 64]
+    vmovshdup    zmm6{k2}, zmm10
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm4, zmm4, zmm6
+    vpsubd       zmm6, zmm0, zmm13                   ; csub: before layer 5
+    vpminud      zmm0, zmm0, zmm6
+    vpsubd       zmm6, zmm1, zmm13                   ; csub: before layer 5
+    vpminud      zmm1, zmm1, zmm6
+    vpaddd       zmm6, zmm0, zmm1                    ; layer 5
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm10, zmm0, [rax + 64]
+    vpmuludq     zmm1, zmm1, [rax + 64]
+    vmovshdup    zmm1{k2}, zmm10
+    vpmulld      zmm0, zmm0, [rax]
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
+    vshufi64x2   zmm1, zmm7, zmm5, 68
+    vshufi64x2   zmm5, zmm7, zmm5, 238
+    vshufi64x2   zmm7, zmm8, zmm3, 68
+    vshufi64x2   zmm3, zmm8, zmm3, 238
+    vshufi64x2   zmm8, zmm9, zmm4, 68
     vshufi64x2   zmm4, zmm9, zmm4, 238
-    vpsubd       zmm9, zmm5, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm9
-    vpsubd       zmm9, zmm1, zmm11                   ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm1, zmm5, zmm1
+    vshufi64x2   zmm9, zmm6, zmm0, 68
+    vshufi64x2   zmm0, zmm6, zmm0, 238
+    vpsubd       zmm6, zmm1, zmm13                   ; csub: before layer 4
+    vpminud      zmm1, zmm1, zmm6
+    vpsubd       zmm6, zmm5, zmm13                   ; csub: before layer 4
+    vpminud      zmm5, zmm5, zmm6
+    vpaddd       zmm6, zmm1, zmm5                    ; layer 4
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, zmm5
     vmovshdup    zmm5, zmm1
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12032] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11904
     vpmuludq     zmm10, zmm1, [rax - 64]
     vpmuludq     zmm5, zmm5, [rax - 64]
     vmovshdup    zmm5{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
+    vpmulld      zmm5, zmm5, zmm2
     vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm6, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm2, zmm11                   ; csub: before layer 4
-    vpminud      zmm2, zmm2, zmm6
-    vpaddd       zmm6, zmm5, zmm2                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm8, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm3, zmm11                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm5, zmm3                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
+    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 4
+    vpminud      zmm5, zmm7, zmm5
+    vpsubd       zmm7, zmm3, zmm13                   ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm7
+    vpaddd       zmm7, zmm5, zmm3                    ; layer 4
+    vpaddd       zmm5, zmm5, zmm13
     vpsubd       zmm3, zmm5, zmm3
     vmovshdup    zmm5, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12288] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12160
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm7, zmm11                   ; csub: before layer 4
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm4, zmm11                   ; csub: before layer 4
-    vpminud      zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm5, zmm4                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm10, zmm4, [rax + 64]
+    vpmuludq     zmm10, zmm3, [rax + 64]
     vpmuludq     zmm5, zmm5, [rax + 64]
     vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm0
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm5, zmm8, zmm13                   ; csub: before layer 4
+    vpminud      zmm5, zmm8, zmm5
+    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 4
+    vpminud      zmm4, zmm4, zmm8
+    vpaddd       zmm8, zmm5, zmm4                    ; layer 4
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm4, zmm5, zmm4
+    vmovshdup    zmm5, zmm4
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12288] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12160
+    vpmuludq     zmm10, zmm4, [rax - 64]
+    vpmuludq     zmm5, zmm5, [rax - 64]
+    vmovshdup    zmm5{k2}, zmm10
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm5, zmm5, zmm2
     vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm11                   ; csub: before layer 3
+    vpsubd       zmm5, zmm9, zmm13                   ; csub: before layer 4
     vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm6, zmm11                   ; csub: before layer 3
-    vpminud      zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm5, zmm6                    ; layer 3
-    vpaddd       zmm5, zmm5, zmm11
+    vpsubd       zmm9, zmm0, zmm13                   ; csub: before layer 4
+    vpminud      zmm0, zmm0, zmm9
+    vpaddd       zmm9, zmm5, zmm0                    ; layer 4
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm0, zmm5, zmm0
+    vmovshdup    zmm5, zmm0
+    vpmuludq     zmm10, zmm0, [rax + 64]
+    vpmuludq     zmm5, zmm5, [rax + 64]
+    vmovshdup    zmm5{k2}, zmm10
+    vpmulld      zmm0, zmm0, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm0, zmm0, zmm5
+    vpsubd       zmm5, zmm6, zmm13                   ; csub: before layer 3
+    vpminud      zmm5, zmm6, zmm5
+    vpsubd       zmm6, zmm7, zmm13                   ; csub: before layer 3
+    vpminud      zmm6, zmm7, zmm6
+    vpaddd       zmm7, zmm5, zmm6                    ; layer 3
+    vpaddd       zmm5, zmm5, zmm13
     vpsubd       zmm5, zmm5, zmm6
     vmovshdup    zmm6, zmm5
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12544] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12416
@@ -6913,535 +6927,535 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmuludq     zmm6, zmm6, [rax - 64]
     vmovshdup    zmm6{k2}, zmm10
     vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm0
+    vpmulld      zmm6, zmm6, zmm2
     vpsubd       zmm5, zmm5, zmm6
-    vpaddd       zmm6, zmm1, zmm2                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm2, zmm2, [rax - 64]
-    vmovshdup    zmm2{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm2, zmm8, zmm11                   ; csub: before layer 3
-    vpminud      zmm2, zmm8, zmm2
-    vpsubd       zmm8, zmm7, zmm11                   ; csub: before layer 3
-    vpminud      zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm2, zmm7                    ; layer 3
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm7
-    vmovshdup    zmm7, zmm2
-    vpmuludq     zmm10, zmm2, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm2, zmm2, zmm7
-    vpaddd       zmm7, zmm3, zmm4                    ; layer 3
-    vpaddd       zmm3, zmm3, zmm11
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm4, zmm4, [rax + 64]
-    vmovshdup    zmm4{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm9, zmm11                   ; csub: before layer 2
-    vpminud      zmm4, zmm9, zmm4
-    vpsubd       zmm9, zmm8, zmm11                   ; csub: before layer 2
-    vpminud      zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm4, zmm8                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm11
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm10, zmm4, zmm21
-    vpmuludq     zmm8, zmm8, zmm21
-    vmovshdup    zmm8{k2}, zmm10
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12800] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12672
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm0
-    vpsubd       zmm4, zmm4, zmm8
-    vpsubd       zmm8, zmm6, zmm11                   ; csub: before layer 2
-    vpminud      zmm6, zmm6, zmm8
-    vpsubd       zmm8, zmm7, zmm11                   ; csub: before layer 2
-    vpminud      zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 2
-    vpaddd       zmm6, zmm6, zmm11
-    vpsubd       zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm10, zmm6, zmm21
-    vpmuludq     zmm7, zmm7, zmm21
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm0
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm2                    ; layer 2
-    vpaddd       zmm5, zmm5, zmm11
-    vpsubd       zmm2, zmm5, zmm2
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm10, zmm2, zmm21
-    vpmuludq     zmm5, zmm5, zmm21
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm2, zmm2, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpaddd       zmm5, zmm1, zmm3                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm11
+    vpaddd       zmm6, zmm1, zmm3                    ; layer 3
+    vpaddd       zmm1, zmm1, zmm13
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm1
-    vpmuludq     zmm10, zmm1, zmm21
-    vpmuludq     zmm3, zmm3, zmm21
+    vpmuludq     zmm10, zmm1, [rax - 64]
+    vpmuludq     zmm3, zmm3, [rax - 64]
     vmovshdup    zmm3{k2}, zmm10
     vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm3, zmm3, zmm0
+    vpmulld      zmm3, zmm3, zmm2
     vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm3, zmm8, zmm13                   ; csub: before layer 3
+    vpminud      zmm3, zmm8, zmm3
+    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 3
+    vpminud      zmm8, zmm9, zmm8
+    vpaddd       zmm9, zmm3, zmm8                    ; layer 3
+    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm3, zmm3, zmm8
+    vmovshdup    zmm8, zmm3
+    vpmuludq     zmm10, zmm3, [rax + 64]
+    vpmuludq     zmm8, zmm8, [rax + 64]
+    vmovshdup    zmm8{k2}, zmm10
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm3, zmm3, zmm8
+    vpaddd       zmm8, zmm4, zmm0                    ; layer 3
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm0, zmm4, zmm0
+    vmovshdup    zmm4, zmm0
+    vpmuludq     zmm10, zmm0, [rax + 64]
+    vpmuludq     zmm4, zmm4, [rax + 64]
+    vmovshdup    zmm4{k2}, zmm10
+    vpmulld      zmm0, zmm0, [rax]
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm4
+    vpsubd       zmm4, zmm7, zmm13                   ; csub: before layer 2
+    vpminud      zmm4, zmm7, zmm4
+    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 2
+    vpminud      zmm7, zmm9, zmm7
+    vpaddd       zmm9, zmm4, zmm7                    ; layer 2
+    vpaddd       zmm4, zmm4, zmm13
+    vpsubd       zmm4, zmm4, zmm7
+    vmovshdup    zmm7, zmm4
+    vpmuludq     zmm10, zmm4, zmm23
+    vpmuludq     zmm7, zmm7, zmm23
+    vmovshdup    zmm7{k2}, zmm10
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12800] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12672
+    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm4, zmm4, zmm7
+    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
+    vpminud      zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 2
+    vpminud      zmm7, zmm8, zmm7
+    vpaddd       zmm8, zmm6, zmm7                    ; layer 2
+    vpaddd       zmm6, zmm6, zmm13
+    vpsubd       zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm6
+    vpmuludq     zmm10, zmm6, zmm23
+    vpmuludq     zmm7, zmm7, zmm23
+    vmovshdup    zmm7{k2}, zmm10
+    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm5, zmm3                    ; layer 2
+    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm3, zmm5, zmm3
+    vmovshdup    zmm5, zmm3
+    vpmuludq     zmm10, zmm3, zmm23
+    vpmuludq     zmm5, zmm5, zmm23
+    vmovshdup    zmm5{k2}, zmm10
+    vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm3, zmm3, zmm5
+    vpaddd       zmm5, zmm1, zmm0                    ; layer 2
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm0, zmm1, zmm0
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm10, zmm0, zmm23
+    vpmuludq     zmm1, zmm1, zmm23
+    vmovshdup    zmm1{k2}, zmm10
+    vpmulld      zmm0, zmm0, [rax - 128]
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 1536], zmm9
     vmovdqu64    [rdi + 1600], zmm8
     vmovdqu64    [rdi + 1664], zmm7
     vmovdqu64    [rdi + 1728], zmm5
     vmovdqu64    [rdi + 1792], zmm4
     vmovdqu64    [rdi + 1856], zmm6
-    vmovdqu64    [rdi + 1920], zmm2
-    vmovdqu64    [rdi + 1984], zmm1
-    vmovdqu64    zmm1, [rdi]
-    vmovdqu64    zmm2, [rdi + 512]
+    vmovdqu64    [rdi + 1920], zmm3
+    vmovdqu64    [rdi + 1984], zmm0
+    vmovdqu64    zmm0, [rdi]
+    vmovdqu64    zmm1, [rdi + 512]
     vmovdqu64    zmm3, [rdi + 1024]
     vmovdqu64    zmm4, [rdi + 1536]
-    vpsubd       zmm5, zmm1, zmm11                   ; csub: before layer 1
+    vpsubd       zmm5, zmm0, zmm13                   ; csub: before layer 1
+    vpminud      zmm0, zmm0, zmm5
+    vpsubd       zmm5, zmm1, zmm13                   ; csub: before layer 1
     vpminud      zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm2, zmm11                   ; csub: before layer 1
-    vpminud      zmm2, zmm2, zmm5
-    vpaddd       zmm5, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm15
-    vpmuludq     zmm2, zmm2, zmm15
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm22
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm2, zmm3, zmm11                   ; csub: before layer 1
-    vpminud      zmm2, zmm3, zmm2
-    vpsubd       zmm3, zmm4, zmm11                   ; csub: before layer 1
+    vpaddd       zmm5, zmm0, zmm1                    ; layer 1
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm17
+    vpmuludq     zmm1, zmm1, zmm17
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm24
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
+    vpsubd       zmm1, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm1, zmm3, zmm1
+    vpsubd       zmm3, zmm4, zmm13                   ; csub: before layer 1
     vpminud      zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 1
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm2
-    vpmuludq     zmm6, zmm2, zmm16
-    vpmuludq     zmm3, zmm3, zmm16
+    vpaddd       zmm4, zmm1, zmm3                    ; layer 1
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, zmm3
+    vmovshdup    zmm3, zmm1
+    vpmuludq     zmm6, zmm1, zmm18
+    vpmuludq     zmm3, zmm3, zmm18
     vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm23
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 0
+    vpmulld      zmm1, zmm1, zmm25
+    vpmulld      zmm3, zmm3, zmm2
+    vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm3, zmm5, zmm13                   ; csub: before layer 0
     vpminud      zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 0
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
     vpminud      zmm4, zmm4, zmm5
     vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm13
-    vpmuludq     zmm4, zmm4, zmm13
+    vpmuludq     zmm6, zmm3, zmm15
+    vpmuludq     zmm4, zmm4, zmm15
     vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm17
-    vpmulld      zmm4, zmm4, zmm0
+    vpmulld      zmm3, zmm3, zmm19
+    vpmulld      zmm4, zmm4, zmm2
     vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm13
-    vpmuludq     zmm2, zmm2, zmm13
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm17
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
+    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm15
+    vpmuludq     zmm1, zmm1, zmm15
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm19
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi], zmm5
     vmovdqu64    [rdi + 512], zmm4
     vmovdqu64    [rdi + 1024], zmm3
-    vmovdqu64    [rdi + 1536], zmm1
-    vmovdqu64    zmm1, [rdi + 64]
-    vmovdqu64    zmm2, [rdi + 576]
+    vmovdqu64    [rdi + 1536], zmm0
+    vmovdqu64    zmm0, [rdi + 64]
+    vmovdqu64    zmm1, [rdi + 576]
     vmovdqu64    zmm3, [rdi + 1088]
     vmovdqu64    zmm4, [rdi + 1600]
-    vpsubd       zmm5, zmm1, zmm11                   ; csub: before layer 1
+    vpsubd       zmm5, zmm0, zmm13                   ; csub: before layer 1
+    vpminud      zmm0, zmm0, zmm5
+    vpsubd       zmm5, zmm1, zmm13                   ; csub: before layer 1
     vpminud      zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm2, zmm11                   ; csub: before layer 1
-    vpminud      zmm2, zmm2, zmm5
-    vpaddd       zmm5, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm15
-    vpmuludq     zmm2, zmm2, zmm15
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm22
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm2, zmm3, zmm11                   ; csub: before layer 1
-    vpminud      zmm2, zmm3, zmm2
-    vpsubd       zmm3, zmm4, zmm11                   ; csub: before layer 1
+    vpaddd       zmm5, zmm0, zmm1                    ; layer 1
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm17
+    vpmuludq     zmm1, zmm1, zmm17
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm24
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
+    vpsubd       zmm1, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm1, zmm3, zmm1
+    vpsubd       zmm3, zmm4, zmm13                   ; csub: before layer 1
     vpminud      zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 1
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm2
-    vpmuludq     zmm6, zmm2, zmm16
-    vpmuludq     zmm3, zmm3, zmm16
+    vpaddd       zmm4, zmm1, zmm3                    ; layer 1
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, zmm3
+    vmovshdup    zmm3, zmm1
+    vpmuludq     zmm6, zmm1, zmm18
+    vpmuludq     zmm3, zmm3, zmm18
     vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm23
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 0
+    vpmulld      zmm1, zmm1, zmm25
+    vpmulld      zmm3, zmm3, zmm2
+    vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm3, zmm5, zmm13                   ; csub: before layer 0
     vpminud      zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 0
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
     vpminud      zmm4, zmm4, zmm5
     vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm13
-    vpmuludq     zmm4, zmm4, zmm13
+    vpmuludq     zmm6, zmm3, zmm15
+    vpmuludq     zmm4, zmm4, zmm15
     vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm17
-    vpmulld      zmm4, zmm4, zmm0
+    vpmulld      zmm3, zmm3, zmm19
+    vpmulld      zmm4, zmm4, zmm2
     vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm13
-    vpmuludq     zmm2, zmm2, zmm13
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm17
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
+    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm15
+    vpmuludq     zmm1, zmm1, zmm15
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm19
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 64], zmm5
     vmovdqu64    [rdi + 576], zmm4
     vmovdqu64    [rdi + 1088], zmm3
-    vmovdqu64    [rdi + 1600], zmm1
-    vmovdqu64    zmm1, [rdi + 128]
-    vmovdqu64    zmm2, [rdi + 640]
+    vmovdqu64    [rdi + 1600], zmm0
+    vmovdqu64    zmm0, [rdi + 128]
+    vmovdqu64    zmm1, [rdi + 640]
     vmovdqu64    zmm3, [rdi + 1152]
     vmovdqu64    zmm4, [rdi + 1664]
-    vpsubd       zmm5, zmm1, zmm11                   ; csub: before layer 1
+    vpsubd       zmm5, zmm0, zmm13                   ; csub: before layer 1
+    vpminud      zmm0, zmm0, zmm5
+    vpsubd       zmm5, zmm1, zmm13                   ; csub: before layer 1
     vpminud      zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm2, zmm11                   ; csub: before layer 1
-    vpminud      zmm2, zmm2, zmm5
-    vpaddd       zmm5, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm15
-    vpmuludq     zmm2, zmm2, zmm15
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm22
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm2, zmm3, zmm11                   ; csub: before layer 1
-    vpminud      zmm2, zmm3, zmm2
-    vpsubd       zmm3, zmm4, zmm11                   ; csub: before layer 1
+    vpaddd       zmm5, zmm0, zmm1                    ; layer 1
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm17
+    vpmuludq     zmm1, zmm1, zmm17
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm24
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
+    vpsubd       zmm1, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm1, zmm3, zmm1
+    vpsubd       zmm3, zmm4, zmm13                   ; csub: before layer 1
     vpminud      zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 1
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm2
-    vpmuludq     zmm6, zmm2, zmm16
-    vpmuludq     zmm3, zmm3, zmm16
+    vpaddd       zmm4, zmm1, zmm3                    ; layer 1
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, zmm3
+    vmovshdup    zmm3, zmm1
+    vpmuludq     zmm6, zmm1, zmm18
+    vpmuludq     zmm3, zmm3, zmm18
     vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm23
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 0
+    vpmulld      zmm1, zmm1, zmm25
+    vpmulld      zmm3, zmm3, zmm2
+    vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm3, zmm5, zmm13                   ; csub: before layer 0
     vpminud      zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 0
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
     vpminud      zmm4, zmm4, zmm5
     vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm13
-    vpmuludq     zmm4, zmm4, zmm13
+    vpmuludq     zmm6, zmm3, zmm15
+    vpmuludq     zmm4, zmm4, zmm15
     vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm17
-    vpmulld      zmm4, zmm4, zmm0
+    vpmulld      zmm3, zmm3, zmm19
+    vpmulld      zmm4, zmm4, zmm2
     vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm13
-    vpmuludq     zmm2, zmm2, zmm13
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm17
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
+    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm15
+    vpmuludq     zmm1, zmm1, zmm15
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm19
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 128], zmm5
     vmovdqu64    [rdi + 640], zmm4
     vmovdqu64    [rdi + 1152], zmm3
-    vmovdqu64    [rdi + 1664], zmm1
-    vmovdqu64    zmm1, [rdi + 192]
-    vmovdqu64    zmm2, [rdi + 704]
+    vmovdqu64    [rdi + 1664], zmm0
+    vmovdqu64    zmm0, [rdi + 192]
+    vmovdqu64    zmm1, [rdi + 704]
     vmovdqu64    zmm3, [rdi + 1216]
     vmovdqu64    zmm4, [rdi + 1728]
-    vpsubd       zmm5, zmm1, zmm11                   ; csub: before layer 1
+    vpsubd       zmm5, zmm0, zmm13                   ; csub: before layer 1
+    vpminud      zmm0, zmm0, zmm5
+    vpsubd       zmm5, zmm1, zmm13                   ; csub: before layer 1
     vpminud      zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm2, zmm11                   ; csub: before layer 1
-    vpminud      zmm2, zmm2, zmm5
-    vpaddd       zmm5, zmm1, zmm2                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm15
-    vpmuludq     zmm2, zmm2, zmm15
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm22
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm2, zmm3, zmm11                   ; csub: before layer 1
-    vpminud      zmm2, zmm3, zmm2
-    vpsubd       zmm3, zmm4, zmm11                   ; csub: before layer 1
+    vpaddd       zmm5, zmm0, zmm1                    ; layer 1
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm17
+    vpmuludq     zmm1, zmm1, zmm17
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm24
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
+    vpsubd       zmm1, zmm3, zmm13                   ; csub: before layer 1
+    vpminud      zmm1, zmm3, zmm1
+    vpsubd       zmm3, zmm4, zmm13                   ; csub: before layer 1
     vpminud      zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm2, zmm3                    ; layer 1
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, zmm3
-    vmovshdup    zmm3, zmm2
-    vpmuludq     zmm6, zmm2, zmm16
-    vpmuludq     zmm3, zmm3, zmm16
+    vpaddd       zmm4, zmm1, zmm3                    ; layer 1
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, zmm3
+    vmovshdup    zmm3, zmm1
+    vpmuludq     zmm6, zmm1, zmm18
+    vpmuludq     zmm3, zmm3, zmm18
     vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm23
-    vpmulld      zmm3, zmm3, zmm0
-    vpsubd       zmm2, zmm2, zmm3
-    vpsubd       zmm3, zmm5, zmm11                   ; csub: before layer 0
+    vpmulld      zmm1, zmm1, zmm25
+    vpmulld      zmm3, zmm3, zmm2
+    vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm3, zmm5, zmm13                   ; csub: before layer 0
     vpminud      zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 0
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
     vpminud      zmm4, zmm4, zmm5
     vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm13
-    vpmuludq     zmm4, zmm4, zmm13
+    vpmuludq     zmm6, zmm3, zmm15
+    vpmuludq     zmm4, zmm4, zmm15
     vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm17
-    vpmulld      zmm4, zmm4, zmm0
+    vpmulld      zmm3, zmm3, zmm19
+    vpmulld      zmm4, zmm4, zmm2
     vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm13
-    vpmuludq     zmm2, zmm2, zmm13
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm17
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
+    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm15
+    vpmuludq     zmm1, zmm1, zmm15
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm19
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 192], zmm5
     vmovdqu64    [rdi + 704], zmm4
     vmovdqu64    [rdi + 1216], zmm3
-    vmovdqu64    [rdi + 1728], zmm1
-    vmovdqu64    zmm1, [rdi + 256]
-    vmovdqu64    zmm2, [rdi + 1280]
-    vpaddd       zmm3, zmm1, [rdi + 768]             ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, [rdi + 768]
-    vmovshdup    zmm4, zmm1
-    vpmuludq     zmm5, zmm1, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
+    vmovdqu64    [rdi + 1728], zmm0
+    vmovdqu64    zmm0, [rdi + 256]
+    vmovdqu64    zmm1, [rdi + 1280]
+    vpaddd       zmm3, zmm0, [rdi + 768]             ; layer 1
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, [rdi + 768]
+    vmovshdup    zmm4, zmm0
+    vpmuludq     zmm5, zmm0, zmm17
+    vpmuludq     zmm4, zmm4, zmm17
     vmovshdup    zmm4{k2}, zmm5
-    vpmulld      zmm1, zmm1, zmm22
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm1, zmm1, zmm4
-    vpaddd       zmm4, zmm2, [rdi + 1792]            ; layer 1
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, [rdi + 1792]
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm6, zmm2, zmm16
-    vpmuludq     zmm5, zmm5, zmm16
+    vpmulld      zmm0, zmm0, zmm24
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm4
+    vpaddd       zmm4, zmm1, [rdi + 1792]            ; layer 1
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, [rdi + 1792]
+    vmovshdup    zmm5, zmm1
+    vpmuludq     zmm6, zmm1, zmm18
+    vpmuludq     zmm5, zmm5, zmm18
     vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm23
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm3, zmm11                   ; csub: before layer 0
+    vpmulld      zmm1, zmm1, zmm25
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm1, zmm1, zmm5
+    vpsubd       zmm5, zmm3, zmm13                   ; csub: before layer 0
     vpminud      zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 0
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
     vpminud      zmm4, zmm4, zmm5
     vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm13
-    vpmuludq     zmm4, zmm4, zmm13
+    vpmuludq     zmm6, zmm3, zmm15
+    vpmuludq     zmm4, zmm4, zmm15
     vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm17
-    vpmulld      zmm4, zmm4, zmm0
+    vpmulld      zmm3, zmm3, zmm19
+    vpmulld      zmm4, zmm4, zmm2
     vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm13
-    vpmuludq     zmm2, zmm2, zmm13
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm17
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
+    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm15
+    vpmuludq     zmm1, zmm1, zmm15
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm19
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 256], zmm5
     vmovdqu64    [rdi + 768], zmm4
     vmovdqu64    [rdi + 1280], zmm3
-    vmovdqu64    [rdi + 1792], zmm1
-    vmovdqu64    zmm1, [rdi + 320]
-    vmovdqu64    zmm2, [rdi + 1344]
-    vpaddd       zmm3, zmm1, [rdi + 832]             ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, [rdi + 832]
-    vmovshdup    zmm4, zmm1
-    vpmuludq     zmm5, zmm1, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
+    vmovdqu64    [rdi + 1792], zmm0
+    vmovdqu64    zmm0, [rdi + 320]
+    vmovdqu64    zmm1, [rdi + 1344]
+    vpaddd       zmm3, zmm0, [rdi + 832]             ; layer 1
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, [rdi + 832]
+    vmovshdup    zmm4, zmm0
+    vpmuludq     zmm5, zmm0, zmm17
+    vpmuludq     zmm4, zmm4, zmm17
     vmovshdup    zmm4{k2}, zmm5
-    vpmulld      zmm1, zmm1, zmm22
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm1, zmm1, zmm4
-    vpaddd       zmm4, zmm2, [rdi + 1856]            ; layer 1
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, [rdi + 1856]
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm6, zmm2, zmm16
-    vpmuludq     zmm5, zmm5, zmm16
+    vpmulld      zmm0, zmm0, zmm24
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm4
+    vpaddd       zmm4, zmm1, [rdi + 1856]            ; layer 1
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, [rdi + 1856]
+    vmovshdup    zmm5, zmm1
+    vpmuludq     zmm6, zmm1, zmm18
+    vpmuludq     zmm5, zmm5, zmm18
     vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm23
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm3, zmm11                   ; csub: before layer 0
+    vpmulld      zmm1, zmm1, zmm25
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm1, zmm1, zmm5
+    vpsubd       zmm5, zmm3, zmm13                   ; csub: before layer 0
     vpminud      zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 0
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
     vpminud      zmm4, zmm4, zmm5
     vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm13
-    vpmuludq     zmm4, zmm4, zmm13
+    vpmuludq     zmm6, zmm3, zmm15
+    vpmuludq     zmm4, zmm4, zmm15
     vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm17
-    vpmulld      zmm4, zmm4, zmm0
+    vpmulld      zmm3, zmm3, zmm19
+    vpmulld      zmm4, zmm4, zmm2
     vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm13
-    vpmuludq     zmm2, zmm2, zmm13
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm17
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
+    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm15
+    vpmuludq     zmm1, zmm1, zmm15
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm19
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 320], zmm5
     vmovdqu64    [rdi + 832], zmm4
     vmovdqu64    [rdi + 1344], zmm3
-    vmovdqu64    [rdi + 1856], zmm1
-    vmovdqu64    zmm1, [rdi + 384]
-    vmovdqu64    zmm2, [rdi + 1408]
-    vpaddd       zmm3, zmm1, [rdi + 896]             ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, [rdi + 896]
-    vmovshdup    zmm4, zmm1
-    vpmuludq     zmm5, zmm1, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
+    vmovdqu64    [rdi + 1856], zmm0
+    vmovdqu64    zmm0, [rdi + 384]
+    vmovdqu64    zmm1, [rdi + 1408]
+    vpaddd       zmm3, zmm0, [rdi + 896]             ; layer 1
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, [rdi + 896]
+    vmovshdup    zmm4, zmm0
+    vpmuludq     zmm5, zmm0, zmm17
+    vpmuludq     zmm4, zmm4, zmm17
     vmovshdup    zmm4{k2}, zmm5
-    vpmulld      zmm1, zmm1, zmm22
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm1, zmm1, zmm4
-    vpaddd       zmm4, zmm2, [rdi + 1920]            ; layer 1
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, [rdi + 1920]
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm6, zmm2, zmm16
-    vpmuludq     zmm5, zmm5, zmm16
+    vpmulld      zmm0, zmm0, zmm24
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm4
+    vpaddd       zmm4, zmm1, [rdi + 1920]            ; layer 1
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, [rdi + 1920]
+    vmovshdup    zmm5, zmm1
+    vpmuludq     zmm6, zmm1, zmm18
+    vpmuludq     zmm5, zmm5, zmm18
     vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm23
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm3, zmm11                   ; csub: before layer 0
+    vpmulld      zmm1, zmm1, zmm25
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm1, zmm1, zmm5
+    vpsubd       zmm5, zmm3, zmm13                   ; csub: before layer 0
     vpminud      zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 0
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
     vpminud      zmm4, zmm4, zmm5
     vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm13
-    vpmuludq     zmm4, zmm4, zmm13
+    vpmuludq     zmm6, zmm3, zmm15
+    vpmuludq     zmm4, zmm4, zmm15
     vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm17
-    vpmulld      zmm4, zmm4, zmm0
+    vpmulld      zmm3, zmm3, zmm19
+    vpmulld      zmm4, zmm4, zmm2
     vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm13
-    vpmuludq     zmm2, zmm2, zmm13
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm17
-    vpmulld      zmm2, zmm2, zmm0
-    vpsubd       zmm1, zmm1, zmm2
+    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm15
+    vpmuludq     zmm1, zmm1, zmm15
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm19
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 384], zmm5
     vmovdqu64    [rdi + 896], zmm4
     vmovdqu64    [rdi + 1408], zmm3
-    vmovdqu64    [rdi + 1920], zmm1
-    vmovdqu64    zmm1, [rdi + 448]
-    vmovdqu64    zmm2, [rdi + 1472]
-    vpaddd       zmm3, zmm1, [rdi + 960]             ; layer 1
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, [rdi + 960]
-    vmovshdup    zmm4, zmm1
-    vpmuludq     zmm5, zmm1, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
+    vmovdqu64    [rdi + 1920], zmm0
+    vmovdqu64    zmm0, [rdi + 448]
+    vmovdqu64    zmm1, [rdi + 1472]
+    vpaddd       zmm3, zmm0, [rdi + 960]             ; layer 1
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, [rdi + 960]
+    vmovshdup    zmm4, zmm0
+    vpmuludq     zmm5, zmm0, zmm17
+    vpmuludq     zmm4, zmm4, zmm17
     vmovshdup    zmm4{k2}, zmm5
-    vpmulld      zmm1, zmm1, zmm22
-    vpmulld      zmm4, zmm4, zmm0
-    vpsubd       zmm1, zmm1, zmm4
-    vpaddd       zmm4, zmm2, [rdi + 1984]            ; layer 1
-    vpaddd       zmm2, zmm2, zmm11
-    vpsubd       zmm2, zmm2, [rdi + 1984]
-    vmovshdup    zmm5, zmm2
-    vpmuludq     zmm6, zmm2, zmm16
-    vpmuludq     zmm5, zmm5, zmm16
+    vpmulld      zmm0, zmm0, zmm24
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm4
+    vpaddd       zmm4, zmm1, [rdi + 1984]            ; layer 1
+    vpaddd       zmm1, zmm1, zmm13
+    vpsubd       zmm1, zmm1, [rdi + 1984]
+    vmovshdup    zmm5, zmm1
+    vpmuludq     zmm6, zmm1, zmm18
+    vpmuludq     zmm5, zmm5, zmm18
     vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm2, zmm2, zmm23
-    vpmulld      zmm5, zmm5, zmm0
-    vpsubd       zmm2, zmm2, zmm5
-    vpsubd       zmm5, zmm3, zmm11                   ; csub: before layer 0
+    vpmulld      zmm1, zmm1, zmm25
+    vpmulld      zmm5, zmm5, zmm2
+    vpsubd       zmm1, zmm1, zmm5
+    vpsubd       zmm5, zmm3, zmm13                   ; csub: before layer 0
     vpminud      zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm11                   ; csub: before layer 0
+    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
     vpminud      zmm4, zmm4, zmm5
     vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm11
+    vpaddd       zmm3, zmm3, zmm13
     vpsubd       zmm3, zmm3, zmm4
     vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm13
-    vpmuludq     zmm4, zmm4, zmm13
+    vpmuludq     zmm6, zmm3, zmm15
+    vpmuludq     zmm4, zmm4, zmm15
     vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm17
-    vpmulld      zmm4, zmm4, zmm0
+    vpmulld      zmm3, zmm3, zmm19
+    vpmulld      zmm4, zmm4, zmm2
     vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm1, zmm2                    ; layer 0
-    vpaddd       zmm1, zmm1, zmm11
-    vpsubd       zmm1, zmm1, zmm2
-    vmovshdup    zmm2, zmm1
-    vpmuludq     zmm6, zmm1, zmm13
-    vpmuludq     zmm2, zmm2, zmm13
-    vmovshdup    zmm2{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm17
-    vpmulld      zmm0, zmm2, zmm0
-    vpsubd       zmm0, zmm1, zmm0
+    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm13
+    vpsubd       zmm0, zmm0, zmm1
+    vmovshdup    zmm1, zmm0
+    vpmuludq     zmm6, zmm0, zmm15
+    vpmuludq     zmm1, zmm1, zmm15
+    vmovshdup    zmm1{k2}, zmm6
+    vpmulld      zmm0, zmm0, zmm19
+    vpmulld      zmm1, zmm1, zmm2
+    vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 448], zmm5
     vmovdqu64    [rdi + 960], zmm4
     vmovdqu64    [rdi + 1472], zmm3

@@ -343,7 +343,7 @@ extern "C" {
  *   requires: every a[i] in [0, 4611686018326724608]
  *   ensures:  every a[i] in [0, 9223372036653449217] (proven), block j at kg_nfl4611686018326724609_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 4611686018326724609 (scale 1)
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 1024 x uint64_t (KG_NFL4611686018326724609_NTT_FORWARD_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
  */
@@ -354,7 +354,7 @@ void kg_nfl4611686018326724609_ntt_forward_avx512(uint64_t *a);
  *   requires: every a[i], b[i] in [0, 9223372036653449217] (the forward NTT's output), in its layout
  *   ensures:  every r[i] in [1, 9223372036552785922] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 4611686018326724609)
  *             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 1024 x uint64_t (KG_NFL4611686018326724609_BASEMUL_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
  *   a: 1024 x uint64_t (KG_NFL4611686018326724609_BASEMUL_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
@@ -367,7 +367,7 @@ void kg_nfl4611686018326724609_basemul_avx512(uint64_t *r, const uint64_t *a, co
  *   requires: every a[i] in [0, 9223372036653449217] (base multiplication's output is), in the forward NTT's layout
  *   ensures:  every a[i] in [0, 18446744073306898434] (proven), natural order,
  *             a = 2^64 * INTT(a) mod 4611686018326724609: forward, basemul, inverse give a*b mod (x^1024+1, 4611686018326724609)
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 1024 x uint64_t (KG_NFL4611686018326724609_NTT_INVERSE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
  */
@@ -377,7 +377,7 @@ void kg_nfl4611686018326724609_ntt_inverse_avx512(uint64_t *a);
 /* reduce a[1024] in place mod 4611686018326724609 (Shoup's product by 1: x - hi(x*floor(2^W/q))*q)
  *   requires: any uint64 a[i]
  *   ensures:  every a[i] in [0, 9223372036653449217] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 1024 x uint64_t (KG_NFL4611686018326724609_REDUCE_SHOUP_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
  */
@@ -387,7 +387,7 @@ void kg_nfl4611686018326724609_reduce_shoup_avx512(uint64_t *a);
 /* a[1024] in place to canonical form in [0, 4611686018326724609) (Shoup's product by 1: x - hi(x*floor(2^W/q))*q, then conditional subtraction of 1q: min(x, x - 4611686018326724609) unsigned)
  *   requires: any uint64 a[i]
  *   ensures:  every a[i] in [0, 4611686018326724608] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609: the canonical representative
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 1024 x uint64_t (KG_NFL4611686018326724609_FREEZE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
  */
@@ -397,7 +397,7 @@ void kg_nfl4611686018326724609_freeze_avx512(uint64_t *a);
 /* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609)
  *   ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] mod q; r may alias a
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 1024 x uint64_t (KG_NFL4611686018326724609_MULMOD_SHOUP_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
  *   a: 1024 x uint64_t (KG_NFL4611686018326724609_MULMOD_SHOUP_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)
@@ -410,7 +410,7 @@ void kg_nfl4611686018326724609_mulmod_shoup_avx512(uint64_t *r, const uint64_t *
 /* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
  *   requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609); b[i] in [0, 4611686018326724608]
  *   ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
- *   cpu: AVX512F (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 1024 x uint64_t (KG_NFL4611686018326724609_MULADD_SHOUP_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
  *   a: 1024 x uint64_t (KG_NFL4611686018326724609_MULADD_SHOUP_A_LEN), in, 8-byte aligned (64-byte alignment is fastest)

@@ -311,7 +311,7 @@ unsafe extern "C" {
     /// requires: every a[i] in [0, 4611686018326724608]
     /// ensures:  every a[i] in [0, 9223372036653449217] (proven), block j at kg_nfl4611686018326724609_ntt_positions[j] (manifest: layout),
     ///           a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 4611686018326724609 (scale 1)
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// a: 1024 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
     /// ```
     pub fn kg_nfl4611686018326724609_ntt_forward_avx512(a: *mut u64);
@@ -322,7 +322,7 @@ unsafe extern "C" {
     /// requires: every a[i], b[i] in [0, 9223372036653449217] (the forward NTT's output), in its layout
     /// ensures:  every r[i] in [1, 9223372036552785922] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 4611686018326724609)
     ///           (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// r: 1024 x u64, out, 8-byte aligned (64-byte alignment is fastest)
     /// a: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
     /// b: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
@@ -335,7 +335,7 @@ unsafe extern "C" {
     /// requires: every a[i] in [0, 9223372036653449217] (base multiplication's output is), in the forward NTT's layout
     /// ensures:  every a[i] in [0, 18446744073306898434] (proven), natural order,
     ///           a = 2^64 * INTT(a) mod 4611686018326724609: forward, basemul, inverse give a*b mod (x^1024+1, 4611686018326724609)
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// a: 1024 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
     /// ```
     pub fn kg_nfl4611686018326724609_ntt_inverse_avx512(a: *mut u64);
@@ -345,7 +345,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: any uint64 a[i]
     /// ensures:  every a[i] in [0, 9223372036653449217] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// a: 1024 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
     /// ```
     pub fn kg_nfl4611686018326724609_reduce_shoup_avx512(a: *mut u64);
@@ -355,7 +355,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: any uint64 a[i]
     /// ensures:  every a[i] in [0, 4611686018326724608] (proven over all 2^64 inputs), congruent to the input mod 4611686018326724609: the canonical representative
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// a: 1024 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
     /// ```
     pub fn kg_nfl4611686018326724609_freeze_avx512(a: *mut u64);
@@ -365,7 +365,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609)
     /// ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] mod q; r may alias a
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// r: 1024 x u64, out, 8-byte aligned (64-byte alignment is fastest)
     /// a: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
     /// w: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
@@ -378,7 +378,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: any uint64 a[i]; w[i] in [0, 4611686018326724608] with wp[i] = floor(w[i]*2^64/4611686018326724609); b[i] in [0, 4611686018326724608]
     /// ensures:  every r[i] in [0, 4611686018326724608] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
-    /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
+    /// cpu: AVX512DQ, AVX512F (is_x86_feature_detected!: "avx512dq", "avx512f")
     /// r: 1024 x u64, out, 8-byte aligned (64-byte alignment is fastest)
     /// a: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)
     /// w: 1024 x u64, in, 8-byte aligned (64-byte alignment is fastest)

@@ -88,8 +88,8 @@ static int kg_nfl4611686018326724609_runs(int isa)
         xcr0 = kg_nfl4611686018326724609_xcr0();
     (void)xcr0;
     switch (isa) {
-    case 0: /* avx512: AVX512F, OS saves zmm and opmask state */
-        return (leaf_7[1] >> 16 & 1) && kg_nfl4611686018326724609_os_saves(0xe6, xcr0);
+    case 0: /* avx512: AVX512DQ, AVX512F, OS saves zmm and opmask state */
+        return (leaf_7[1] >> 17 & 1) && (leaf_7[1] >> 16 & 1) && kg_nfl4611686018326724609_os_saves(0xe6, xcr0);
     case 1: /* avx2: AVX, AVX2, OS saves ymm state */
         return (leaf_1[2] >> 28 & 1) && (leaf_7[1] >> 5 & 1) && (xcr0 & 0x6) == 0x6;
     default:
