@@ -191,7 +191,8 @@ def test_every_policy_passes_on_shipped_sets(path):
     test_shipped_set_passes_against_sympy tests). A policy whose design and schedules are the default's
     builds the default's kernels instruction for instruction: those of the shipped bundle, whose manifest
     records these schedules; any other is built, verified and tested here, the policies of one set through
-    one compile cache (their base multiplications, reductions and Shoup products are the same kernels).
+    one compile cache (their reductions and Shoup products are the same kernels, and base multiplication
+    is wherever the forward NTTs prove the same output bound).
     (On 64-bit lanes, whose shipped set takes a minute a build, tests/test_wide.py draws the policy.)"""
     default = _what_a_build_takes_from_its_policy(load(path))
     shipped = json.loads((REPO / "generated" / path.stem / "manifest.json").read_text())
