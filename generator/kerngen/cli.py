@@ -67,6 +67,7 @@ def cmd_check(args) -> int:
 
 def cmd_test(args) -> int:
     from .commands.test import test_bundle, test_params
+    from .store import Store
     passed = failed = 0
     for arg in args.params:
         if is_bundle(Path(arg)):
@@ -76,7 +77,8 @@ def cmd_test(args) -> int:
             outcome = test_bundle(Path(arg), args.seed, _say, on_model=args.on_model)
         else:
             path, _ = shipped.resolve(arg, bundles=True)
-            outcome = test_params(load(path, _overrides(args)), args.seed, _say, on_model=args.on_model)
+            outcome = test_params(load(path, _overrides(args)), args.seed, _say, on_model=args.on_model,
+                                  store=Store.default())
         passed += outcome.passed
         failed += outcome.failed
         for f in outcome.failures:
@@ -207,8 +209,10 @@ def parser() -> argparse.ArgumentParser:
     k.set_defaults(func=cmd_check)
 
     t = sub.add_parser("test", help="emit, assemble and test against independent references; ends with 'N passed, N failed'",
-                       description="Test each parameter set (emitted into a temporary directory) or each bundle "
-                                   "directory (or its manifest.json) emitted earlier or copied into another project: "
+                       description="Test each parameter set (emitted into a temporary directory, its kernels "
+                                   "built once into the bundle store: $KERNGEN_STORE, else ~/.cache/kerngen/bundles) "
+                                   "or each bundle directory (or its manifest.json) emitted earlier or copied into "
+                                   "another project: "
                                    "every function is called through the C harness with random and worst-case inputs "
                                    "of its contract and judged from the manifest alone. The ELF object runs here; "
                                    "a Windows object runs under Wine (when wine and MinGW-w64 are installed); "

@@ -2,7 +2,8 @@
 the outputs against independent references.
 
 A bundle is tested from its manifest alone: `kerngen test PARAMS.toml` emits
-the bundle into a temporary directory and tests that, exactly as `kerngen
+the bundle into a temporary directory (its kernels from the bundle store,
+`kerngen.store`, built into it once) and tests that, exactly as `kerngen
 test BUNDLE_DIR` tests a bundle emitted earlier or copied into another project.
 A bundle this kerngen version wrote is also compared with what its parameters
 give: an NTT bundle's constant tables, made again by the kernel builders
@@ -27,6 +28,7 @@ from typing import Any
 from .. import __version__
 from ..errors import BundleError
 from ..core.bundle import Bundle
+from ..core.compile_cache import CompileCache
 from ..core.family import Calls, Constants, Family
 from ..core.manifest import Manifest, ObjectEntry, read_bundle
 from ..core.params import COMMON_KEYS
@@ -58,10 +60,13 @@ def bundle_library(p: Any, workdir: Path) -> tuple[Bundle, Path]:
     return bundle, toolchain.bundle_library(bundle, f"kerngen emit {p.source}", workdir / p.name, workdir)
 
 
-def test_params(p: Any, seed: int, say: Say, on_model: bool = False) -> Outcome:
-    """Emit the bundle of `p` (every ABI it names) into a temporary directory and test it there."""
+def test_params(p: Any, seed: int, say: Say, on_model: bool = False, store: Store | None = None,
+                cache: CompileCache | None = None) -> Outcome:
+    """Emit the bundle of `p` (every ABI it names) into a temporary directory and test it there: its
+    kernels taken from `store` (built into it where it lacks them), else built here through `cache`
+    (kernels the caller's earlier builds compiled are taken from it)."""
     with tempfile.TemporaryDirectory(prefix="kerngen-test-") as tmp:
-        bundles = build_all(p)
+        bundles = build_all(p, cache) if store is None else store.bundles(p)
         write(render(bundles, f"kerngen emit {p.source}"), Path(tmp) / p.name)
         say(f"{p.name}: emitted and verified {len(bundles[0].functions)} kernels for {', '.join(p.abis)}")
         try:

@@ -205,17 +205,18 @@ def render(bundles: Bundle | Sequence[Bundle], command: str) -> dict[str, str]:
               "family": params["family"]}
     files_ = {}
     objects = [_object(b) for b in bundles]
-    for b, obj in zip(bundles, objects):
+    contexts = [[_function_context(fn) for fn in b.functions] for b in bundles]  # the header reads the first's
+    for b, obj, functions in zip(bundles, objects, contexts):
         tables = _tables(b)
         rodata = b.target.fmt.rodata.format(align=max([32] + [t["align"] for t in tables]))
         files_[obj["file"]] = _ENV.get_template("asm.j2").render(
             **common, abi=b.target.abi, fmt=b.target.fmt, visibility=b.target.visibility, param_lines=params_lines,
-            notes=primary.notes, rodata=rodata, tables=tables, functions=[_function_context(fn) for fn in b.functions])
+            notes=primary.notes, rodata=rodata, tables=tables, functions=functions)
     guard = "KERNGEN_" + "".join(c if c.isalnum() else "_" for c in primary.name.upper()) + "_H"
     unit = dispatch(primary)
     platforms = {b.target.platform.name: b.target.platform for b in bundles}
     files_[f"{primary.name}.h"] = _ENV.get_template("header.j2").render(
-        **common, title=primary.title, guard=guard, functions=[_function_context(fn) for fn in primary.functions],
+        **common, title=primary.title, guard=guard, functions=contexts[0],
         constants=[c_lines(item) for item in primary.header], lengths=_lengths(primary.functions), dispatch=unit,
         platforms=[{"p": p, "emitted": p.name in platforms} for p in PLATFORMS.values()])
     if unit is not None:

@@ -247,6 +247,9 @@ def _symbol_args(manifest: dict, kind: str, isa: str, *data: list[int]) -> tuple
     return fn["symbol"], harness_args(fn, *data)
 
 
+_IMAGES = {"ntt_forward": unit_images, "ntt_inverse": lagrange_images}  # a kernel's images of the unit vectors
+
+
 def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
     """Every kernel proven linear mod q (its manifest `proof`) run on a whole
     basis and compared with the images the definitions give: with the
@@ -257,6 +260,8 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
     on many inputs judged by the same images (`sweeps`), each ISA's alike."""
     n, q = manifest["params"]["n"], manifest["params"]["q"]
     layout = function(manifest, "ntt_forward")["output"]["layout"]
+    images: dict[str, np.ndarray] = {}  # by kind: every ISA's kernel is judged by the same images
+    judged: dict = {}  # the sweeps' expected outputs, the same for every ISA's kernel (`sweep`)
     out = []
     for fn in manifest["functions"]:
         try:
@@ -267,10 +272,10 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 continue
             if mono == [["a"]]:
                 eye = np.eye(n, dtype=np.int64)
-                if fn["kind"] == "ntt_forward":
-                    want = unit_images(layout, n, q)
-                elif fn["kind"] == "ntt_inverse":
-                    want = lagrange_images(layout, n, q)
+                if fn["kind"] in _IMAGES:
+                    if fn["kind"] not in images:
+                        images[fn["kind"]] = _IMAGES[fn["kind"]](layout, n, q)
+                    want = images[fn["kind"]]
                 else:  # a reduction: congruent to its input, element by element
                     want = eye
                 got = calls.batch(fn, {0: eye})[0]
@@ -279,7 +284,8 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                             f"basis vector {bad[0][0]}: element {bad[0][1]} is {got[tuple(bad[0])]}, "
                             f"want {scale * int(want[tuple(bad[0])]) % q} mod {q}"))
                 if fn["kind"] != "reduce" and fn["kind"] != "freeze":  # many inputs judged by the same images
-                    out.append(sweep(fn, want, q, calls.batch, zlib.crc32(fn["symbol"].removesuffix(fn["isa"]).encode())))
+                    seed = zlib.crc32(fn["symbol"].removesuffix(fn["isa"]).encode())
+                    out.append(sweep(fn, want, q, calls.batch, seed, judged))
             elif proof.get("locality") == "element":  # products of elements: each monomial's coefficient, all at once
                 bits = element_bits(fn)
                 ins = [i for i, a in enumerate(fn["args"]) if a["role"] != "out"]
@@ -324,9 +330,10 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
 def _mismatches(got: np.ndarray, want: np.ndarray, scale: int, q: int) -> np.ndarray:
     """The indices where a kernel's outputs are not scale * want mod q (want:
     the references' residues; uint64 ones, of a q at or above 2^31, compared
-    as uint64 residues, without Python integers)."""
-    if want.dtype != np.uint64:
-        return np.argwhere((_integers(got) - scale * want) % q)
+    as uint64 residues, without Python integers, as are 64-bit words' against int64 references)."""
+    if want.dtype != np.uint64 and got.dtype != np.uint64:
+        return np.argwhere((got - scale * want) % q)
+    want = want.astype(np.uint64)  # residues, in [0, q) whatever their type
     residues = got % np.uint64(q) if got.dtype == np.uint64 else (got.astype(np.int64) % q).astype(np.uint64)
     return np.argwhere(residues != mulmod(want, np.uint64(scale % q), q))
 
