@@ -197,7 +197,7 @@ def _in_lane_recipes(distance: int, register_bits: int) -> list[Recipe]:
     every_odd_unit = sum(1 << k for k in range(1, register_bits // distance, 2))
     shift_blends = [(("s", sll, "y", None, distance), ("lo", blend, "x", "s", odd),
                      ("t", srl, "x", None, distance), ("hi", blend, "t", "y", odd))
-                    for odd in (ODD_UNITS, every_odd_unit) for blend in TABLE.doing("blend", distance)]
+                    for odd in dict.fromkeys((ODD_UNITS, every_odd_unit)) for blend in TABLE.doing("blend", distance)]
     chain = ([by_width("shuffle_low", 16), by_width("shuffle_high", 16)] if distance == 16 else []) + ["vpshufd"]
     gather: list = []
     for src in ("x", "y"):
