@@ -20,8 +20,13 @@ demo: setup
 	$(BIN)/kerngen test $(DEFAULT_PARAMS)
 	$(BIN)/kerngen bench $(DEFAULT_PARAMS) --batches 51
 
+# a worker per core and one more: a worker waiting for a bundle another is building (the store's lock), for
+# Wine or for a compiler leaves its core to the spare one; work is stolen from a busy worker's queue, as a
+# few tests (the first to need a large bundle) take a minute and most a second
+WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+
 test: setup
-	$(BIN)/pytest -q -n auto
+	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal
 
 # regenerate every shipped bundle (the test suite fails when generated/ is stale)
 generated: setup

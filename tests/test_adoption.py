@@ -219,7 +219,8 @@ def test_a_copied_bundle_is_tested_from_its_manifest(tmp_path):
 
 @needs_tools
 def test_a_large_ntt_is_tested_with_progress():
-    """n = 4096: the shipped set of that degree (its kernels come from the run's store, built once)."""
+    """n = 4096: the shipped set of that degree through every check (its kernels come from the run's store,
+    built once; test_ntt's SymPy test of the shipped sets leaves this one to here)."""
     r = kerngen("test", "he-1125899906826241")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "running" in r.stderr and "checks" in r.stderr and " 0 failed" in r.stdout

@@ -149,17 +149,18 @@ def test_arbitrary_zetas_and_lengths_match_sympy():
 
 def test_int64_uint64_or_python_integers_by_the_size_of_q(monkeypatch):
     """int64 below 2^31; above it uint64 residues reduced product by product
-    below 2^62 (where long double is exact), Python integers above it (and
-    where it is not); each against SymPy."""
+    below 2^52 (float64 estimates) and 2^62 (where long double is exact),
+    Python integers above it (and where it is not); each against SymPy."""
     rng = random.Random(5)
     a = [rng.randint(-(1 << 80), 1 << 80) for _ in range(16)]
     assert ref.reduce_block(a, 4, 3, 12289) == sympy_reduce(a, 4, 3, 12289)
     above = int(nextprime(1 << 62))
-    cases = [((1 << 31) - 1, True), ((1 << 61) - 1, True), ((1 << 61) - 1, False), (above, True)]
-    for q, exact in cases:  # Mersenne primes, and the first prime above 2^62
+    below = int(prevprime(1 << 52))
+    cases = [((1 << 31) - 1, True), (below, False), ((1 << 61) - 1, True), ((1 << 61) - 1, False), (above, True)]
+    for q, exact in cases:  # Mersenne primes, the last prime below 2^52, and the first above 2^62
         monkeypatch.setattr(ref, "_LONG_DOUBLE_EXACT", exact and ref._LONG_DOUBLE_EXACT)
         assert ref._dtype(q) is (np.int64 if q < 1 << 31 else
-                                 np.uint64 if q < 1 << 62 and ref._LONG_DOUBLE_EXACT else object)
+                                 np.uint64 if q < 1 << 52 or q < 1 << 62 and ref._LONG_DOUBLE_EXACT else object)
         a, b = [rng.randrange(q) for _ in range(16)], [rng.randrange(q) for _ in range(16)]
         z = rng.randrange(q)
         assert ref.reduce_block(a, 4, z, q) == sympy_reduce(a, 4, z, q)
@@ -176,7 +177,8 @@ def test_int64_is_used_for_16_and_32_bit_lanes():
 
 
 @pytest.mark.skipif(not ref._LONG_DOUBLE_EXACT, reason="long double has no 64-bit significand here")
-@pytest.mark.parametrize("q", [(1 << 32) + 15, 1125899906826241, 4611686018326724609, int(prevprime(1 << 62))])
+@pytest.mark.parametrize("q", [(1 << 32) + 15, 1125899906826241, int(prevprime(1 << 52)), (1 << 52) + 21,
+                               4611686018326724609, int(prevprime(1 << 62))])
 def test_mulmod_is_exact_below_2_62(q):
     """Random residues and the extremes (0, 1, q - 1, around sqrt(q)) against Python's integers."""
     rng = random.Random(q)

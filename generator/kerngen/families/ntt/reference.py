@@ -22,9 +22,10 @@ Exactness. Every input is first reduced to a residue in [0, q), and every
 step reduces again: its largest intermediate is a product of two residues
 plus a residue, (q-1)^2 + (q-1) < q^2. For q < 2^31 that is below 2^62:
 int64 is exact. Above it residues are uint64 and each product is reduced at
-once (`mulmod`, exact for q < 2^62, see there; a sum of two residues stays
-below 2^63), where the platform's long double has a 64-bit significand
-(x86); elsewhere Python integers (dtype object: exact, only slower).
+once (`mulmod`, see there; a sum of two residues stays below 2^63): for
+q < 2^52 by float64, for q < 2^62 where the platform's long double has a
+64-bit significand (x86); elsewhere Python integers (dtype object: exact,
+only slower).
 `_dtype` picks.
 """
 
@@ -41,22 +42,32 @@ def _dtype(q: int):
     `mulmod`, where that is exact; else object (Python integers)."""
     if q * q < 1 << 62:
         return np.int64
-    return np.uint64 if q < 1 << 62 and _LONG_DOUBLE_EXACT else object
+    return np.uint64 if q < 1 << 52 or q < 1 << 62 and _LONG_DOUBLE_EXACT else object
+
+
+def _estimate_type(q: int):
+    """The float type the quotient of `mulmod` is estimated in: float64
+    (numpy's vectorised arithmetic) while q < 2^52, where a residue is exact
+    in its 53-bit significand; above it long double (x87, several times
+    slower)."""
+    return np.float64 if q < 1 << 52 else np.longdouble
 
 
 def mulmod(a: np.ndarray, b: np.ndarray | np.uint64, q: int) -> np.ndarray:
     """a * b mod q element-wise for uint64 residues, exactly: below q < 2^62 as follows, above by Python
     integers.
-    The quotient is estimated in long double: a and b are exact there (62
-    bits), and the product and the division each round by at most 2^-64
-    relatively, so the estimate is within 2^62 * 2^-63 < 1 of a*b/q and its
-    floor within 1 of floor(a*b/q). Then a*b - floor*q lies in [-q, 2q), so
-    it is computed exactly by wrapping uint64 arithmetic read as int64 (|.| <
+    The quotient a*b/q (< q) is estimated in `_estimate_type(q)`, whose
+    significand holds a and b exactly (53 bits below 2^52, 64 bits below
+    2^62): the product and the division each round by at most one unit of
+    its last place relatively, so the estimate is within q * 2^-52 <= 1
+    (float64) or 2^62 * 2^-63 < 1 (long double) of a*b/q, and its floor
+    within 1 of floor(a*b/q). Then a*b - floor*q lies in [-q, 2q), so it is
+    computed exactly by wrapping uint64 arithmetic read as int64 (|.| <
     2^63), and one correction either way brings it into [0, q)."""
     if q >= 1 << 62:  # beyond the estimate's exactness: Python integers
         return (np.asarray(a).astype(object) * np.asarray(b).astype(object) % q).astype(np.uint64)
-    ld = np.longdouble
-    quotient = (np.asarray(a).astype(ld) * np.asarray(b).astype(ld) / ld(q)).astype(np.uint64)  # floor: >= 0
+    ft = _estimate_type(q)
+    quotient = (np.asarray(a).astype(ft) * np.asarray(b).astype(ft) / ft(q)).astype(np.uint64)  # floor: >= 0
     r = (a * b - quotient * np.uint64(q)).astype(np.int64)
     r = np.where(r < 0, r + q, r)
     return np.where(r >= q, r - q, r).astype(np.uint64)
