@@ -259,10 +259,13 @@ def test_the_reproduce_command_keeps_the_directory(tmp_path, kerngen_cli):
 def test_contracts_state_alignment_and_cpu_features():
     manifest = json.loads((REPO / "generated/kyber-3329/manifest.json").read_text())
     header = (REPO / "generated/kyber-3329/kyber-3329.h").read_text()
+    cpu = {"avx512": {"avx512f", "avx512bw"}, "avx2": {"avx", "avx2"}, "sse": {"sse2"}}
+    vector_bytes = {"avx512": 64, "avx2": 32, "sse": 16}
+    assert {f["isa"] for f in manifest["functions"]} == set(cpu)
     for f in manifest["functions"]:
-        assert {"avx", "avx2"} <= set(f["cpu"]) if f["isa"] == "avx2" else "sse2" in f["cpu"], f["symbol"]
+        assert cpu[f["isa"]] <= set(f["cpu"]), f["symbol"]
         for a in f["args"]:  # unaligned vector moves: element alignment suffices (the harness places them so)
-            assert a["align"] == 2 and a["preferred_align"] == (32 if f["isa"] == "avx2" else 16)
+            assert a["align"] == 2 and a["preferred_align"] == vector_bytes[f["isa"]]
     assert header.count("cpu: AVX, AVX2 ") == sum(f["isa"] == "avx2" for f in manifest["functions"]) == 8  # with mulmod_shoup and muladd_shoup
     gf = json.loads((REPO / "generated/gf2m-233/manifest.json").read_text())
     by = {f["symbol"]: f["cpu"] for f in gf["functions"]}

@@ -4,6 +4,7 @@ the cache, and a non-editable install used from another directory."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -60,10 +61,13 @@ def test_product_of_two_polynomials_matches_the_schoolbook_product(kyber):
 
 
 def test_the_isa_is_the_first_of_the_dispatch_order_the_cpu_runs(kyber, cache):
-    assert kyber.isa == ("avx2" if {"avx", "avx2"} <= cpu_flags() else "sse")
+    manifest = json.loads((KYBER / "manifest.json").read_text())
+    runnable = [isa for isa in manifest["params"]["isa"]
+                if all(set(f["cpu"]) <= cpu_flags() for f in manifest["functions"] if f["isa"] == isa)]
+    assert kyber.isa == runnable[0]
     assert kerngen.load(KYBER, isa="sse").isa == "sse"
-    with pytest.raises(ValueError, match="no 'avx512' kernels"):
-        kerngen.load(KYBER, isa="avx512")
+    with pytest.raises(ValueError, match="no 'scalar' kernels"):
+        kerngen.load(KYBER, isa="scalar")
     assert list((cache / "kerngen" / "lib").glob("kyber-3329-*.so"))  # assembled into the user's cache
 
 
@@ -80,16 +84,15 @@ def test_a_batch_equals_row_by_row_calls_and_costs_about_the_kernels_time(kyber)
     def kernel_alone():  # the same row 4096 times in the C loop: the kernel's own time, no checks, in L1
         return fn._loop(fn._address, 1, (ctypes_pointer * 1)(row.ctypes.data), (ctypes_ssize * 1)(0), len(rows))
 
-    def timed(call, repeat=15):
-        times = []
-        for _ in range(repeat):
-            data = rows.copy()
-            start = time.perf_counter()
-            call(data)
-            times.append(time.perf_counter() - start)
-        return sorted(times)[repeat // 2]
+    def timed(call):
+        data = rows.copy()
+        start = time.perf_counter()
+        call(data)
+        return time.perf_counter() - start
 
-    alone, batched = timed(lambda _: kernel_alone()), timed(kyber.ntt_forward)
+    # alternated, and the fastest of each: the suite's other workers share the cores and the caches
+    pairs = [(timed(lambda _: kernel_alone()), timed(kyber.ntt_forward)) for _ in range(25)]
+    alone, batched = min(a for a, _ in pairs), min(b for _, b in pairs)
     assert batched < 2.5 * alone, f"a (4096, 256) batch took {batched * 1e3:.2f} ms, the kernel alone {alone * 1e3:.2f} ms"
 
 

@@ -15,6 +15,7 @@ from kerngen.core import compile_cache
 from kerngen.core.compile_cache import CacheStatistics, CompileCache, clear_memos, memo, memo_statistics
 from kerngen.core.contract import ArgContract, Bound, Contract, Values
 from kerngen.errors import CheckError
+from kerngen.core.params import Overrides
 from kerngen.families import load
 from kerngen.families.ntt.build import build as ntt_build
 from kerngen.families.ntt.kernels import build_reduce, kernel_builder
@@ -176,7 +177,7 @@ def test_a_legalised_reduction_is_verified_and_right(tmp_path):
 # --- required ISA ------------------------------------------------------------
 
 def test_extensions_are_derived_from_the_instructions():
-    kyber = ntt_build(load(REPO / "params/kyber-3329.toml"))
+    kyber = ntt_build(load(REPO / "params/kyber-3329.toml", Overrides(isa="avx2,sse")))
     for f in kyber.functions:  # SSE: what the legalised forms need (pblendw: SSE4.1), often SSE2 alone
         # (pminuw, Shoup's conditional subtraction and the 16-bit freeze: SSE4.1 too)
         sse41 = f.kind in ("ntt_inverse", "mulmod_shoup", "muladd_shoup", "freeze")
@@ -294,7 +295,7 @@ def test_folded_loads_on_vex_only_and_the_kernel_stays_proven():
     verifier sees one value in each read); the SSE one, whose legacy memory
     operands would need 16-byte alignment, loads them all."""
     from kerngen.passes.verify import verify_kernel
-    p = load(REPO / "params/kyber-3329.toml")
+    p = load(REPO / "params/kyber-3329.toml", Overrides(isa="avx2,sse"))
     fns = {f.isa: f for f in ntt_build(p).functions if f.kind == "basemul"}
     def folded(fn):
         return sum(1 for ins in fn.kernel.body if spec(ins.op).cls not in ("load", "store")

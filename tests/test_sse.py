@@ -107,7 +107,7 @@ def _routing_program(manifest: dict, prefix: str, header: str, stubs: bool) -> s
     lines.append("int main(void) {")
     lines.append(f'    const char *isas[] = {{{", ".join(json.dumps(i) for i in isas)}}};')
     lines.append(f'    printf("chosen %s\\n", {prefix}_isa() ? {prefix}_isa() : "none");')
-    lines.append(f'    printf("use avx512 %d\\n", {prefix}_use_isa("avx512"));')
+    lines.append(f'    printf("use neon %d\\n", {prefix}_use_isa("neon"));')
     lines.append(f"    for (unsigned i = 0; i < {len(isas)}; i++) {{")
     lines.append(f'        if ({prefix}_use_isa(isas[i]) != 0) {{ printf("refused %s\\n", isas[i]); continue; }}')
     for base, args, dtype in calls:
@@ -122,8 +122,9 @@ def _routing_program(manifest: dict, prefix: str, header: str, stubs: bool) -> s
 def test_dispatch_detects_the_cpu_and_routes_every_call(tmp_path):
     """Stub kernels record which one a call reaches: every function without
     suffix reaches its kernel of the chosen ISA; the first choice is the
-    widest ISA whose CPU features /proc/cpuinfo lists; use_isa refuses an ISA
-    unknown or not runnable here."""
+    first ISA of the bundle's order (the widest first) whose CPU features
+    /proc/cpuinfo lists; use_isa refuses an ISA unknown (neon) or not
+    runnable here."""
     bundle = REPO / "generated" / "kyber-3329"
     manifest = json.loads((bundle / "manifest.json").read_text())
     prefix = manifest["params"]["prefix"]
@@ -136,12 +137,13 @@ def test_dispatch_detects_the_cpu_and_routes_every_call(tmp_path):
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
 
     flags = cpu_flags()
-    runs = {isa: all(set(f["cpu"]) <= flags for f in manifest["functions"] if f["isa"] == isa)
-            for isa in ("avx2", "sse")}
-    assert out[0] == "chosen " + next(isa for isa in ("avx2", "sse") if runs[isa])
-    assert out[1] == "use avx512 -1"
+    isas = manifest["params"]["isa"]
+    runs = {isa: all(set(f["cpu"]) <= flags for f in manifest["functions"] if f["isa"] == isa) for isa in isas}
+    assert out[0] == "chosen " + next(isa for isa in isas if runs[isa])
+    assert out[1] == "use neon -1"
+    assert [line for line in out[2:] if line.startswith("refused")] == [f"refused {i}" for i in isas if not runs[i]]
     routed = [line.split() for line in out[2:] if not line.startswith("refused")]
-    for isa in ("avx2", "sse"):
+    for isa in isas:
         mine = [r for r in routed if r[0] == isa]
         assert (len(mine) == sum(f["isa"] == isa for f in manifest["functions"])) == runs[isa], (isa, out)
         for chosen, base, reached in mine:
@@ -151,27 +153,33 @@ def test_dispatch_detects_the_cpu_and_routes_every_call(tmp_path):
 @needs_tools
 def test_dispatch_unit_links_with_the_kernels_and_computes_what_they_do(tmp_path):
     """The real kernels behind the dispatch unit: the forward NTT through the
-    function without suffix equals each ISA's kernel called directly."""
+    function without suffix equals each ISA's kernel called directly, for
+    every ISA this CPU runs, and the unit chose the first of them."""
     bundle = REPO / "generated" / "kyber-3329"
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    runnable = [isa for isa in manifest["params"]["isa"]
+                if all(set(f["cpu"]) <= cpu_flags() for f in manifest["functions"] if f["isa"] == isa)]
     for f in ("kyber-3329.h", "kyber-3329_dispatch.c", "kyber-3329.asm"):
         shutil.copy(bundle / f, tmp_path / f)
+    direct = "".join(f"    memcpy(b, input, sizeof b); kg_kyber3329_ntt_forward_{isa}(b); "
+                     f'printf(" %d", memcmp(a, b, sizeof a));\n' for isa in runnable)
     (tmp_path / "main.c").write_text("""#include <stdio.h>
 #include <string.h>
 #include "kyber-3329.h"
 int main(void) {
-    static int16_t a[256], b[256], c[256];
-    for (int i = 0; i < 256; i++) a[i] = b[i] = c[i] = (int16_t)((i * 1237) % 3329 - 1664);
+    static int16_t input[256], a[256], b[256];
+    for (int i = 0; i < 256; i++) input[i] = (int16_t)((i * 1237) % 3329 - 1664);
+    memcpy(a, input, sizeof a);
     kg_kyber3329_ntt_forward(a);
-    kg_kyber3329_ntt_forward_avx2(b);
-    kg_kyber3329_ntt_forward_sse(c);
-    printf("%s %d %d\\n", kg_kyber3329_isa(), memcmp(a, b, sizeof a), memcmp(b, c, sizeof b));
+    printf("%s", kg_kyber3329_isa());
+""" + direct + """    printf("\\n");
     return 0;
 }
 """)
     subprocess.run(["nasm", "-f", "elf64", "kyber-3329.asm", "-o", "k.o"], cwd=tmp_path, check=True)
     subprocess.run(["gcc", "-O2", "main.c", "kyber-3329_dispatch.c", "k.o", "-o", "run"], cwd=tmp_path, check=True)
     out = subprocess.run([str(tmp_path / "run")], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["avx2", "0", "0"]
+    assert out == [runnable[0]] + ["0"] * len(runnable)
 
 
 def test_a_bundle_of_one_isa_has_no_dispatch_unit(tmp_path, kerngen_cli):

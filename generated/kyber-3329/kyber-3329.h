@@ -2,7 +2,7 @@
  * SPDX-License-Identifier: MIT OR Apache-2.0
  * Regenerate with: kerngen emit params/kyber-3329.toml
  *
- * kyber-3329: negacyclic NTT kernels over Z_3329[x]/(x^256+1), 16-bit lanes, avx2, sse
+ * kyber-3329: negacyclic NTT kernels over Z_3329[x]/(x^256+1), 16-bit lanes, avx512, avx2, sse
  * Link with the object of your platform:
  *   kyber-3329.asm: nasm -f elf64, System V AMD64 ABI
  * The kernels are constant-time straight-line code: no branch and no address depends on data.
@@ -138,6 +138,98 @@ static const uint16_t kg_kyber3329_ntt_from_standard[256] = {
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+
+/* forward negacyclic NTT of a[256] in place (7 layers, blocks of degree 2)
+ *   requires: every a[i] in [-3328, 3328]
+ *   ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
+ *             a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
+ *   cpu: AVX512BW, AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int16_t (KG_KYBER3329_NTT_FORWARD_A_LEN), inout, 2-byte aligned (64-byte alignment is fastest)
+ */
+void kg_kyber3329_ntt_forward_avx512(int16_t *a);
+
+
+/* base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
+ *   requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
+ *   ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+ *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+ *   cpu: AVX512BW, AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x int16_t (KG_KYBER3329_BASEMUL_R_LEN), out, 2-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x int16_t (KG_KYBER3329_BASEMUL_A_LEN), in, 2-byte aligned (64-byte alignment is fastest)
+ *   b: 256 x int16_t (KG_KYBER3329_BASEMUL_B_LEN), in, 2-byte aligned (64-byte alignment is fastest)
+ */
+void kg_kyber3329_basemul_avx512(int16_t *r, const int16_t *a, const int16_t *b);
+
+
+/* inverse negacyclic NTT of a[256] in place, natural order out
+ *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+ *   ensures:  every a[i] in [-15546, 31720] (proven), natural order,
+ *             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
+ *   cpu: AVX512BW, AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int16_t (KG_KYBER3329_NTT_INVERSE_A_LEN), inout, 2-byte aligned (64-byte alignment is fastest)
+ */
+void kg_kyber3329_ntt_inverse_avx512(int16_t *a);
+
+
+/* reduce a[256] in place mod 3329 (centred Barrett, two multiplications)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
+ *   cpu: AVX512BW, AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int16_t (KG_KYBER3329_REDUCE_BARRETT_A_LEN), inout, 2-byte aligned (64-byte alignment is fastest)
+ */
+void kg_kyber3329_reduce_barrett_avx512(int16_t *a);
+
+
+/* reduce a[256] in place mod 3329 (shifts, masks and adds: x = h*2^12 + l, x = l - h - (h << 8) + (h << 10) mod q)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
+ *   cpu: AVX512BW, AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int16_t (KG_KYBER3329_REDUCE_SPECIAL_A_LEN), inout, 2-byte aligned (64-byte alignment is fastest)
+ */
+void kg_kyber3329_reduce_special_avx512(int16_t *a);
+
+
+/* a[256] in place to canonical form in [0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
+ *   requires: any int16 a[i]
+ *   ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
+ *   cpu: AVX512BW, AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   a: 256 x int16_t (KG_KYBER3329_FREEZE_A_LEN), inout, 2-byte aligned (64-byte alignment is fastest)
+ */
+void kg_kyber3329_freeze_avx512(int16_t *a);
+
+
+/* r[i] = a[i]*w[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
+ *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+ *   cpu: AVX512BW, AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_R_LEN), out, 2-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_A_LEN), in, 2-byte aligned (64-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_W_LEN), in, 2-byte aligned (64-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_KYBER3329_MULMOD_SHOUP_WP_LEN), in, 2-byte aligned (64-byte alignment is fastest)
+ */
+void kg_kyber3329_mulmod_shoup_avx512(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp);
+
+
+/* r[i] = a[i]*w[i] + b[i] mod q by Shoup's multiplication, element-wise
+ *   requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
+ *   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+ *   cpu: AVX512BW, AVX512F (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   r: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_R_LEN), out, 2-byte aligned (64-byte alignment is fastest)
+ *   a: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_A_LEN), in, 2-byte aligned (64-byte alignment is fastest)
+ *   w: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_W_LEN), in, 2-byte aligned (64-byte alignment is fastest)
+ *   wp: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_WP_LEN), in, 2-byte aligned (64-byte alignment is fastest)
+ *   b: 256 x uint16_t (KG_KYBER3329_MULADD_SHOUP_B_LEN), in, 2-byte aligned (64-byte alignment is fastest)
+ */
+void kg_kyber3329_muladd_shoup_avx512(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b);
 
 
 /* forward negacyclic NTT of a[256] in place (7 layers, blocks of degree 2)
@@ -326,7 +418,7 @@ void kg_kyber3329_muladd_shoup_sse(uint16_t *r, const uint16_t *a, const uint16_
 
 /* Dispatch: kyber-3329_dispatch.c (optional; compile and link it to use these).
  * Each function below has the contract of its suffixed kernels above and calls
- * the first of avx2, sse that this CPU runs, chosen once, on the first
+ * the first of avx512, avx2, sse that this CPU runs, chosen once, on the first
  * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
  * only on that choice (the CPU's features, or the ISA asked for), never on the data.
  *   kg_kyber3329_isa():         the chosen ISA's name, or NULL when the CPU runs none

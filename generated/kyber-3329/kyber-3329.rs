@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Regenerate with: kerngen emit params/kyber-3329.toml
 //
-// kyber-3329: negacyclic NTT kernels over Z_3329[x]/(x^256+1), 16-bit lanes, avx2, sse
+// kyber-3329: negacyclic NTT kernels over Z_3329[x]/(x^256+1), 16-bit lanes, avx512, avx2, sse
 // Rust declarations of kyber-3329.h: its constants and the prototypes of the kernels in
 // kyber-3329.asm (`extern "C"`: the target's C calling convention). This file is the root of the crate this directory's Cargo.toml
 // describes, whose build.rs assembles and links the kernels; a crate of your own can include it
@@ -105,6 +105,98 @@ pub static KG_KYBER3329_NTT_FROM_STANDARD: [u16; 256] = [
 ];
 
 unsafe extern "C" {
+    /// forward negacyclic NTT of a\[256\] in place (7 layers, blocks of degree 2)
+    ///
+    /// ```text
+    /// requires: every a[i] in [-3328, 3328]
+    /// ensures:  every a[i] in [-16184, 16184] (proven), block j at kg_kyber3329_ntt_positions[j] (manifest: layout),
+    ///           a[pos_j[k]] = (a mod (x^2 - zeta_j))_k mod 3329 (scale 1)
+    /// cpu: AVX512BW, AVX512F (is_x86_feature_detected!: "avx512bw", "avx512f")
+    /// a: 256 x i16, inout, 2-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_ntt_forward_avx512(a: *mut i16);
+
+    /// base multiplication r = a*b blockwise mod (x^2 - zeta_j), NTT domain
+    ///
+    /// ```text
+    /// requires: every a[i], b[i] in [-16184, 16184] (the forward NTT's output), in its layout
+    /// ensures:  every r[i] in [-12986, 12986] (proven); r_j = a_j*b_j*2^-16 mod (x^2 - zeta_j, 3329)
+    ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+    /// cpu: AVX512BW, AVX512F (is_x86_feature_detected!: "avx512bw", "avx512f")
+    /// r: 256 x i16, out, 2-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x i16, in, 2-byte aligned (64-byte alignment is fastest)
+    /// b: 256 x i16, in, 2-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_basemul_avx512(r: *mut i16, a: *const i16, b: *const i16);
+
+    /// inverse negacyclic NTT of a\[256\] in place, natural order out
+    ///
+    /// ```text
+    /// requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
+    /// ensures:  every a[i] in [-15546, 31720] (proven), natural order,
+    ///           a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
+    /// cpu: AVX512BW, AVX512F (is_x86_feature_detected!: "avx512bw", "avx512f")
+    /// a: 256 x i16, inout, 2-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_ntt_inverse_avx512(a: *mut i16);
+
+    /// reduce a\[256\] in place mod 3329 (centred Barrett, two multiplications)
+    ///
+    /// ```text
+    /// requires: any int16 a[i]
+    /// ensures:  every a[i] in [-1664, 1664] (proven over all 2^16 inputs), congruent to the input mod 3329
+    /// cpu: AVX512BW, AVX512F (is_x86_feature_detected!: "avx512bw", "avx512f")
+    /// a: 256 x i16, inout, 2-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_reduce_barrett_avx512(a: *mut i16);
+
+    /// reduce a\[256\] in place mod 3329 (shifts, masks and adds: x = h*2^12 + l, x = l - h - (h << 8) + (h << 10) mod q)
+    ///
+    /// ```text
+    /// requires: any int16 a[i]
+    /// ensures:  every a[i] in [-6136, 9464] (proven over all 2^16 inputs), congruent to the input mod 3329
+    /// cpu: AVX512BW, AVX512F (is_x86_feature_detected!: "avx512bw", "avx512f")
+    /// a: 256 x i16, inout, 2-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_reduce_special_avx512(a: *mut i16);
+
+    /// a\[256\] in place to canonical form in \[0, 3329) (Barrett with a floor quotient, then the unsigned minimum of r and r -/+ q)
+    ///
+    /// ```text
+    /// requires: any int16 a[i]
+    /// ensures:  every a[i] in [0, 3328] (proven over all 2^16 inputs), congruent to the input mod 3329: the canonical representative
+    /// cpu: AVX512BW, AVX512F (is_x86_feature_detected!: "avx512bw", "avx512f")
+    /// a: 256 x i16, inout, 2-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_freeze_avx512(a: *mut i16);
+
+    /// r\[i\] = a\[i\]*w\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329)
+    /// ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
+    /// cpu: AVX512BW, AVX512F (is_x86_feature_detected!: "avx512bw", "avx512f")
+    /// r: 256 x u16, out, 2-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x u16, in, 2-byte aligned (64-byte alignment is fastest)
+    /// w: 256 x u16, in, 2-byte aligned (64-byte alignment is fastest)
+    /// wp: 256 x u16, in, 2-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_mulmod_shoup_avx512(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// r\[i\] = a\[i\]*w\[i\] + b\[i\] mod q by Shoup's multiplication, element-wise
+    ///
+    /// ```text
+    /// requires: any uint16 a[i]; w[i] in [0, 3328] with wp[i] = floor(w[i]*2^16/3329); b[i] in [0, 3328]
+    /// ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
+    /// cpu: AVX512BW, AVX512F (is_x86_feature_detected!: "avx512bw", "avx512f")
+    /// r: 256 x u16, out, 2-byte aligned (64-byte alignment is fastest)
+    /// a: 256 x u16, in, 2-byte aligned (64-byte alignment is fastest)
+    /// w: 256 x u16, in, 2-byte aligned (64-byte alignment is fastest)
+    /// wp: 256 x u16, in, 2-byte aligned (64-byte alignment is fastest)
+    /// b: 256 x u16, in, 2-byte aligned (64-byte alignment is fastest)
+    /// ```
+    pub fn kg_kyber3329_muladd_shoup_avx512(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
+
     /// forward negacyclic NTT of a\[256\] in place (7 layers, blocks of degree 2)
     ///
     /// ```text

@@ -4,7 +4,7 @@
  *
  * kyber-3329: dispatch unit (optional). Each function below has the name of
  * its kernels without the ISA suffix and calls the first of
- * avx2, sse whose kernels this CPU runs, chosen on the first call: CPUID
+ * avx512, avx2, sse whose kernels this CPU runs, chosen on the first call: CPUID
  * for the extensions the kernels' instructions need, XGETBV for the register
  * state the OS must save. It branches only on that choice (the CPU's
  * features, or the ISA asked for), never on the data. Any C99 compiler
@@ -15,8 +15,11 @@
 #include <string.h>
 
 #include "kyber-3329.h"
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
-/* the chosen ISA's number: -1 before the first call, 2 when the CPU runs none */
+/* the chosen ISA's number: -1 before the first call, 3 when the CPU runs none */
 #if defined(_MSC_VER) && !defined(__clang__)
 #include <intrin.h>
 #include <immintrin.h>
@@ -30,7 +33,7 @@ static int kg_kyber3329_choice = -1;
 #define KG_KYBER3329_STORE(v) __atomic_store_n(&kg_kyber3329_choice, (v), __ATOMIC_RELAXED)
 #endif
 
-static const char *const kg_kyber3329_isa_names[2] = { "avx2", "sse" };
+static const char *const kg_kyber3329_isa_names[3] = { "avx512", "avx2", "sse" };
 
 static void kg_kyber3329_cpuid(unsigned leaf, unsigned subleaf, unsigned r[4])
 {
@@ -54,6 +57,22 @@ static unsigned long long kg_kyber3329_xcr0(void)
 #endif
 }
 
+/* whether the OS saves the register state `mask` (XCR0 bits); macOS enables the AVX-512 state only on a
+ * thread's first use of it, so XCR0 does not show it before: there the OS is asked */
+static int kg_kyber3329_os_saves(unsigned long long mask, unsigned long long xcr0)
+{
+#if defined(__APPLE__)
+    if (mask & 0xe0u) {
+        int on = 0;
+        size_t len = sizeof on;
+        if (sysctlbyname("hw.optional.avx512f", &on, &len, NULL, 0) != 0 || !on)
+            return 0;
+        mask &= ~0xe0ull;
+    }
+#endif
+    return (xcr0 & mask) == mask;
+}
+
 /* whether this CPU (and OS) runs the kernels of ISA number `isa` */
 static int kg_kyber3329_runs(int isa)
 {
@@ -69,9 +88,11 @@ static int kg_kyber3329_runs(int isa)
         xcr0 = kg_kyber3329_xcr0();
     (void)xcr0;
     switch (isa) {
-    case 0: /* avx2: AVX, AVX2, OS saves ymm state */
+    case 0: /* avx512: AVX512BW, AVX512F, OS saves zmm and opmask state */
+        return (leaf_7[1] >> 30 & 1) && (leaf_7[1] >> 16 & 1) && kg_kyber3329_os_saves(0xe6, xcr0);
+    case 1: /* avx2: AVX, AVX2, OS saves ymm state */
         return (leaf_1[2] >> 28 & 1) && (leaf_7[1] >> 5 & 1) && (xcr0 & 0x6) == 0x6;
-    case 1: /* sse: SSE2, SSE4.1 */
+    case 2: /* sse: SSE2, SSE4.1 */
         return (leaf_1[3] >> 26 & 1) && (leaf_1[2] >> 19 & 1);
     default:
         return 0;
@@ -82,7 +103,7 @@ static int kg_kyber3329_chosen(void)
 {
     int c = KG_KYBER3329_LOAD();
     if (c < 0) {
-        for (c = 0; c < 2 && !kg_kyber3329_runs(c); c++)
+        for (c = 0; c < 3 && !kg_kyber3329_runs(c); c++)
             ;
         KG_KYBER3329_STORE(c);
     }
@@ -92,13 +113,13 @@ static int kg_kyber3329_chosen(void)
 const char *kg_kyber3329_isa(void)
 {
     int c = kg_kyber3329_chosen();
-    return c < 2 ? kg_kyber3329_isa_names[c] : NULL;
+    return c < 3 ? kg_kyber3329_isa_names[c] : NULL;
 }
 
 int kg_kyber3329_use_isa(const char *isa)
 {
     int i;
-    for (i = 0; i < 2; i++)
+    for (i = 0; i < 3; i++)
         if (strcmp(isa, kg_kyber3329_isa_names[i]) == 0) {
             if (!kg_kyber3329_runs(i))
                 return -1;
@@ -111,8 +132,8 @@ int kg_kyber3329_use_isa(const char *isa)
 static int kg_kyber3329_need(void)
 {
     int c = kg_kyber3329_chosen();
-    if (c == 2) {
-        fputs("kyber-3329: this CPU runs none of avx2, sse\n", stderr);
+    if (c == 3) {
+        fputs("kyber-3329: this CPU runs none of avx512, avx2, sse\n", stderr);
         abort();
     }
     return c;
@@ -121,7 +142,8 @@ static int kg_kyber3329_need(void)
 void kg_kyber3329_ntt_forward(int16_t *a)
 {
     switch (kg_kyber3329_need()) {
-    case 0: kg_kyber3329_ntt_forward_avx2(a); return;
+    case 0: kg_kyber3329_ntt_forward_avx512(a); return;
+    case 1: kg_kyber3329_ntt_forward_avx2(a); return;
     default: kg_kyber3329_ntt_forward_sse(a); return;
     }
 }
@@ -129,7 +151,8 @@ void kg_kyber3329_ntt_forward(int16_t *a)
 void kg_kyber3329_basemul(int16_t *r, const int16_t *a, const int16_t *b)
 {
     switch (kg_kyber3329_need()) {
-    case 0: kg_kyber3329_basemul_avx2(r, a, b); return;
+    case 0: kg_kyber3329_basemul_avx512(r, a, b); return;
+    case 1: kg_kyber3329_basemul_avx2(r, a, b); return;
     default: kg_kyber3329_basemul_sse(r, a, b); return;
     }
 }
@@ -137,7 +160,8 @@ void kg_kyber3329_basemul(int16_t *r, const int16_t *a, const int16_t *b)
 void kg_kyber3329_ntt_inverse(int16_t *a)
 {
     switch (kg_kyber3329_need()) {
-    case 0: kg_kyber3329_ntt_inverse_avx2(a); return;
+    case 0: kg_kyber3329_ntt_inverse_avx512(a); return;
+    case 1: kg_kyber3329_ntt_inverse_avx2(a); return;
     default: kg_kyber3329_ntt_inverse_sse(a); return;
     }
 }
@@ -145,7 +169,8 @@ void kg_kyber3329_ntt_inverse(int16_t *a)
 void kg_kyber3329_reduce_barrett(int16_t *a)
 {
     switch (kg_kyber3329_need()) {
-    case 0: kg_kyber3329_reduce_barrett_avx2(a); return;
+    case 0: kg_kyber3329_reduce_barrett_avx512(a); return;
+    case 1: kg_kyber3329_reduce_barrett_avx2(a); return;
     default: kg_kyber3329_reduce_barrett_sse(a); return;
     }
 }
@@ -153,7 +178,8 @@ void kg_kyber3329_reduce_barrett(int16_t *a)
 void kg_kyber3329_reduce_special(int16_t *a)
 {
     switch (kg_kyber3329_need()) {
-    case 0: kg_kyber3329_reduce_special_avx2(a); return;
+    case 0: kg_kyber3329_reduce_special_avx512(a); return;
+    case 1: kg_kyber3329_reduce_special_avx2(a); return;
     default: kg_kyber3329_reduce_special_sse(a); return;
     }
 }
@@ -161,7 +187,8 @@ void kg_kyber3329_reduce_special(int16_t *a)
 void kg_kyber3329_freeze(int16_t *a)
 {
     switch (kg_kyber3329_need()) {
-    case 0: kg_kyber3329_freeze_avx2(a); return;
+    case 0: kg_kyber3329_freeze_avx512(a); return;
+    case 1: kg_kyber3329_freeze_avx2(a); return;
     default: kg_kyber3329_freeze_sse(a); return;
     }
 }
@@ -169,7 +196,8 @@ void kg_kyber3329_freeze(int16_t *a)
 void kg_kyber3329_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp)
 {
     switch (kg_kyber3329_need()) {
-    case 0: kg_kyber3329_mulmod_shoup_avx2(r, a, w, wp); return;
+    case 0: kg_kyber3329_mulmod_shoup_avx512(r, a, w, wp); return;
+    case 1: kg_kyber3329_mulmod_shoup_avx2(r, a, w, wp); return;
     default: kg_kyber3329_mulmod_shoup_sse(r, a, w, wp); return;
     }
 }
@@ -177,7 +205,8 @@ void kg_kyber3329_mulmod_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w
 void kg_kyber3329_muladd_shoup(uint16_t *r, const uint16_t *a, const uint16_t *w, const uint16_t *wp, const uint16_t *b)
 {
     switch (kg_kyber3329_need()) {
-    case 0: kg_kyber3329_muladd_shoup_avx2(r, a, w, wp, b); return;
+    case 0: kg_kyber3329_muladd_shoup_avx512(r, a, w, wp, b); return;
+    case 1: kg_kyber3329_muladd_shoup_avx2(r, a, w, wp, b); return;
     default: kg_kyber3329_muladd_shoup_sse(r, a, w, wp, b); return;
     }
 }
