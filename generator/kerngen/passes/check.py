@@ -18,29 +18,40 @@ from ..machine.abi import Abi
 from ..machine.registers import GENERAL, MASK, VECTOR
 
 
-def _fits(kind: str, op) -> bool:
-    vec = isinstance(op, VReg) or (isinstance(op, PhysReg) and op.kind == VECTOR)
-    gpr = isinstance(op, GReg) or (isinstance(op, PhysReg) and op.kind == GENERAL)
-    mask = isinstance(op, KReg) or (isinstance(op, PhysReg) and op.kind == MASK)
-    return {
-        "v": vec, "vm": vec or isinstance(op, Mem), "m": isinstance(op, Mem), "i": isinstance(op, Imm),
-        "g": gpr, "gm": gpr or isinstance(op, Mem), "k": mask,
-    }[kind]
+# what each slot kind of the table accepts, by the operand's own kind (`_operand_kind`)
+_ACCEPTS = {"v": {"v"}, "vm": {"v", "m"}, "m": {"m"}, "i": {"i"}, "g": {"g"}, "gm": {"g", "m"}, "k": {"k"}}
+_VIRTUAL = {VReg: "v", GReg: "g", KReg: "k"}
+_PHYSICAL = {VECTOR: "v", GENERAL: "g", MASK: "k"}
+
+
+def _operand_kind(op) -> str | None:
+    """"v", "g" or "k" for a register of that family (virtual or physical), "m" memory, "i" an immediate."""
+    if isinstance(op, PhysReg):
+        return _PHYSICAL.get(op.kind)
+    if isinstance(op, Mem):
+        return "m"
+    if isinstance(op, Imm):
+        return "i"
+    return next((kind for cls, kind in _VIRTUAL.items() if isinstance(op, cls)), None)
 
 
 def check_operands(body: tuple[Instr, ...] | list[Instr], nargs: int, allocated: bool) -> None:
     """Every operand fits its slot kind; virtual registers only before allocation."""
     for i, ins in enumerate(body):
-        where = f"instruction {i} ({ins.op} {ins.comment})"
         for slot, op in zip(spec(ins.op).slots, ins.operands):
-            if isinstance(op, (VReg, GReg, KReg)) and allocated:
-                raise CheckError(f"{where}: virtual register after allocation")
-            if isinstance(op, PhysReg) and not allocated:
-                raise CheckError(f"{where}: physical register before allocation")
-            if not _fits(slot.kind, op):
-                raise CheckError(f"{where}: operand {op!r} does not fit slot kind {slot.kind!r}")
-            if isinstance(op, Mem) and isinstance(op.base, ArgBase) and op.base.index >= nargs:
-                raise CheckError(f"{where}: argument {op.base.index} does not exist")
+            kind = _operand_kind(op)
+            if kind not in _ACCEPTS[slot.kind]:
+                raise CheckError(f"{_where(i, ins)}: operand {op!r} does not fit slot kind {slot.kind!r}")
+            if kind == "m":
+                if isinstance(op.base, ArgBase) and op.base.index >= nargs:
+                    raise CheckError(f"{_where(i, ins)}: argument {op.base.index} does not exist")
+            elif kind != "i" and isinstance(op, PhysReg) != allocated:
+                state = "virtual register after" if allocated else "physical register before"
+                raise CheckError(f"{_where(i, ins)}: {state} allocation")
+
+
+def _where(i: int, ins: Instr) -> str:
+    return f"instruction {i} ({ins.op} {ins.comment})"
 
 
 def check_encoding(encoded: list[Instr], verified: tuple[Instr, ...], abi: Abi, nargs: int) -> None:
@@ -65,20 +76,19 @@ def check_memory(body: tuple[Instr, ...], args: tuple[ArgSpec, ...], tables: tup
             if not isinstance(op, Mem):
                 continue
             writes = k in s.written
-            where = f"instruction {i} ({ins.op} {ins.comment})"
             if isinstance(op.base, ArgBase):
                 a = args[op.base.index]
                 limit, name = a.count * a.elem_bytes, f"argument {a.name}"
                 if writes and a.role == "in":
-                    raise CheckError(f"{where}: writes input-only {name}")
+                    raise CheckError(f"{_where(i, ins)}: writes input-only {name}")
             elif isinstance(op.base, TableBase):
                 limit, name = sizes[op.base.label], f"table {op.base.label}"
                 if writes:
-                    raise CheckError(f"{where}: writes constant {name}")
+                    raise CheckError(f"{_where(i, ins)}: writes constant {name}")
             elif isinstance(op.base, StackBase):
                 limit, name = SLOT_BYTES * spill_slots, "the spill area"
             else:  # pragma: no cover - the IR has no other bases
                 raise TypeError(op.base)
             if op.offset < 0 or op.offset + op.size > limit:
-                raise CheckError(f"{where}: bytes {op.offset}..{op.offset + op.size - 1} are outside "
+                raise CheckError(f"{_where(i, ins)}: bytes {op.offset}..{op.offset + op.size - 1} are outside "
                                       f"{name} ({limit} bytes)")
