@@ -63,6 +63,11 @@ class Family:
         """Validated, typed parameters (carrying their `Target`)."""
         raise NotImplementedError
 
+    def schema(self, table: dict, common: Common, overrides: Overrides) -> Any:
+        """The typed parameters of the schema alone, without the searches and proofs `parse` adds to it
+        (what `kerngen list` shows): by default `parse`."""
+        return self.parse(table, common, overrides)
+
     def summary(self, params: Any) -> str:
         """What a validated set was designed to, in one line (`kerngen check`)."""
         raise NotImplementedError

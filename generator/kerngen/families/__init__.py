@@ -35,6 +35,14 @@ def load(path: str | Path, overrides: Overrides = Overrides()) -> Any:
     return from_mapping(table, source, overrides)
 
 
+def load_schema(path: str | Path) -> Any:
+    """The parameters of a file as its family's schema reads them, without validation's searches and
+    proofs (`Family.schema`): what a set says it is."""
+    table, source = read_table(path)
+    c = common(table, source, tuple(FAMILIES), Overrides())
+    return FAMILIES[c.family].schema(table, c, Overrides())
+
+
 def build_all(params: Any, cache: CompileCache | None = None) -> tuple[Bundle, ...]:
     """The bundle's kernels for each of its ABIs, in the parameters' order
     (the allocator and the frame differ; the maths and the contracts do not),

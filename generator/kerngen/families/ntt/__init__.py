@@ -26,7 +26,7 @@ class NttFamily(Family):
         on: a set that validates emits. Each search is bounded by the
         parameters; past PROGRESS_AFTER seconds (SMT proofs of 32-bit lanes)
         progress is reported."""
-        p = params.parse(table, common, overrides)
+        p = self.schema(table, common, overrides)
         with Progress(f"{p.name}: validating") as progress:
             try:
                 progress.note("the Barrett reduction that bounds outputs asked as numbers")
@@ -43,6 +43,9 @@ class NttFamily(Family):
                                                 "of this q within its time limit (q just above 2^20 are the "
                                                 "slowest); choose another q") from None
         return p
+
+    def schema(self, table, common, overrides):
+        return params.parse(table, common, overrides)
 
     def summary(self, p):
         chosen = {}
