@@ -16,7 +16,7 @@ from kerngen.commands.test import test_params as run_kerngen_test
 from kerngen.errors import ParamError, VerifyError
 from kerngen.families import from_mapping
 from kerngen.families.ntt.build import build
-from kerngen.families.ntt.shoup import conditional_subtraction
+from kerngen.families.ntt.csub import conditional_subtraction
 from kerngen.ir.instr import Imm
 from kerngen.machine.ops import by_width, spec, unsigned
 from kerngen.passes import wide

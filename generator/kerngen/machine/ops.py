@@ -826,7 +826,7 @@ _row("minu64", _VEX3, "alu", _evex("vpminuq"), elem=64, generic="minu", arith=MI
      on_gpr="cmovb64")
 # no vector instruction below AVX-512 compares 64-bit lanes unsigned (vector code flips the signs first)
 _row("cmpgtu64", _VEX3, "alu", (), elem=64, generic="cmpgtu", arith=CMPGTU, on_gpr="sbbmask64")
-# the legacy blendvpd reads its selector from xmm0 alone: no legacy form here (`shoup.conditional_subtraction`)
+# the legacy blendvpd reads its selector from xmm0 alone: no legacy form here (`csub.conditional_subtraction`)
 _row("vblendvpd", _VEX3, "alu", _vex("vblendvpd", "AVX", avx256="AVX"), elem=64,
      generic="select_negative", arith=SELECT_NEGATIVE, selector_first=True)
 # AVX-512 rows: EVEX forms alone, so no ISA of the VEX or legacy encodings selects them. Three sources

@@ -29,7 +29,8 @@ from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
-from .shoup import Shoup, ShoupReduction, UnsignedFreeze
+from .harvey import ShoupReduction, UnsignedFreeze
+from .shoup import Shoup
 from .special64 import SpecialForm64
 from .standard_order import order_text, standard_order_tables
 

@@ -25,7 +25,8 @@ from .montgomery import Montgomery, UnsignedMontgomery
 from .params import MONTGOMERY_WIDTHS, ORDERS, NttParams, strategies
 from .reducers import Reducer, freezer, lifter, reducers
 from .schedule import Arithmetic, ScheduleError
-from .shoup import HarveyReducer, Shoup, ShoupReduction, UnsignedFreeze
+from .harvey import HarveyReducer, ShoupReduction, UnsignedFreeze
+from .shoup import Shoup
 from .special64 import NAME as SPECIAL, CanonicalReducer, SpecialForm64
 
 Finishers = dict[str, tuple]  # output range -> the final reductions to try (None: none), cheapest first

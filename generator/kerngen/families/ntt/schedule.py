@@ -29,7 +29,8 @@ from .maths import NttMath
 from .montgomery import Montgomery, UnsignedMontgomery
 from .params import inverse_input_top
 from .reducers import Reducer
-from .shoup import HarveyReducer, Shoup
+from .harvey import HarveyReducer
+from .shoup import Shoup
 
 
 class ScheduleError(VerifyError):

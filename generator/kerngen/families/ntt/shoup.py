@@ -25,7 +25,7 @@ gives (x + t, x + c - t) for t = w*y reduced as above and c the multiple of q
 at or above t's bound, the inverse (x + y, w*(x + c - y)) for c at or above
 y's; the bound analysis adds a reduction only where a register could leave
 the lane: a conditional subtraction of 2q (minu(x, x - 2q): exact where
-x < 4q), or beyond 4q a Shoup product by 1 (`HarveyReducer`).
+x < 4q), or beyond 4q a Shoup product by 1 (`harvey.HarveyReducer`).
 
 Where 4q leaves the lane but 2q does not (q up to 2^31 on 32-bit lanes:
 BabyBear, KoalaBear), `ShoupBelowQ` keeps Harvey's butterflies at half the
@@ -45,13 +45,14 @@ from ...ir.instr import Builder, IdiomTag, Mem, VReg
 from ...machine.ops import by_width, lane_range, spec
 from ...passes import ifma, wide
 from ...core.compile_cache import memo
-from ...passes.lemmas import ConditionalSubtractionLemma, LemmaError, ShoupLemma, ScalarIdiom, prove, prove_shoup
+from ...passes.lemmas import ConditionalSubtractionLemma, LemmaError, ShoupLemma, prove, prove_shoup
 from ...passes.idioms.shoup import SHOUP
 from ...passes.idioms.shoup52 import SHOUP52
 from ...machine.isa import AVX2, Isa
-from .montgomery import broadcast_operands, even_lanes, high_halves, odd_down
+from .csub import ConditionalSubtraction, conditional_subtraction
+from .montgomery import even_lanes, high_halves, odd_down
 from .params import shoup_fits
-from .reducers import broadcast_const, emit_idiom
+from .reducers import broadcast_const
 
 
 # the products of w and w' (the rows of `Shoup.operands`): lo(x*w), hi(x*w')
@@ -330,158 +331,3 @@ def prove_short_quotient(q: int, bits: int, slack: int, isa: Isa) -> ShoupBelowQ
         raise LemmaError(f"Shoup product mod {q} with a quotient short by up to {slack}: the range over {bits}-bit "
                          f"lanes is {list(found.range_for(*lane))}, wider than the exact quotient's")
     return found
-
-
-def conditional_subtraction(q: int, c: int, bits: int, isa: Isa = AVX2) -> ScalarIdiom:
-    """x - c where x >= c, else x, for c a multiple of q: the subtraction
-    wraps below zero exactly where x < c, and the unsigned minimum keeps x
-    there. Without an unsigned minimum at this width (64 bits), x is kept
-    where x - c reads negative (the same for x < c + 2^(W-1), which the
-    lemma's ranges take into account): a blend selected by the signs where
-    the ISA encodes one (the legacy blend reads its selector from xmm0
-    alone: the table has no such form), else c added back under a mask of
-    the negative lanes."""
-    if isa.has("minu", bits):
-        steps = (("sub", "d", "x", c), ("minu", "r", "x", "d"))
-    elif isa.has("select_negative", bits):
-        steps = (("sub", "d", "x", c), ("select_negative", "r", "d", "x"))
-    else:
-        steps = (("sub", "d", "x", c), ("cmpgt", "m", 0, "d"), ("and", "k", "m", c), ("add", "r", "d", "k"))
-    return ScalarIdiom("csub", q, steps, bits, signed=False)
-
-
-@dataclass(frozen=True)
-class ConditionalSubtraction:
-    """A reduction of unsigned lanes by one conditional subtraction of c."""
-
-    q: int
-    c: int
-    bits: int
-    isa: Isa = AVX2  # which instructions do it (`conditional_subtraction`)
-
-    kind = "csub"
-
-    @cached_property
-    def idiom(self) -> ScalarIdiom:
-        return conditional_subtraction(self.q, self.c, self.bits, self.isa)
-
-    def reduced_bound(self, bound: int) -> int:
-        return prove(self.idiom).range_for(0, bound)[1]
-
-    def emit(self, b: Builder, x: VReg, comment: str) -> VReg:
-        return emit_idiom(b, self.idiom, x, comment=comment)
-
-    def describe(self) -> str:
-        how = (f"min(x, x - {self.c}) unsigned" if self.isa.has("minu", self.bits)
-               else f"x - {self.c} where x >= {self.c}")
-        return f"conditional subtraction of {self.c // self.q}q: {how}"
-
-
-@dataclass(frozen=True)
-class ShoupReduction:
-    """Any unsigned lane value to [0, 2q): Shoup's product by 1, x - hi(x*floor(2^W/q))*q."""
-
-    q: int
-    bits: int
-    isa: Isa = AVX2
-
-    kind = "shoup"
-
-    @property
-    def strategy(self) -> Shoup:
-        return Shoup(self.q, self.bits, self.isa)
-
-    def reduced_bound(self, bound: int) -> int:
-        return self.strategy.bound(bound)
-
-    def emit(self, b: Builder, x: VReg, comment: str) -> VReg:
-        s = self.strategy
-        one = broadcast_operands(s, b, 1, self.bits)
-        return s.multiply(b, x, one, broadcast_const(b, self.q, self.bits), comment)
-
-    def describe(self) -> str:
-        return "Shoup's product by 1: x - hi(x*floor(2^W/q))*q"
-
-
-@dataclass(frozen=True)
-class HarveyReducer:
-    """The reduction the Harvey schedules place: for a register whose lanes
-    stay below 4q, one conditional subtraction of 2q (two instructions, to
-    [0, 2q)); above that, Shoup's product by 1 (to [0, 2q) from anything)."""
-
-    q: int
-    bits: int
-    isa: Isa = AVX2  # which instructions do it (`conditional_subtraction`)
-    reach: int = Shoup.reach  # the strategy's lazy values stay below reach*q (`ShoupBelowQ`: 2)
-
-    kind = "harvey"
-    multiplications = 0
-
-    @property
-    def instructions(self) -> int:
-        """The common case, for the cost model."""
-        return len(conditional_subtraction(self.q, self.reach // 2 * self.q, self.bits, self.isa).steps)
-
-    def choose(self, register_bound: int) -> ConditionalSubtraction | ShoupReduction | ReductionChain:
-        """Below reach*q, one conditional subtraction of half that; above,
-        at Harvey's reach, Shoup's product by 1, at half of it the
-        conditional subtractions of a freeze (4q leaves the lane)."""
-        if register_bound < self.reach * self.q:
-            return ConditionalSubtraction(self.q, self.reach // 2 * self.q, self.bits, self.isa)
-        if self.reach == Shoup.reach:
-            return ShoupReduction(self.q, self.bits, self.isa)
-        return UnsignedFreeze(self.q, self.bits, self.isa).choose(register_bound)
-
-    def reduced_bound(self, bound: int) -> int:
-        return self.choose(bound).reduced_bound(bound)
-
-    def describe(self) -> str:
-        if self.reach == Shoup.reach:
-            return "Harvey: conditional subtraction of 2q below 4q, Shoup's product by 1 above"
-        return "Harvey's at half reach: conditional subtraction of q below 2q, of 2q first above"
-
-
-@dataclass(frozen=True)
-class ReductionChain:
-    """Reductions one after another, as one."""
-
-    kind: str
-    steps: tuple[ConditionalSubtraction | ShoupReduction, ...]
-
-    def reduced_bound(self, bound: int) -> int:
-        for r in self.steps:
-            bound = r.reduced_bound(bound)
-        return bound
-
-    def emit(self, b: Builder, x: VReg, comment: str) -> VReg:
-        for r in self.steps:
-            x = r.emit(b, x, comment)
-        return x
-
-    def describe(self) -> str:
-        return ", then ".join(r.describe() for r in self.steps)
-
-
-@dataclass(frozen=True)
-class UnsignedFreeze:
-    """Unsigned lanes to [0, q): for lanes that may reach 4q, Shoup's product
-    by 1 first (to [0, 2q)); then conditional subtractions of multiples of
-    q, each halving the range, down to one of q."""
-
-    q: int
-    bits: int
-    isa: Isa = AVX2  # which instructions do it (`conditional_subtraction`)
-
-    kind = "freeze"
-
-    def choose(self, register_bound: int) -> ReductionChain:
-        steps: list[ConditionalSubtraction | ShoupReduction] = []
-        bound = register_bound
-        if bound >= 4 * self.q:
-            steps.append(ShoupReduction(self.q, self.bits, self.isa))
-            bound = steps[-1].reduced_bound(bound)
-        while bound >= self.q:
-            steps.append(ConditionalSubtraction(self.q, self.q * -(-(bound + 1) // (2 * self.q)), self.bits,
-                                                self.isa))
-            bound = steps[-1].reduced_bound(bound)
-        return ReductionChain(self.kind, tuple(steps))

@@ -21,7 +21,7 @@ from ...machine.ops import lane_range
 from ...passes import special64, wide
 from ...passes.lemmas import ScalarIdiom, prove
 from .reducers import broadcast_const, emit_idiom
-from .shoup import ReductionChain
+from .harvey import ReductionChain
 
 NAME = "special"
 
