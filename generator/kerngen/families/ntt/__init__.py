@@ -10,7 +10,7 @@ from ...errors import ParamError
 from ...core.family import Constants, Family
 from ...core.progress import Progress
 from ...passes.lemmas import LemmaError
-from . import build, checks, explore, params, tables, vendoring
+from . import bench, build, checks, explore, params, tables, vendoring
 from .design import design, prove_lemmas
 from .reducers import barrett_reducer
 
@@ -70,7 +70,7 @@ class NttFamily(Family):
         return out + checks.basis_proofs(manifest.json, calls)
 
     def bench_items(self, bundle, library, workdir):
-        return checks.bench_items(bundle, library, workdir)
+        return bench.bench_items(bundle, library, workdir)
 
     constants = Constants(tables.kernel_tables, tables.broadcast_table, tables.header_lines)
     explorer = explore.EXPLORER
