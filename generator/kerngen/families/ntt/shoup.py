@@ -14,7 +14,8 @@ the odd w' stored moved down, the odd high halves blended over the even ones
 one instruction: `montgomery.high_halves`);
 64-bit vector lanes have no high-half multiplication and assemble Q (and,
 below AVX-512, which has vpmullq, the low halves too) from 32-bit pieces
-(`passes.wide`), w and w' stored with the high halves the pieces read, while lanes on general registers (the scalar ISA) take Q from `mulx` and the
+(`passes.wide`), w and w' stored with the high halves the pieces read,
+while lanes on general registers (the scalar ISA) take Q from `mulx` and the
 low halves from `imul`, as 16-bit lanes do from their instructions. Where
 the ISA has 52-bit multiply-adds (IFMA) and 4q < 2^52, 64-bit lanes keep
 every value below 2^52 and take the product from them (`passes.ifma`),
