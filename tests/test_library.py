@@ -146,7 +146,7 @@ def test_a_gf2m_product_matches_carry_less_multiplication_mod_the_polynomial(cac
                 product ^= poly << (bit - m)
         assert value(got) == product
     a[0, 3] = np.uint64(1 << 63)
-    with pytest.raises(ValueError, match="mul_avx2: argument 'a': .*bit 233"):
+    with pytest.raises(ValueError, match=r"mul_avx(512|2): argument 'a': .*bit 233"):
         field.mul(out, a, b)
 
 

@@ -130,8 +130,12 @@ def _madd52_low(o, x, y):
     return _madd52(o, x, y, high=False)
 
 
+def _xor(o, x, y):
+    return x ^ y
+
+
 @pytest.mark.parametrize("masking", ["merge", "zero"])
-@pytest.mark.parametrize("name,inner", [("vpaddq_evex", _add), ("vpmadd52luq", _madd52_low)])
+@pytest.mark.parametrize("name,inner", [("vpaddq_evex", _add), ("vpmadd52luq", _madd52_low), ("vpxorq_evex", _xor)])
 def test_masking_on_ints_arrays_and_z3(name, inner, masking):
     row = spec(f"{name}_{masking}")
     zeroing = masking == "zero"
@@ -274,6 +278,7 @@ def test_the_evex_rows_are_only_the_evex_isas_choice():
     evex_only = {name for name, op in OPS.items() if op.forms and all(f.encoding is EVEX for f in op.forms)}
     assert evex_only == {"vpternlogd", "vpternlogq", "vpmadd52luq", "vpmadd52huq", "vpcmpgtq_k", "vpcmpuq_k",
                          "vpaddq_evex", "vpaddq_evex_merge", "vpaddq_evex_zero", "vpmadd52luq_merge", "vpmadd52luq_zero",
+                         "vpxorq_evex", "vpxorq_evex_merge", "vpxorq_evex_zero",
                          "vshufi64x2", "valignq", "vbroadcasti64x4", "vextracti64x4", "vpshrdq", "vpsraq", "mullo64",
                          "minu64", "vpblendmw_imm", "vpblendmd_imm", "zero", "vptestmd_k", "vmovshdup_merge",
                          "vpermi2q", "vpermt2q", "vpermi2d", "vpermt2d"}

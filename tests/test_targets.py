@@ -52,8 +52,8 @@ def test_other_platforms_render_and_assemble(name, platform, fmt, abi, tmp_path)
         assert all(ln.startswith("global _kg_") for ln in asm.splitlines() if ln.startswith("global"))
 
 
-_SAVE = re.compile(r"^v?movdqa \[rsp \+ (\d+)\], (xmm\d+)$")
-_RESTORE = re.compile(r"^v?movdqa (xmm\d+), \[(rsp|rbp) \+ (\d+)\]$")
+_SAVE = re.compile(r"^v?movdqa(?:64)? \[rsp \+ (\d+)\], (xmm\d+)$")  # EVEX kernels save with vmovdqa64
+_RESTORE = re.compile(r"^v?movdqa(?:64)? (xmm\d+), \[(rsp|rbp) \+ (\d+)\]$")
 
 
 def _saved_and_used(body: list[str]) -> tuple[set[str], set[str], set[str]]:

@@ -7,7 +7,7 @@
 ;   family = "gf2m"
 ;   m = 163
 ;   poly = [163, 7, 6, 3, 0]
-;   isa = "avx2"
+;   isa = ["avx512", "avx2"]
 ;   prefix = "kg_gf2m163"
 ;   abi = "sysv"
 ;   visibility = "hidden"
@@ -65,6 +65,266 @@ gf2m_mask_ffffffffffffffff_0:
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
+
+; a -> a^(2^10) mod f: columns x^j -> x^(j 2^10), pre-rotated by lane
+align 32
+gf2m_sq10_map:
+    dq 0x0000000000000001, 0xab4575074f3d6a6c, 0x00000003c5625bf7, 0x0000000000000000
+    dq 0x0000000000000000, 0x000000056f70d93a, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x0000000000000000, 0x9f2b34fa70a6ce06, 0x0000000000000000
+    dq 0x0000000000000000, 0x015cb297d076b113, 0xc5704adaefb0729f, 0x0000000000000000
+    dq 0x1010400000000000, 0xbbd2246e3c245c78, 0x0000000521a2dd81, 0x0000000000000000
+    dq 0x0000000001551501, 0x00000007ba839ab9, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x0000000000000000, 0x8af595900e9d34eb, 0x0000000000000000
+    dq 0x0000000000000000, 0x5f3a29005747e037, 0x0b771158bed5fbeb, 0x0000000000000000
+    dq 0x000000000018aab2, 0x270983bc63605040, 0x0000000182dadd3b, 0x0000000000000000
+    dq 0x0100010010000000, 0x000000036ca06cf0, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000101110001, 0x0000000000000000, 0xf406e12bae7a7012, 0x0000000000000000
+    dq 0x0000000000000000, 0x0c24c77612c815e1, 0xe65fb6b317d36344, 0x0000000000000000
+    dq 0x00001f7144800000, 0xe1028a48fe087f04, 0x00000002473896fc, 0x0000000000000000
+    dq 0x00001f715bf14480, 0x000000055f25e86a, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000001410400, 0x0000000000000000, 0x94f4680df60f09a2, 0x0000000000000000
+    dq 0x0000000000000000, 0x0194d4205f756f94, 0x32d5d97e3cd70fa7, 0x0000000000000000
+    dq 0x001921405d64445f, 0xca26595de05bc5ae, 0x00000004405c3c81, 0x0000000000000000
+    dq 0x2000001920192000, 0x000000046fd39c84, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000120193939, 0x0000000000000000, 0x697fc23bf7ed06b6, 0x0000000000000000
+    dq 0x0000000000000000, 0xac86ea301b382d3d, 0xf10da3b0357ab343, 0x0000000000000000
+    dq 0x000000000000005f, 0x43c224641fd9e1ba, 0x0000000187434197, 0x0000000000000000
+    dq 0x07a635daf0b39448, 0x00000004f9a78b2b, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000006fc2ce513, 0x0000000000000000, 0x2fd3163ce630ff30, 0x0000000000000000
+    dq 0x0000000000000000, 0x529a7ac5c98d6f87, 0xe786582303e5339f, 0x0000000000000000
+    dq 0x0e960fb8ad1207a0, 0x89707745f6dfeece, 0x00000002b9d2c51c, 0x0000000000000000
+    dq 0x2192000001551501, 0x0000000419307e48, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000011008f219, 0x0000000000000000, 0xdf78015eb44bd221, 0x0000000000000000
+    dq 0x0000000000000000, 0xd26545786afc83ea, 0x98c8b1bb6f892462, 0x0000000000000000
+    dq 0xaa3119209318abda, 0xad75b1e9f542cf08, 0x0000000258f6a218, 0x0000000000000000
+    dq 0x39b38bb2118a2829, 0x000000015afb5966, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000058109aaaa, 0x0000000000000000, 0x0dca8398747ec12c, 0x0000000000000000
+    dq 0x0000000000000000, 0xc9b3e2205900596c, 0xfd7d76cbb26aad64, 0x0000000000000000
+    dq 0x11510b6154900f66, 0xa4c53cb607a74bf6, 0x00000006a131270f, 0x0000000000000000
+    dq 0x5bf15ab040811000, 0x00000004b4acc6a8, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000040801f71, 0x0000000000000000, 0x0c35a9a49ad09c1b, 0x0000000000000000
+    dq 0x0000000000000000, 0x0aa26907db3730eb, 0xb2ac09818868e077, 0x0000000000000000
+    dq 0x21411d3879645b37, 0x1180fc796f66493b, 0x0000000043e49661, 0x0000000000000000
+    dq 0x7825000019605c3d, 0x000000037d8d0aa0, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000007d655c3c, 0x0000000000000000, 0xb11384f81119e678, 0x0000000000000000
+    dq 0x0000000000000000, 0x385271775f637b5d, 0xa2cdb415c3ed3532, 0x0000000000000000
+    dq 0xfc2ce50b27a635bb, 0x3fdeadfbf7ab046f, 0x00000004f5f6482d, 0x0000000000000000
+    dq 0xbf0b395da1e98d76, 0x000000051174fe98, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000004616a731d, 0x0000000000000000, 0xb552b7430ad5315f, 0x0000000000000000
+    dq 0x0000000000000000, 0x3dc73f9db081cfe6, 0xff3183f0273e2a75, 0x0000000000000000
+    dq 0x1008f2182092000f, 0xa327b43ab349d38a, 0x0000000792b779e3, 0x0000000000000000
+    dq 0x1e864fb8b2c15d01, 0x00000000ac91b33d, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000000b3944800, 0x0000000000000000, 0xa116907622f7185a, 0x0000000000000000
+    dq 0x0000000000000000, 0x1c8a0561cddeecdb, 0x7d68376ba8c7fc5b, 0x0000000000000000
+    dq 0xc4510104000defe9, 0x8c039e8e3e01d678, 0x000000074b250df5, 0x0000000000000000
+    dq 0xa790de6544ca3404, 0x0000000588e5dbdd, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000003831064e, 0x0000000000000000, 0xfa0a66dcc654049c, 0x0000000000000000
+    dq 0x0000000000000000, 0x62b53361c7815baa, 0xb91b005f5e41dae1, 0x0000000000000000
+    dq 0x0549a971c70a20d9, 0xb502699494b3de28, 0x0000000073a5b70a, 0x0000000000000000
+    dq 0x10183f604bf155d0, 0x00000001c72c600c, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000121410401, 0x0000000000000000, 0x2af12abf1b94a68b, 0x0000000000000000
+    dq 0x0000000000000000, 0xe4345807cb2cb218, 0x4309066e00df4da4, 0x0000000000000000
+    dq 0xaf369484dd7a2a75, 0x6196b151a77ef3ce, 0x00000004fd5e21d4, 0x0000000000000000
+    dq 0x4eeeafadfab611db, 0x0000000679488602, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000016c592216, 0x0000000000000000, 0x04ff98d6976ba70b, 0x0000000000000000
+    dq 0x0000000000000000, 0x0dbbe60a99d37eb9, 0x7d319275ff46ca2d, 0x0000000000000000
+    dq 0x994697579cad0d84, 0x11db4dd13ae6cef7, 0x00000000343cfcec, 0x0000000000000000
+    dq 0x22b764879b2b0763, 0x0000000253df21d7, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000079d29b15e, 0x0000000000000000, 0x632d77ae6068868f, 0x0000000000000000
+    dq 0x0000000000000000, 0x593f084929dcbe64, 0xa94a871018082adc, 0x0000000000000000
+    dq 0xbc1af4a192535c14, 0xb555fa95ffbb503c, 0x0000000124717e49, 0x0000000000000000
+    dq 0x1f875eb9ad5713b9, 0x0000000566e5c39a, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000093064800, 0x0000000000000000, 0x0b39314384e9cd75, 0x0000000000000000
+    dq 0x0000000000000000, 0xc7ed5b9556e12d43, 0xdbb4eeca3954db9e, 0x0000000000000000
+    dq 0x4c2845731a7f9a74, 0xad4a6e70a46e1bf2, 0x000000037253e898, 0x0000000000000000
+    dq 0xe30af21ca526a5c3, 0x00000003b45cd242, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000640c789bc, 0x0000000000000000, 0x45e594df696bed25, 0x0000000000000000
+    dq 0x0000000000000000, 0x9e242183f249c59d, 0xd97decbf2c7812e0, 0x0000000000000000
+    dq 0x354114100e35d395, 0x24115109714c3501, 0x0000000058246a86, 0x0000000000000000
+    dq 0xa8fb6a7ae8b9604b, 0x00000002205d2d6c, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000001f932d25b, 0x0000000000000000, 0xb12efdf5c4634274, 0x0000000000000000
+    dq 0x0000000000000000, 0x10097f640cfdfecf, 0x236abd840c3e7d12, 0x0000000000000000
+    dq 0xe6f20bfdf8a86f6c, 0x2e972aa39b5b625b, 0x0000000015ea2b74, 0x0000000000000000
+    dq 0x9feca1dd75131158, 0x00000007ed7cf10a, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000064dcbb646, 0x0000000000000000, 0x7f574d1968cbf5d2, 0x0000000000000000
+    dq 0x0000000000000000, 0x930017c35da18aed, 0xf34d3a55a132ce70, 0x0000000000000000
+    dq 0xdfe5e8f1098fc9af, 0xd15a0158254c3500, 0x000000063928da60, 0x0000000000000000
+    dq 0x3a8dbab54616a670, 0x00000007414a24e2, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000002b6c9c5b9, 0x0000000000000000, 0xee44c193561ccba5, 0x0000000000000000
+    dq 0x0000000000000000, 0x0e8e3189b4f753b4, 0xa549877d7f5525c9, 0x0000000000000000
+    dq 0x101040000001101e, 0x0224ef21c568b041, 0x00000000b8a3cb4b, 0x0000000000000000
+    dq 0x3920011921550c21, 0x000000007c705af4, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000045800018, 0x0000000000000000, 0x88f683165ecc8f19, 0x0000000000000000
+    dq 0x0000000000000000, 0xfb241829bb38faa3, 0x57fa0d62bf9647c5, 0x0000000000000000
+    dq 0x11a1d2ea35c35a55, 0xe0a29357446d3d5d, 0x000000077a59117b, 0x0000000000000000
+    dq 0x954800404b9cc8b7, 0x0000000775430dda, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000007248af0b2, 0x0000000000000000, 0xc4632adee18c650d, 0x0000000000000000
+    dq 0x0000000000000000, 0xb91cfcc154f2a221, 0x148d9a210cecd168, 0x0000000000000000
+    dq 0xa2097faf70cd2462, 0x6a129bd55d0cea2d, 0x00000007fa8a3e26, 0x0000000000000000
+    dq 0x0509fd783b375199, 0x00000000bcb01eef, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000003939f31c7, 0x0000000000000000, 0x0c5ec229b4376607, 0x0000000000000000
+    dq 0x0000000000000000, 0x309ffa445bffb9a9, 0xf2cdb421a000a663, 0x0000000000000000
+    dq 0xc49f775be7c08809, 0x0624db1eb574ad7e, 0x000000043f5baa4c, 0x0000000000000000
+    dq 0x71e704b9ad68f137, 0x00000005a4aaaae2, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000047ef87da9, 0x0000000000000000, 0xa68d8fbfeb5bd13d, 0x0000000000000000
+    dq 0x0000000000000000, 0x0fafef6ebd0a4e1b, 0xf11621f46adf147a, 0x0000000000000000
+    dq 0xb74d78604961c80f, 0xec63864ebe0082d2, 0x000000038f7e12a0, 0x0000000000000000
+    dq 0xd0ac869a6738b483, 0x00000006db2af48f, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000004a58d70d1, 0x0000000000000000, 0xc71c13fc69f7f304, 0x0000000000000000
+    dq 0x0000000000000000, 0x048200fba9277a36, 0xf7b4566088aa9a2a, 0x0000000000000000
+    dq 0x2a1356c5903257ba, 0x4abeb70295c52104, 0x00000003aabbc71b, 0x0000000000000000
+    dq 0x218310587d610a69, 0x0000000418038303, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000005589e319, 0x0000000000000000, 0x209274e415b035bb, 0x0000000000000000
+    dq 0x0000000000000000, 0xb6569b539636ed40, 0xa29002cc256b2070, 0x0000000000000000
+    dq 0xabcfbb7e63c89435, 0x042d8862d87101f9, 0x0000000774706221, 0x0000000000000000
+    dq 0x22a5efd78efb2d0f, 0x0000000212031e65, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000007b89c384c, 0x0000000000000000, 0xa049b757c81f9d3f, 0x0000000000000000
+    dq 0x0000000000000000, 0xb68e3a282a1ddd88, 0x2549a3fab6d12b07, 0x0000000000000000
+    dq 0xfa709e0085cea078, 0xf5596ff4963656ca, 0x000000033cf5e41a, 0x0000000000000000
+    dq 0x00b19dc354a97928, 0x000000052a858d0f, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000004d05adc34, 0x0000000000000000, 0xf4f9fa3a183a1c75, 0x0000000000000000
+    dq 0x0000000000000000, 0x34c6cb29e465d5b5, 0x49a7c520228b7094, 0x0000000000000000
+    dq 0x51f9f558e22aafe3, 0x694339fab257288e, 0x000000029813c0e5, 0x0000000000000000
+    dq 0x84ba77ad67314882, 0x00000007e878682d, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000022c692db1, 0x0000000000000000, 0x73bcc256a8285a53, 0x0000000000000000
+    dq 0x0000000000000000, 0x21bbe82e6dc08eed, 0xea80ab2bf4bbaa54, 0x0000000000000000
+    dq 0x16440db8f74492cd, 0x842c021d66338062, 0x000000015b0e3192, 0x0000000000000000
+    dq 0x54f9bc8aa5f7a55b, 0x000000039e58eea5, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000004f6f656d2, 0x0000000000000000, 0x3185b2691edf2e6e, 0x0000000000000000
+    dq 0x0000000000000000, 0x12affd5514aa1db8, 0xd5dfe79ab97ef555, 0x0000000000000000
+    dq 0x21d59e34009a7f02, 0xe76070e187186992, 0x000000038dfe7a49, 0x0000000000000000
+    dq 0x3939f34544c3120f, 0x00000007a9db3f4f, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000593105138, 0x0000000000000000, 0xbd46cb344239a490, 0x0000000000000000
+    dq 0x0000000000000000, 0x46a42cc51ecfe0b1, 0xecc3014908e6f1c2, 0x0000000000000000
+    dq 0x6d9ca2f21a12aba2, 0x3004e07d27ecbb3f, 0x00000007c6713a5c, 0x0000000000000000
+    dq 0x511801444b91adef, 0x00000006d2373b2c, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000035058e4b6, 0x0000000000000000, 0x909e84ad84509694, 0x0000000000000000
+    dq 0x0000000000000000, 0xa476e988b51aeaba, 0xaa6ea35ba56febbd, 0x0000000000000000
+    dq 0x75f8d3a5c52cadc8, 0x3d6a64dc721bd4ee, 0x0000000600cd5a51, 0x0000000000000000
+    dq 0x424934d09ede3dea, 0x000000034bcd655e, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000186eb4163, 0x0000000000000000, 0x05ebcbc9c99dfd48, 0x0000000000000000
+    dq 0x0000000000000000, 0x3ccbc2205f1f056e, 0x5e5b565069f4f517, 0x0000000000000000
+    dq 0x26808ba96c4f414c, 0x7cdb93094c67a88f, 0x000000079576d9f9, 0x0000000000000000
+    dq 0xfe07163daeecb32e, 0x00000006b4051bf2, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000356168bec, 0x0000000000000000, 0x243b7fe77d02b43c, 0x0000000000000000
+    dq 0x0000000000000000, 0x80548fb4a4b8e0bb, 0x82111672af43f428, 0x0000000000000000
+    dq 0x970cd21780df3ab3, 0x4761e562550ebcc7, 0x0000000000000000, 0x0000000000000000
+    dq 0x0c73bdb58e9e042c, 0x00000004a15ccb02, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000007efc17d9b, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x43af55cce7add7b1, 0x0000000000000000, 0x0000000000000000
+    dq 0x50f96c9a69cb73a2, 0x52613ee8be2fb593, 0x0000000000000000, 0x0000000000000000
+    dq 0x46541d128bdfa094, 0x00000007f59d0fb3, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000795f14d86, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x4749557556022265, 0x0000000000000000, 0x0000000000000000
+    dq 0x18cb7091597e8d7b, 0x41cc7c890b25c7cb, 0x0000000000000000, 0x0000000000000000
+    dq 0xd5275f57968c3981, 0x0000000333badc6d, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000005b4e11e31, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x8293ecb27380ac9b, 0x0000000000000000, 0x0000000000000000
+    dq 0x79dea0a2da7e3c3e, 0xded6a269a77f0999, 0x0000000000000000, 0x0000000000000000
+    dq 0xc04346f4d6c54c0d, 0x000000003fbea076, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000214c5ed73, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xfd0fa3fcfefeaf1f, 0x0000000000000000, 0x0000000000000000
+    dq 0x8387a850ae8ba4f8, 0xe2349d7a3008ce1f, 0x0000000000000000, 0x0000000000000000
+    dq 0xd1d778f732e387b9, 0x00000005895d1376, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000005132d046d, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xecd84cea6f7d7a2c, 0x0000000000000000, 0x0000000000000000
+    dq 0x13cbf47fe3b7d98b, 0x9ccc9cc8b74aa7a6, 0x0000000000000000, 0x0000000000000000
+    dq 0xaad847e00fca9ac4, 0x000000034b6b2c80, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000006f0454956, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x475e7b26cba83e58, 0x0000000000000000, 0x0000000000000000
+    dq 0x25d4df714487db92, 0xfa2bb441c8d553ed, 0x0000000000000000, 0x0000000000000000
+    dq 0x0100011931550a6f, 0x000000041149a9ae, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000501110001, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x858fecb2df702904, 0x0000000000000000, 0x0000000000000000
+    dq 0x00193f704598abe6, 0x725d86205327a44e, 0x0000000000000000, 0x0000000000000000
+    dq 0x01001e686bf14480, 0x000000009c115d21, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000093dd6c01, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x8b4bd2c93c1fd270, 0x0000000000000000, 0x0000000000000000
+    dq 0x451d7e2009a44450, 0xd9bc123cb4d789f1, 0x0000000000000000, 0x0000000000000000
+    dq 0x6eecece922bc20c1, 0x00000006ba5cef54, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000192cc6bbf, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x03fa7d830599477d, 0x0000000000000000, 0x0000000000000000
+    dq 0x0510c2048577f7fe, 0x6a81af36df05cb1c, 0x0000000000000000, 0x0000000000000000
+    dq 0x26a771c381aee00c, 0x0000000115898346, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000795540b3e, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x9fd92be6c18f4d60, 0x0000000000000000, 0x0000000000000000
+    dq 0xeb8500c8f6f3437f, 0x9f70413b9649e3e7, 0x0000000000000000, 0x0000000000000000
+    dq 0x4d922d760b8219e5, 0x00000003e91c4563, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000007ed641c64, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xc691c63df899c983, 0x0000000000000000, 0x0000000000000000
+    dq 0x956299b97f85cc01, 0x39537baceb1b6511, 0x0000000000000000, 0x0000000000000000
+    dq 0x99bafbaeb4de6203, 0x0000000090bb781d, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000006e05ab7c6, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xf87e39e35ed47a96, 0x0000000000000000, 0x0000000000000000
+    dq 0x2cf45b01c3c9a1e8, 0xd130d1efbdc543b4, 0x0000000000000000, 0x0000000000000000
+    dq 0x6602d55b6acc73c9, 0x0000000774e0ee7c, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000004531dfc9a, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x0e7cdc5008877007, 0x0000000000000000, 0x0000000000000000
+    dq 0xf58163f74b02c4ab, 0x4b44e124fd7b165f, 0x0000000000000000, 0x0000000000000000
+    dq 0xb8754b85daab8e2a, 0x00000001c7c633d3, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000003bd1824fc, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x648518d5165dfb46, 0x0000000000000000, 0x0000000000000000
+    dq 0xcb79f848b9ea50af, 0xe4d9e8725a75f56d, 0x0000000000000000, 0x0000000000000000
+    dq 0x10e8db394eb0d5ee, 0x000000035ce981f5, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000006248f5e08, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xdd0123f9a8e096f0, 0x0000000000000000, 0x0000000000000000
+    dq 0x59b1c30c272fcf9f, 0xa8834ec9e5de90af, 0x0000000000000000, 0x0000000000000000
+    dq 0x8ab2d36ff6663f5c, 0x000000043f30a4fc, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000004681d2fc7, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xfdc42efe3669daef, 0x0000000000000000, 0x0000000000000000
+    dq 0xe09d735c759c352f, 0x01e8d05451a10975, 0x0000000000000000, 0x0000000000000000
+    dq 0xbc1781d5c71a766b, 0x00000007559ad15e, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000004aab4562e, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x360542ad7bf1deac, 0x0000000000000000, 0x0000000000000000
+    dq 0xf821886df97793c4, 0x90e3d2fbeb101387, 0x0000000000000000, 0x0000000000000000
+    dq 0x9ab9be74558b386c, 0x0000000583d9ef42, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000008ae97a17, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xd302a55aba2c0caa, 0x0000000000000000, 0x0000000000000000
+    dq 0x3d062d9ab2418c1b, 0xd9448746ae535581, 0x0000000000000000, 0x0000000000000000
+    dq 0x99da88d7c8d1537a, 0x00000001dc06d1fb, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000007a48265f4, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x31bbeef7e7c849cc, 0x0000000000000000, 0x0000000000000000
+    dq 0x8d253289aea934ec, 0xb5216ffababb8e1f, 0x0000000000000000, 0x0000000000000000
+    dq 0x3facc58f21a7b858, 0x0000000200bd816b, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000497bf56af, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xd73005b47748ef3e, 0x0000000000000000, 0x0000000000000000
+    dq 0x690b3fd9f47038d3, 0x4939e5cce311559e, 0x0000000000000000, 0x0000000000000000
+    dq 0x774958a2c4a88499, 0x0000000097adaae4, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000016aeca438, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x9931faf9048d6a44, 0x0000000000000000, 0x0000000000000000
+    dq 0x36f5aa286eb42baa, 0x6c5aad0597667ece, 0x0000000000000000, 0x0000000000000000
+    dq 0x11be6932415235bf, 0x00000007eaf55715, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000004d660894b, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xff0c2aeb762f2f13, 0x0000000000000000, 0x0000000000000000
+    dq 0x4ea075ee6c2f4ba7, 0xe3d53e0de3ef1800, 0x0000000000000000, 0x0000000000000000
+    dq 0x68dc7b550a1ebe81, 0x00000004393b2cb1, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000003ddce9a8, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x64f4ef69d461e57d, 0x0000000000000000, 0x0000000000000000
+    dq 0x3a4d8f06933a8cc9, 0x5aeb1e4b01975ab6, 0x0000000000000000, 0x0000000000000000
+    dq 0x524440fe3c8522cd, 0x00000005c80ed98f, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000005f31bb0d5, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xfd8badd653570e2c, 0x0000000000000000, 0x0000000000000000
+    dq 0x17bc458c642bd139, 0x947b334e6473ceb6, 0x0000000000000000, 0x0000000000000000
+    dq 0xaa88d006f7881e79, 0x00000001ad77ce87, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000003f84ab4aa, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x7c9d287bb6b79dd9, 0x0000000000000000, 0x0000000000000000
+    dq 0x47695e3aec08c241, 0x53e59f645aa38bbc, 0x0000000000000000, 0x0000000000000000
+    dq 0x0bc553550ae4e4b7, 0x00000000fef5d963, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000000e2403712, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x423f71f10bdfb843, 0x0000000000000000, 0x0000000000000000
+    dq 0x13c3d8c3611c2b1d, 0xcef22103060f4a4b, 0x0000000000000000, 0x0000000000000000
+    dq 0x69ab855f641ab242, 0x00000004d6505f66, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000007a57ac777, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x9b8996a1dae57fea, 0x0000000000000000, 0x0000000000000000
+    dq 0x87dc72cea6c0cf7d, 0xcd2b29a8f2b0a667, 0x0000000000000000, 0x0000000000000000
+    dq 0x8f380af93aa55ee6, 0x000000057679e510, 0x0000000000000000, 0x0000000000000000
+    dq 0x000000007059b974, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0xdf81f1a0492c9f3d, 0x0000000000000000, 0x0000000000000000
+    dq 0x5052430efda0c689, 0x91ce5c55ffdfed88, 0x0000000000000000, 0x0000000000000000
+    dq 0xd4f456b01176cf03, 0x00000006f28a06ea, 0x0000000000000000, 0x0000000000000000
+    dq 0x00000006f5db3515, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x89b0d00b6b0bb4cd, 0x0000000000000000, 0x0000000000000000
 
 ; a -> a^(2^16) mod f: columns x^j -> x^(j 2^16), pre-rotated by lane
 align 32
@@ -1118,6 +1378,4104 @@ gf2m_zero_x2:
 
 
 section .text
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_mul_avx512: out = a * b mod f in GF(2^163)
+;
+;   requires: a, b: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   ensures: out = a*b mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-9}, rax, flags
+;
+; reduction schedule:
+;   products: s4 blocks of 128 bits, schoolbook over blocks
+;   lazy form (degree < 192): remainders modulo x^29 f = x^192 + x^36 + x^35 + x^32 + x^29, in one pass from the top pair down, each word folded once
+;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
+; ---------------------------------------------------------------------------
+global kg_gf2m163_mul_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_mul_avx512.end - kg_gf2m163_mul_avx512)
+align 32
+kg_gf2m163_mul_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vmovdqu64    xmm2, [rdx]
+    vmovq        xmm3, qword [rdx + 16]
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm3, 0
+    vpclmulqdq   xmm0, xmm0, xmm3, 1
+    vpclmulqdq   xmm9, xmm1, xmm2, 0
+    vpclmulqdq   xmm2, xmm1, xmm2, 16
+    vpclmulqdq   xmm1, xmm1, xmm3, 0
+    vpxorq       xmm3, xmm5, xmm6
+    vpternlogq   xmm7, xmm8, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm2
+    vpslldq      xmm2, xmm3, 8
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpsrldq      xmm0, xmm0, 8
+    vpxorq       xmm0, xmm1, xmm0
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm1, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
+    vpternlogq   xmm7, xmm3, xmm0, 150
+    vpsrldq      xmm0, xmm1, 8
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 0
+    vpternlogq   xmm4, xmm2, xmm0, 150
+    vpslldq      xmm0, xmm1, 8
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm1, xmm7, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm2, xmm1, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm5, xmm2, 6
+    vpsllq       xmm6, xmm2, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm5, xmm2, 150
+    vpternlogq   xmm4, xmm0, xmm3, 150
+    vmovdqu64    [rdi], xmm4
+    vmovq        qword [rdi + 16], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_sqr_avx512: out = a^2 mod f in GF(2^163)
+;
+;   requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   ensures: out = a^2 mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-5}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_avx512.end - kg_gf2m163_sqr_avx512)
+align 32
+kg_gf2m163_sqr_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm3, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vmovdqu64    [rdi], xmm0
+    vmovq        qword [rdi + 16], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_mul_lazy_avx512: out = a * b mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+;
+;   requires: a, b: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   ensures: out ≡ a*b (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-9}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_mul_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_mul_lazy_avx512.end - kg_gf2m163_mul_lazy_avx512)
+align 32
+kg_gf2m163_mul_lazy_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vmovdqu64    xmm2, [rdx]
+    vmovq        xmm3, qword [rdx + 16]
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm3, 0
+    vpclmulqdq   xmm0, xmm0, xmm3, 1
+    vpclmulqdq   xmm9, xmm1, xmm2, 0
+    vpclmulqdq   xmm2, xmm1, xmm2, 16
+    vpclmulqdq   xmm1, xmm1, xmm3, 0
+    vpxorq       xmm3, xmm5, xmm6
+    vpternlogq   xmm7, xmm8, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm2
+    vpslldq      xmm2, xmm3, 8
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpsrldq      xmm0, xmm0, 8
+    vpxorq       xmm0, xmm1, xmm0
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm1, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
+    vpternlogq   xmm7, xmm3, xmm0, 150
+    vpsrldq      xmm0, xmm1, 8
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 0
+    vpternlogq   xmm4, xmm2, xmm0, 150
+    vpslldq      xmm0, xmm1, 8
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm1, xmm7, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqu64    [rdi], xmm0
+    vmovq        qword [rdi + 16], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_sqr_lazy_avx512: out = a^2 mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+;
+;   requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   ensures: out ≡ a^2 (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-4}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_sqr_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_lazy_avx512.end - kg_gf2m163_sqr_lazy_avx512)
+align 32
+kg_gf2m163_sqr_lazy_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm3, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqu64    [rdi], xmm0
+    vmovq        qword [rdi + 16], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_freeze_avx512: out = a mod f: a lazy element in its reduced form
+;
+;   requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+;   ensures: out = a mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512F, AVX512VL (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-4}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_freeze_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_freeze_avx512.end - kg_gf2m163_freeze_avx512)
+align 32
+kg_gf2m163_freeze_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovq        xmm0, qword [rsi + 16]
+    vpsrlq       xmm1, xmm0, 35
+    vpsllq       xmm2, xmm1, 7
+    vpsllq       xmm3, xmm1, 6
+    vpsllq       xmm4, xmm1, 3
+    vpandq       xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm4, xmm1
+    vpternlogq   xmm2, xmm3, xmm1, 150
+    vpxorq       xmm1, xmm2, [rsi]
+    vmovdqu64    [rdi], xmm1
+    vmovq        qword [rdi + 16], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_reduce_avx512: out = c mod f for an unreduced c of degree <= 324
+;
+;   requires: c: 6 little-endian uint64 limbs, degree <= 324 (below 2^325); limbs above 5 are not read
+;   ensures: out = c mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-5}, rax, flags
+;
+; reduction schedule:
+;   products: s4 blocks of 128 bits, schoolbook over blocks
+;   lazy form (degree < 192): remainders modulo x^29 f = x^192 + x^36 + x^35 + x^32 + x^29, in one pass from the top pair down, each word folded once
+;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
+; ---------------------------------------------------------------------------
+global kg_gf2m163_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_avx512.end - kg_gf2m163_reduce_avx512)
+align 32
+kg_gf2m163_reduce_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi + 32]
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm1, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm0, xmm0, [rax - 128], 1
+    vpxorq       xmm0, xmm0, [rsi + 16]
+    vpsrldq      xmm2, xmm1, 8
+    vpxorq       xmm2, xmm0, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
+    vpslldq      xmm3, xmm1, 8
+    vpternlogq   xmm2, xmm3, [rsi], 150
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm3, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm2, xmm3
+    vmovdqu64    [rdi], xmm0
+    vmovq        qword [rdi + 16], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_mulwide_avx512: out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)
+;
+;   requires: a, b: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   ensures: out = a*b: 6 limbs, degree <= 324, not reduced
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-9}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_mulwide_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_mulwide_avx512.end - kg_gf2m163_mulwide_avx512)
+align 32
+kg_gf2m163_mulwide_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vmovdqu64    xmm2, [rdx]
+    vmovq        xmm3, qword [rdx + 16]
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpclmulqdq   xmm8, xmm0, xmm3, 0
+    vpclmulqdq   xmm0, xmm0, xmm3, 1
+    vpclmulqdq   xmm9, xmm1, xmm2, 0
+    vpclmulqdq   xmm2, xmm1, xmm2, 16
+    vpclmulqdq   xmm1, xmm1, xmm3, 0
+    vpxorq       xmm3, xmm5, xmm6
+    vpternlogq   xmm7, xmm8, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm2
+    vpslldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm4, xmm2
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxorq       xmm3, xmm7, xmm3
+    vpsrldq      xmm0, xmm0, 8
+    vpxorq       xmm0, xmm1, xmm0
+    vmovdqu64    [rdi], xmm2
+    vmovdqu64    [rdi + 16], xmm3
+    vmovdqu64    [rdi + 32], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_muladd_avx512: out = a*b + c*d mod f in GF(2^163), one reduction
+;
+;   requires: a, b, c, d: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   ensures: out = a*b + c*d mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-16}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_muladd_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_muladd_avx512.end - kg_gf2m163_muladd_avx512)
+align 32
+kg_gf2m163_muladd_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vmovdqu64    xmm2, [rdx]
+    vmovq        xmm3, qword [rdx + 16]
+    vmovdqu64    xmm4, [rcx]
+    vmovq        xmm5, qword [rcx + 16]
+    vmovdqu64    xmm6, [r8]
+    vmovq        xmm7, qword [r8 + 16]
+    vpclmulqdq   xmm8, xmm0, xmm2, 0
+    vpclmulqdq   xmm9, xmm0, xmm2, 1
+    vpclmulqdq   xmm10, xmm0, xmm2, 16
+    vpclmulqdq   xmm11, xmm0, xmm2, 17
+    vpclmulqdq   xmm12, xmm0, xmm3, 0
+    vpclmulqdq   xmm0, xmm0, xmm3, 1
+    vpclmulqdq   xmm13, xmm1, xmm2, 0
+    vpclmulqdq   xmm2, xmm1, xmm2, 16
+    vpclmulqdq   xmm1, xmm1, xmm3, 0
+    vpternlogq   xmm11, xmm12, xmm13, 150
+    vpclmulqdq   xmm3, xmm4, xmm6, 0
+    vpclmulqdq   xmm12, xmm4, xmm6, 1
+    vpclmulqdq   xmm13, xmm4, xmm6, 16
+    vpclmulqdq   xmm14, xmm4, xmm6, 17
+    vpclmulqdq   xmm15, xmm4, xmm7, 0
+    vpclmulqdq   xmm4, xmm4, xmm7, 1
+    vpclmulqdq   xmm16, xmm5, xmm6, 0
+    vpclmulqdq   xmm6, xmm5, xmm6, 16
+    vpclmulqdq   xmm5, xmm5, xmm7, 0
+    vpxorq       xmm7, xmm12, xmm13
+    vpternlogq   xmm14, xmm15, xmm16, 150
+    vpxorq       xmm4, xmm4, xmm6
+    vpternlogq   xmm9, xmm10, xmm7, 150
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpslldq      xmm2, xmm9, 8
+    vpternlogq   xmm8, xmm3, xmm2, 150
+    vpalignr     xmm2, xmm0, xmm9, 8
+    vpternlogq   xmm11, xmm14, xmm2, 150
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm1, xmm5, xmm0, 150
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm0, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpxorq       xmm1, xmm11, xmm1
+    vpsrldq      xmm2, xmm0, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
+    vpslldq      xmm3, xmm0, 8
+    vpternlogq   xmm8, xmm2, xmm3, 150
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm0, 35
+    vpsllq       xmm2, xmm1, 7
+    vpsllq       xmm3, xmm1, 6
+    vpsllq       xmm4, xmm1, 3
+    vpandq       xmm0, xmm0, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm4, xmm1
+    vpternlogq   xmm2, xmm3, xmm1, 150
+    vpxorq       xmm1, xmm8, xmm2
+    vmovdqu64    [rdi], xmm1
+    vmovq        qword [rdi + 16], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_reduce_gpr_avx512: out = c mod f for an unreduced c of degree <= 324 (64-bit general registers, one pass from the top word down)
+;
+;   requires: c: 6 little-endian uint64 limbs, degree <= 324 (below 2^325); limbs above 5 are not read
+;   ensures: out = c mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: none beyond x86-64 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: rax, rcx, rdx, r8, r9, flags
+;
+; reduction schedule:
+;   products: s4 blocks of 128 bits, schoolbook over blocks
+;   lazy form (degree < 192): remainders modulo x^29 f = x^192 + x^36 + x^35 + x^32 + x^29, in one pass from the top pair down, each word folded once
+;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
+;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
+; ---------------------------------------------------------------------------
+global kg_gf2m163_reduce_gpr_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_gpr_avx512.end - kg_gf2m163_reduce_gpr_avx512)
+align 32
+kg_gf2m163_reduce_gpr_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    mov          rax, qword [rsi + 40]
+    mov          rcx, qword [rsi + 32]
+    shld         rax, rcx, 29
+    mov          rdx, qword [rsi + 16]
+    xor          rdx, rax
+    mov          r8, rax
+    shl          r8, 3
+    xor          rdx, r8
+    mov          r8, rax
+    shr          r8, 61
+    mov          r9, qword [rsi + 24]
+    xor          r9, r8
+    mov          r8, rax
+    shl          r8, 6
+    xor          rdx, r8
+    mov          r8, rax
+    shr          r8, 58
+    xor          r9, r8
+    mov          r8, rax
+    shl          r8, 7
+    xor          rdx, r8
+    shr          rax, 57
+    xor          r9, rax
+    shld         rcx, r9, 29
+    mov          rax, qword [rsi + 8]
+    xor          rax, rcx
+    mov          r8, rcx
+    shl          r8, 3
+    xor          rax, r8
+    mov          r8, rcx
+    shr          r8, 61
+    xor          rdx, r8
+    mov          r8, rcx
+    shl          r8, 6
+    xor          rax, r8
+    mov          r8, rcx
+    shr          r8, 58
+    xor          rdx, r8
+    mov          r8, rcx
+    shl          r8, 7
+    xor          rax, r8
+    shr          rcx, 57
+    xor          rdx, rcx
+    shld         r9, rdx, 29
+    mov          rcx, qword [rsi]
+    xor          rcx, r9
+    mov          r8, r9
+    shl          r8, 3
+    xor          rcx, r8
+    mov          r8, r9
+    shr          r8, 61
+    xor          rax, r8
+    mov          r8, r9
+    shl          r8, 6
+    xor          rcx, r8
+    mov          r8, r9
+    shr          r8, 58
+    xor          rax, r8
+    mov          r8, r9
+    shl          r8, 7
+    xor          rcx, r8
+    mov          r8, r9
+    shr          r8, 57
+    xor          rax, r8
+    mov          qword [rdi + 8], rax
+    and          rdx, qword [rel gf2m_mask64_7ffffffff]
+    mov          qword [rdi + 16], rdx
+    mov          qword [rdi], rcx
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_msqr2_avx512: out = a^(2^2) mod f in GF(2^163) (2 squarings)
+;
+;   requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   ensures: out = a^(2^2) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-6}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr2_avx512.end - kg_gf2m163_msqr2_avx512)
+align 32
+kg_gf2m163_msqr2_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm6, [rel gf2m_g_1920000000]       ; held in a register: read 6 times
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vmovdqu64    [rdi], xmm0
+    vmovq        qword [rdi + 16], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_msqr4_avx512: out = a^(2^4) mod f in GF(2^163) (4 squarings)
+;
+;   requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   ensures: out = a^(2^4) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-6}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr4_avx512.end - kg_gf2m163_msqr4_avx512)
+align 32
+kg_gf2m163_msqr4_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm6, [rel gf2m_g_1920000000]       ; held in a register: read 12 times
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vmovdqu64    [rdi], xmm0
+    vmovq        qword [rdi + 16], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_msqr8_avx512: out = a^(2^8) mod f in GF(2^163) (8 squarings)
+;
+;   requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   ensures: out = a^(2^8) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-8}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr8_avx512.end - kg_gf2m163_msqr8_avx512)
+align 32
+kg_gf2m163_msqr8_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm6, [rel gf2m_g_1920000000]       ; held in a register: read 24 times
+    vmovdqu64    xmm7, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 8 times
+    vmovdqu64    xmm8, [rel gf2m_mask_7ffffffff_0]   ; held in a register: read 8 times
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm7, 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, xmm8
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm7, 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, xmm8
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm7, 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, xmm8
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm7, 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, xmm8
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm7, 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, xmm8
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm7, 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, xmm8
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm7, 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, xmm8
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vpclmulqdq   xmm1, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpclmulqdq   xmm1, xmm1, xmm6, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm7, 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, xmm8
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vmovdqu64    [rdi], xmm0
+    vmovq        qword [rdi + 16], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_msqr16_avx512: out = a^(2^16) mod f in GF(2^163) (one precomputed linear map, applied under masks)
+;
+;   requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   ensures: out = a^(2^16) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-6}, k{1-2}, rax, r11, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr16_avx512.end - kg_gf2m163_msqr16_avx512)
+align 32
+kg_gf2m163_msqr16_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vpbroadcastq ymm2, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpbroadcastq ymm0, xmm0
+    vpbroadcastq ymm1, xmm1
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm2, ymm0
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm1
+    vmovdqu64    ymm1, [rel gf2m_zero4]
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm1
+    vmovdqu64    ymm1, [rel gf2m_zero4]
+    vpsllq       ymm2, ymm0, 63
+    vpcmpgtq     k2, ymm1, ymm2
+    lea          rax, [rel gf2m_sq16_map + 128]      ; addresses gf2m_sq16_map near byte 0
+    vpxorq       ymm2{k2}{z}, ymm1, [rax - 128]
+    vpxorq       ymm3{k2}{z}, ymm1, [rax - 96]
+    vpxorq       ymm4{k2}{z}, ymm1, [rax - 64]
+    vpxorq       ymm5{k2}{z}, ymm1, [rax - 32]
+    vpsllq       ymm6, ymm0, 62
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 61
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 384]      ; addresses gf2m_sq16_map near byte 256
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 60
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 59
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 640]      ; addresses gf2m_sq16_map near byte 512
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 58
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 57
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 896]      ; addresses gf2m_sq16_map near byte 768
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 56
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 55
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 1152]     ; addresses gf2m_sq16_map near byte 1024
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 54
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 53
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 1408]     ; addresses gf2m_sq16_map near byte 1280
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 52
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 51
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 1664]     ; addresses gf2m_sq16_map near byte 1536
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 50
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 49
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 1920]     ; addresses gf2m_sq16_map near byte 1792
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 48
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 47
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 2176]     ; addresses gf2m_sq16_map near byte 2048
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 46
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 45
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 2432]     ; addresses gf2m_sq16_map near byte 2304
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 44
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 43
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 2688]     ; addresses gf2m_sq16_map near byte 2560
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 42
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 41
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 2944]     ; addresses gf2m_sq16_map near byte 2816
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 40
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 39
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 3200]     ; addresses gf2m_sq16_map near byte 3072
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 38
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 37
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 3456]     ; addresses gf2m_sq16_map near byte 3328
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 36
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 35
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 3712]     ; addresses gf2m_sq16_map near byte 3584
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 34
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 33
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 3968]     ; addresses gf2m_sq16_map near byte 3840
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 32
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 31
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 4224]     ; addresses gf2m_sq16_map near byte 4096
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 30
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 29
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 4480]     ; addresses gf2m_sq16_map near byte 4352
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 28
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 27
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 4736]     ; addresses gf2m_sq16_map near byte 4608
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 26
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 25
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 4992]     ; addresses gf2m_sq16_map near byte 4864
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 24
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 23
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 5248]     ; addresses gf2m_sq16_map near byte 5120
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 22
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 21
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 5504]     ; addresses gf2m_sq16_map near byte 5376
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 20
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 19
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 5760]     ; addresses gf2m_sq16_map near byte 5632
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 18
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 17
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 6016]     ; addresses gf2m_sq16_map near byte 5888
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 16
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 15
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 6272]     ; addresses gf2m_sq16_map near byte 6144
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 14
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 13
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 6528]     ; addresses gf2m_sq16_map near byte 6400
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 12
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 11
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 6784]     ; addresses gf2m_sq16_map near byte 6656
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 10
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 9
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 7040]     ; addresses gf2m_sq16_map near byte 6912
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 8
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 7
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 7296]     ; addresses gf2m_sq16_map near byte 7168
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 6
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 5
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 7552]     ; addresses gf2m_sq16_map near byte 7424
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 4
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 3
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 7808]     ; addresses gf2m_sq16_map near byte 7680
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 2
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 1
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 8064]     ; addresses gf2m_sq16_map near byte 7936
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpcmpgtq     k2, ymm1, ymm0
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpermq       ymm0, ymm3, 147
+    vpermq       ymm1, ymm4, 78
+    vpermq       ymm3, ymm5, 57
+    vpternlogq   ymm0, ymm2, ymm1, 150
+    vpxorq       ymm0, ymm0, ymm3
+    vextracti64x2 xmm1, ymm0, 0
+    vextracti64x2 xmm0, ymm0, 1
+    vmovdqu64    [rdi], xmm1
+    vmovq        qword [rdi + 16], xmm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_ladder_step_avx512: one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^163)
+;
+;   requires: st = (X0, Z0, X1, Z1), four elements of 3 limbs each, degree < 163 (fully reduced mod f)
+;   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 163 (fully reduced mod f)); swap[0] = 0 or all ones
+;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 163 (fully reduced mod f)
+;   out may be the same buffer as st (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-25}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step_avx512.end - kg_gf2m163_ladder_step_avx512)
+align 32
+kg_gf2m163_ladder_step_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm24, [rel gf2m_g_1920000000]      ; held in a register: read 27 times
+    vmovdqu64    xmm25, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 9 times
+    vmovq        xmm0, qword [rsi + 16]
+    vmovq        xmm1, qword [rsi + 40]
+    vmovdqu64    xmm2, [rsi + 48]
+    vmovq        xmm3, qword [rsi + 64]
+    vmovdqu64    xmm4, [rsi + 72]
+    vmovq        xmm5, qword [rsi + 88]
+    vmovdqu64    xmm6, [rdx]
+    vmovq        xmm7, qword [rdx + 16]
+    vmovdqu64    xmm8, [rcx]
+    vmovq        xmm9, qword [rcx + 16]
+    vpbroadcastq xmm10, qword [r8]
+    vpxorq       xmm11, xmm2, [rsi]
+    vpandq       xmm11, xmm11, xmm10
+    vpxorq       xmm12, xmm11, [rsi]
+    vpxorq       xmm2, xmm2, xmm11
+    vpxorq       xmm11, xmm0, xmm3
+    vpandq       xmm11, xmm11, xmm10
+    vpxorq       xmm0, xmm0, xmm11
+    vpxorq       xmm3, xmm3, xmm11
+    vpxorq       xmm11, xmm4, [rsi + 24]
+    vpandq       xmm11, xmm11, xmm10
+    vpxorq       xmm13, xmm11, [rsi + 24]
+    vpxorq       xmm4, xmm4, xmm11
+    vpxorq       xmm11, xmm1, xmm5
+    vpandq       xmm10, xmm11, xmm10
+    vpxorq       xmm1, xmm1, xmm10
+    vpxorq       xmm5, xmm5, xmm10
+    vpclmulqdq   xmm10, xmm12, xmm4, 0
+    vpclmulqdq   xmm11, xmm12, xmm4, 1
+    vpclmulqdq   xmm14, xmm12, xmm4, 16
+    vpclmulqdq   xmm15, xmm12, xmm4, 17
+    vpclmulqdq   xmm16, xmm12, xmm5, 0
+    vpclmulqdq   xmm17, xmm12, xmm5, 1
+    vpclmulqdq   xmm18, xmm0, xmm4, 0
+    vpclmulqdq   xmm4, xmm0, xmm4, 16
+    vpclmulqdq   xmm5, xmm0, xmm5, 0
+    vpxorq       xmm11, xmm11, xmm14
+    vpternlogq   xmm15, xmm16, xmm18, 150
+    vpxorq       xmm4, xmm17, xmm4
+    vpslldq      xmm14, xmm11, 8
+    vpalignr     xmm11, xmm4, xmm11, 8
+    vpsrldq      xmm4, xmm4, 8
+    vpxorq       xmm4, xmm5, xmm4
+    vpclmulqdq   xmm5, xmm4, xmm24, 0
+    vpclmulqdq   xmm4, xmm4, xmm24, 1
+    vpternlogq   xmm15, xmm11, xmm4, 150
+    vpsrldq      xmm4, xmm5, 8
+    vpxorq       xmm4, xmm15, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm24, 0
+    vpternlogq   xmm10, xmm14, xmm4, 150
+    vpslldq      xmm4, xmm5, 8
+    vpxorq       xmm4, xmm10, xmm4
+    vpsrldq      xmm5, xmm5, 8
+    vpternlogq   xmm5, xmm15, xmm25, 40
+    vpclmulqdq   xmm10, xmm2, xmm13, 0
+    vpclmulqdq   xmm11, xmm2, xmm13, 1
+    vpclmulqdq   xmm14, xmm2, xmm13, 16
+    vpclmulqdq   xmm15, xmm2, xmm13, 17
+    vpclmulqdq   xmm16, xmm2, xmm1, 0
+    vpclmulqdq   xmm2, xmm2, xmm1, 1
+    vpclmulqdq   xmm17, xmm3, xmm13, 0
+    vpclmulqdq   xmm18, xmm3, xmm13, 16
+    vpclmulqdq   xmm3, xmm3, xmm1, 0
+    vpxorq       xmm11, xmm11, xmm14
+    vpternlogq   xmm15, xmm16, xmm17, 150
+    vpxorq       xmm2, xmm2, xmm18
+    vpslldq      xmm14, xmm11, 8
+    vpalignr     xmm11, xmm2, xmm11, 8
+    vpsrldq      xmm2, xmm2, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm24, 0
+    vpclmulqdq   xmm2, xmm2, xmm24, 1
+    vpternlogq   xmm15, xmm11, xmm2, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm15, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm24, 0
+    vpternlogq   xmm10, xmm14, xmm2, 150
+    vpslldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm10, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpternlogq   xmm3, xmm15, xmm25, 40
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm10, xmm12, xmm12, 17
+    vpclmulqdq   xmm11, xmm12, xmm12, 0
+    vpclmulqdq   xmm12, xmm0, xmm24, 0
+    vpclmulqdq   xmm0, xmm0, xmm24, 1
+    vpxorq       xmm0, xmm10, xmm0
+    vpsrldq      xmm10, xmm12, 8
+    vpxorq       xmm10, xmm0, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, xmm24, 0
+    vpslldq      xmm14, xmm12, 8
+    vpternlogq   xmm11, xmm10, xmm14, 150
+    vpsrldq      xmm10, xmm12, 8
+    vpternlogq   xmm10, xmm0, xmm25, 40
+    vpclmulqdq   xmm0, xmm1, xmm1, 0
+    vpclmulqdq   xmm1, xmm13, xmm13, 17
+    vpclmulqdq   xmm12, xmm13, xmm13, 0
+    vpclmulqdq   xmm13, xmm0, xmm24, 0
+    vpclmulqdq   xmm0, xmm0, xmm24, 1
+    vpxorq       xmm0, xmm1, xmm0
+    vpsrldq      xmm1, xmm13, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm24, 0
+    vpslldq      xmm14, xmm13, 8
+    vpternlogq   xmm12, xmm1, xmm14, 150
+    vpsrldq      xmm1, xmm13, 8
+    vpternlogq   xmm1, xmm0, xmm25, 40
+    vpxorq       xmm0, xmm4, xmm2
+    vpxorq       xmm13, xmm5, xmm3
+    vpclmulqdq   xmm13, xmm13, xmm13, 0
+    vpclmulqdq   xmm14, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm15, xmm13, xmm24, 0
+    vpclmulqdq   xmm13, xmm13, xmm24, 1
+    vpxorq       xmm13, xmm14, xmm13
+    vpsrldq      xmm14, xmm15, 8
+    vpxorq       xmm14, xmm13, xmm14
+    vpsrldq      xmm14, xmm14, 8
+    vpclmulqdq   xmm14, xmm14, xmm24, 0
+    vpslldq      xmm16, xmm15, 8
+    vpternlogq   xmm0, xmm14, xmm16, 150
+    vpsrldq      xmm14, xmm15, 8
+    vpternlogq   xmm14, xmm13, xmm25, 40
+    vpclmulqdq   xmm13, xmm11, xmm12, 0
+    vpclmulqdq   xmm15, xmm11, xmm12, 1
+    vpclmulqdq   xmm16, xmm11, xmm12, 16
+    vpclmulqdq   xmm17, xmm11, xmm12, 17
+    vpclmulqdq   xmm18, xmm11, xmm1, 0
+    vpclmulqdq   xmm19, xmm11, xmm1, 1
+    vpclmulqdq   xmm20, xmm10, xmm12, 0
+    vpclmulqdq   xmm21, xmm10, xmm12, 16
+    vpclmulqdq   xmm22, xmm10, xmm1, 0
+    vpxorq       xmm15, xmm15, xmm16
+    vpternlogq   xmm17, xmm18, xmm20, 150
+    vpxorq       xmm16, xmm19, xmm21
+    vpslldq      xmm18, xmm15, 8
+    vpalignr     xmm15, xmm16, xmm15, 8
+    vpsrldq      xmm16, xmm16, 8
+    vpxorq       xmm16, xmm22, xmm16
+    vpclmulqdq   xmm19, xmm16, xmm24, 0
+    vpclmulqdq   xmm16, xmm16, xmm24, 1
+    vpternlogq   xmm17, xmm15, xmm16, 150
+    vpsrldq      xmm15, xmm19, 8
+    vpxorq       xmm15, xmm17, xmm15
+    vpsrldq      xmm15, xmm15, 8
+    vpclmulqdq   xmm15, xmm15, xmm24, 0
+    vpternlogq   xmm13, xmm18, xmm15, 150
+    vpslldq      xmm15, xmm19, 8
+    vpsrldq      xmm16, xmm19, 8
+    vpternlogq   xmm16, xmm17, xmm25, 40
+    vpclmulqdq   xmm17, xmm8, xmm12, 0
+    vpclmulqdq   xmm18, xmm8, xmm12, 1
+    vpclmulqdq   xmm19, xmm8, xmm12, 16
+    vpclmulqdq   xmm20, xmm8, xmm12, 17
+    vpclmulqdq   xmm21, xmm8, xmm1, 0
+    vpclmulqdq   xmm8, xmm8, xmm1, 1
+    vpclmulqdq   xmm22, xmm9, xmm12, 0
+    vpclmulqdq   xmm12, xmm9, xmm12, 16
+    vpclmulqdq   xmm1, xmm9, xmm1, 0
+    vpxorq       xmm9, xmm18, xmm19
+    vpternlogq   xmm20, xmm21, xmm22, 150
+    vpxorq       xmm8, xmm8, xmm12
+    vpslldq      xmm12, xmm9, 8
+    vpalignr     xmm9, xmm8, xmm9, 8
+    vpsrldq      xmm8, xmm8, 8
+    vpxorq       xmm1, xmm1, xmm8
+    vpclmulqdq   xmm8, xmm1, xmm24, 0
+    vpclmulqdq   xmm1, xmm1, xmm24, 1
+    vpternlogq   xmm20, xmm9, xmm1, 150
+    vpsrldq      xmm1, xmm8, 8
+    vpxorq       xmm1, xmm20, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm24, 0
+    vpternlogq   xmm17, xmm12, xmm1, 150
+    vpslldq      xmm1, xmm8, 8
+    vpsrldq      xmm8, xmm8, 8
+    vpternlogq   xmm8, xmm20, xmm25, 40
+    vpternlogq   xmm17, xmm1, xmm11, 150
+    vpxorq       xmm1, xmm10, xmm8
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm8, xmm17, xmm17, 17
+    vpclmulqdq   xmm9, xmm17, xmm17, 0
+    vpclmulqdq   xmm10, xmm1, xmm24, 0
+    vpclmulqdq   xmm1, xmm1, xmm24, 1
+    vpxorq       xmm1, xmm8, xmm1
+    vpsrldq      xmm8, xmm10, 8
+    vpxorq       xmm8, xmm1, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm24, 0
+    vpslldq      xmm11, xmm10, 8
+    vpternlogq   xmm9, xmm8, xmm11, 150
+    vpsrldq      xmm8, xmm10, 8
+    vpternlogq   xmm8, xmm1, xmm25, 40
+    vpclmulqdq   xmm1, xmm6, xmm0, 0
+    vpclmulqdq   xmm10, xmm6, xmm0, 1
+    vpclmulqdq   xmm11, xmm6, xmm0, 16
+    vpclmulqdq   xmm12, xmm6, xmm0, 17
+    vpclmulqdq   xmm17, xmm6, xmm14, 0
+    vpclmulqdq   xmm6, xmm6, xmm14, 1
+    vpclmulqdq   xmm18, xmm7, xmm0, 0
+    vpclmulqdq   xmm19, xmm7, xmm0, 16
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpternlogq   xmm12, xmm17, xmm18, 150
+    vpclmulqdq   xmm17, xmm4, xmm2, 0
+    vpclmulqdq   xmm18, xmm4, xmm2, 1
+    vpclmulqdq   xmm20, xmm4, xmm2, 16
+    vpclmulqdq   xmm21, xmm4, xmm2, 17
+    vpclmulqdq   xmm22, xmm4, xmm3, 0
+    vpclmulqdq   xmm4, xmm4, xmm3, 1
+    vpclmulqdq   xmm23, xmm5, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm2, 16
+    vpclmulqdq   xmm3, xmm5, xmm3, 0
+    vpxorq       xmm5, xmm18, xmm20
+    vpternlogq   xmm21, xmm22, xmm23, 150
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm10, xmm11, xmm5, 150
+    vpternlogq   xmm6, xmm19, xmm2, 150
+    vpslldq      xmm2, xmm10, 8
+    vpternlogq   xmm1, xmm17, xmm2, 150
+    vpalignr     xmm2, xmm6, xmm10, 8
+    vpternlogq   xmm12, xmm21, xmm2, 150
+    vpsrldq      xmm2, xmm6, 8
+    vpternlogq   xmm7, xmm3, xmm2, 150
+    vpclmulqdq   xmm2, xmm7, xmm24, 0
+    vpclmulqdq   xmm3, xmm7, xmm24, 1
+    vpxorq       xmm3, xmm12, xmm3
+    vpsrldq      xmm4, xmm2, 8
+    vpxorq       xmm4, xmm3, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm24, 0
+    vpslldq      xmm5, xmm2, 8
+    vpternlogq   xmm1, xmm4, xmm5, 150
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm2, xmm3, xmm25, 40
+    vpsrlq       xmm3, xmm8, 35
+    vpsllq       xmm4, xmm3, 7
+    vpsllq       xmm5, xmm3, 6
+    vpsllq       xmm6, xmm3, 3
+    lea          rax, [rel gf2m_mask_7ffffffff_0 + 128] ; addresses gf2m_mask_7ffffffff_0 near byte 0
+    vpandq       xmm7, xmm8, [rax - 128]
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vmovdqu64    [rdi], xmm3
+    vmovq        qword [rdi + 16], xmm7
+    vpsrlq       xmm3, xmm16, 35
+    vpsllq       xmm4, xmm3, 7
+    vpsllq       xmm5, xmm3, 6
+    vpsllq       xmm6, xmm3, 3
+    vpandq       xmm7, xmm16, [rax - 128]
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpternlogq   xmm13, xmm15, xmm4, 150
+    vmovdqu64    [rdi + 24], xmm13
+    vmovq        qword [rdi + 40], xmm7
+    vpsrlq       xmm3, xmm2, 35
+    vpsllq       xmm4, xmm3, 7
+    vpsllq       xmm5, xmm3, 6
+    vpsllq       xmm6, xmm3, 3
+    vpandq       xmm2, xmm2, [rax - 128]
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm1, xmm1, xmm4
+    vmovdqu64    [rdi + 48], xmm1
+    vmovq        qword [rdi + 64], xmm2
+    vpsrlq       xmm1, xmm14, 35
+    vpsllq       xmm2, xmm1, 7
+    vpsllq       xmm3, xmm1, 6
+    vpsllq       xmm4, xmm1, 3
+    vpandq       xmm5, xmm14, [rax - 128]
+    vpxorq       xmm1, xmm4, xmm1
+    vpternlogq   xmm2, xmm3, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm2
+    vmovdqu64    [rdi + 72], xmm0
+    vmovq        qword [rdi + 88], xmm5
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_ladder_step2_avx512: one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^163) (two operations per ymm lane pair; needs VPCLMULQDQ)
+;
+;   requires: st = (X0, Z0, X1, Z1), four elements of 3 limbs each, degree < 163 (fully reduced mod f)
+;   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 163 (fully reduced mod f)); swap[0] = 0 or all ones
+;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 163 (fully reduced mod f)
+;   out may be the same buffer as st (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-16}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_ladder_step2_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step2_avx512.end - kg_gf2m163_ladder_step2_avx512)
+align 32
+kg_gf2m163_ladder_step2_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    ymm16, [rel gf2m_g_1920000000_x2]   ; held in a register: read 12 times
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 24]
+    vmovq        xmm3, qword [rsi + 40]
+    vmovdqu64    xmm4, [rsi + 48]
+    vmovq        xmm5, qword [rsi + 64]
+    vmovdqu64    xmm6, [rsi + 72]
+    vmovq        xmm7, qword [rsi + 88]
+    vmovdqu64    xmm8, [rdx]
+    vmovq        xmm9, qword [rdx + 16]
+    vmovdqu64    xmm10, [rcx]
+    vmovq        xmm11, qword [rcx + 16]
+    vmovdqu64    ymm12, [rel gf2m_zero_x2]
+    vinserti64x2 ymm0, ymm12, xmm0, 0
+    vinserti64x2 ymm0, ymm0, xmm2, 1
+    vinserti64x2 ymm1, ymm12, xmm1, 0
+    vinserti64x2 ymm1, ymm1, xmm3, 1
+    vinserti64x2 ymm2, ymm12, xmm4, 0
+    vinserti64x2 ymm2, ymm2, xmm6, 1
+    vinserti64x2 ymm3, ymm12, xmm5, 0
+    vinserti64x2 ymm3, ymm3, xmm7, 1
+    vpbroadcastq ymm4, qword [r8]
+    vpxorq       ymm5, ymm0, ymm2
+    vpandq       ymm5, ymm5, ymm4
+    vpxorq       ymm0, ymm0, ymm5
+    vpxorq       ymm2, ymm2, ymm5
+    vpxorq       ymm5, ymm1, ymm3
+    vpandq       ymm4, ymm5, ymm4
+    vpxorq       ymm1, ymm1, ymm4
+    vpxorq       ymm3, ymm3, ymm4
+    vshufi64x2   ymm4, ymm0, ymm2, 0
+    vshufi64x2   ymm5, ymm1, ymm3, 0
+    vshufi64x2   ymm2, ymm2, ymm0, 3
+    vshufi64x2   ymm3, ymm3, ymm1, 3
+    vpclmulqdq   ymm6, ymm4, ymm2, 0
+    vpclmulqdq   ymm7, ymm4, ymm2, 1
+    vpclmulqdq   ymm12, ymm4, ymm2, 16
+    vpclmulqdq   ymm13, ymm4, ymm2, 17
+    vpclmulqdq   ymm14, ymm4, ymm3, 0
+    vpclmulqdq   ymm4, ymm4, ymm3, 1
+    vpclmulqdq   ymm15, ymm5, ymm2, 0
+    vpclmulqdq   ymm2, ymm5, ymm2, 16
+    vpclmulqdq   ymm3, ymm5, ymm3, 0
+    vpxorq       ymm5, ymm7, ymm12
+    vpternlogq   ymm13, ymm14, ymm15, 150
+    vpxorq       ymm2, ymm4, ymm2
+    vpslldq      ymm4, ymm5, 8
+    vpalignr     ymm5, ymm2, ymm5, 8
+    vpsrldq      ymm2, ymm2, 8
+    vpxorq       ymm2, ymm3, ymm2
+    vpclmulqdq   ymm3, ymm2, ymm16, 0
+    vpclmulqdq   ymm2, ymm2, ymm16, 1
+    vpternlogq   ymm13, ymm5, ymm2, 150
+    vpsrldq      ymm2, ymm3, 8
+    vpxorq       ymm2, ymm13, ymm2
+    vpsrldq      ymm2, ymm2, 8
+    vpclmulqdq   ymm2, ymm2, ymm16, 0
+    vpternlogq   ymm6, ymm4, ymm2, 150
+    vpslldq      ymm2, ymm3, 8
+    vpxorq       ymm2, ymm6, ymm2
+    vpsrldq      ymm3, ymm3, 8
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
+    vpternlogq   ymm3, ymm13, [rax - 128], 40
+    vpclmulqdq   ymm1, ymm1, ymm1, 0
+    vpclmulqdq   ymm4, ymm0, ymm0, 17
+    vpclmulqdq   ymm0, ymm0, ymm0, 0
+    vpclmulqdq   ymm5, ymm1, ymm16, 0
+    vpclmulqdq   ymm1, ymm1, ymm16, 1
+    vpxorq       ymm1, ymm4, ymm1
+    vpsrldq      ymm4, ymm5, 8
+    vpxorq       ymm4, ymm1, ymm4
+    vpsrldq      ymm4, ymm4, 8
+    vpclmulqdq   ymm4, ymm4, ymm16, 0
+    vpslldq      ymm6, ymm5, 8
+    vpternlogq   ymm0, ymm4, ymm6, 150
+    vpsrldq      ymm4, ymm5, 8
+    vpternlogq   ymm4, ymm1, [rax - 128], 40
+    vinserti64x2 ymm1, ymm0, xmm10, 1
+    vinserti64x2 ymm5, ymm4, xmm11, 1
+    vshufi64x2   ymm6, ymm0, ymm0, 3
+    vshufi64x2   ymm7, ymm4, ymm4, 3
+    vpclmulqdq   ymm10, ymm1, ymm6, 0
+    vpclmulqdq   ymm11, ymm1, ymm6, 1
+    vpclmulqdq   ymm12, ymm1, ymm6, 16
+    vpclmulqdq   ymm13, ymm1, ymm6, 17
+    vpclmulqdq   ymm14, ymm1, ymm7, 0
+    vpclmulqdq   ymm1, ymm1, ymm7, 1
+    vpclmulqdq   ymm15, ymm5, ymm6, 0
+    vpclmulqdq   ymm6, ymm5, ymm6, 16
+    vpclmulqdq   ymm5, ymm5, ymm7, 0
+    vpxorq       ymm7, ymm11, ymm12
+    vpternlogq   ymm13, ymm14, ymm15, 150
+    vpxorq       ymm1, ymm1, ymm6
+    vpslldq      ymm6, ymm7, 8
+    vpalignr     ymm7, ymm1, ymm7, 8
+    vpsrldq      ymm1, ymm1, 8
+    vpxorq       ymm1, ymm5, ymm1
+    vpclmulqdq   ymm5, ymm1, ymm16, 0
+    vpclmulqdq   ymm1, ymm1, ymm16, 1
+    vpternlogq   ymm13, ymm7, ymm1, 150
+    vpsrldq      ymm1, ymm5, 8
+    vpxorq       ymm1, ymm13, ymm1
+    vpsrldq      ymm1, ymm1, 8
+    vpclmulqdq   ymm1, ymm1, ymm16, 0
+    vpternlogq   ymm10, ymm6, ymm1, 150
+    vpslldq      ymm1, ymm5, 8
+    vpxorq       ymm1, ymm10, ymm1
+    vpsrldq      ymm5, ymm5, 8
+    vpternlogq   ymm5, ymm13, [rax - 128], 40
+    vshufi64x2   ymm6, ymm2, ymm1, 2
+    vshufi64x2   ymm0, ymm2, ymm0, 1
+    vpxorq       ymm0, ymm6, ymm0
+    vshufi64x2   ymm6, ymm3, ymm5, 2
+    vshufi64x2   ymm4, ymm3, ymm4, 1
+    vpxorq       ymm4, ymm6, ymm4
+    vpclmulqdq   ymm4, ymm4, ymm4, 0
+    vpclmulqdq   ymm6, ymm0, ymm0, 17
+    vpclmulqdq   ymm0, ymm0, ymm0, 0
+    vpclmulqdq   ymm7, ymm4, ymm16, 0
+    vpclmulqdq   ymm4, ymm4, ymm16, 1
+    vpxorq       ymm4, ymm6, ymm4
+    vpsrldq      ymm6, ymm7, 8
+    vpxorq       ymm6, ymm4, ymm6
+    vpsrldq      ymm6, ymm6, 8
+    vpclmulqdq   ymm6, ymm6, ymm16, 0
+    vpslldq      ymm10, ymm7, 8
+    vpternlogq   ymm0, ymm6, ymm10, 150
+    vpsrldq      ymm6, ymm7, 8
+    vpternlogq   ymm6, ymm4, [rax - 128], 40
+    vinserti64x2 ymm4, ymm2, xmm8, 1
+    vinserti64x2 ymm7, ymm3, xmm9, 1
+    vshufi64x2   ymm2, ymm2, ymm0, 1
+    vshufi64x2   ymm3, ymm3, ymm6, 1
+    vpclmulqdq   ymm8, ymm4, ymm2, 0
+    vpclmulqdq   ymm9, ymm4, ymm2, 1
+    vpclmulqdq   ymm10, ymm4, ymm2, 16
+    vpclmulqdq   ymm11, ymm4, ymm2, 17
+    vpclmulqdq   ymm12, ymm4, ymm3, 0
+    vpclmulqdq   ymm4, ymm4, ymm3, 1
+    vpclmulqdq   ymm13, ymm7, ymm2, 0
+    vpclmulqdq   ymm2, ymm7, ymm2, 16
+    vpclmulqdq   ymm3, ymm7, ymm3, 0
+    vpxorq       ymm7, ymm9, ymm10
+    vpternlogq   ymm11, ymm12, ymm13, 150
+    vpxorq       ymm2, ymm4, ymm2
+    vextracti64x2 xmm4, ymm8, 0
+    vextracti64x2 xmm8, ymm8, 1
+    vextracti64x2 xmm9, ymm7, 0
+    vextracti64x2 xmm7, ymm7, 1
+    vpxorq       xmm7, xmm9, xmm7
+    vextracti64x2 xmm9, ymm11, 0
+    vextracti64x2 xmm10, ymm11, 1
+    vextracti64x2 xmm11, ymm2, 0
+    vextracti64x2 xmm2, ymm2, 1
+    vpxorq       xmm2, xmm11, xmm2
+    vextracti64x2 xmm11, ymm3, 0
+    vextracti64x2 xmm3, ymm3, 1
+    vpslldq      xmm12, xmm7, 8
+    vpternlogq   xmm4, xmm8, xmm12, 150
+    vpalignr     xmm7, xmm2, xmm7, 8
+    vpternlogq   xmm9, xmm10, xmm7, 150
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm11, xmm3, xmm2, 150
+    lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
+    vpclmulqdq   xmm2, xmm11, [rax - 128], 0
+    vpclmulqdq   xmm3, xmm11, [rax - 128], 1
+    vpxorq       xmm3, xmm9, xmm3
+    vpsrldq      xmm7, xmm2, 8
+    vpxorq       xmm7, xmm3, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
+    vpslldq      xmm8, xmm2, 8
+    vpternlogq   xmm4, xmm7, xmm8, 150
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm2, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       ymm3, ymm6, 35
+    vpsllq       ymm7, ymm3, 7
+    vpsllq       ymm8, ymm3, 6
+    vpsllq       ymm9, ymm3, 3
+    vpandq       ymm6, ymm6, [rel gf2m_mask_7ffffffff_0_x2]
+    vpxorq       ymm3, ymm9, ymm3
+    vpternlogq   ymm7, ymm8, ymm3, 150
+    vpxorq       ymm0, ymm0, ymm7
+    vpsrlq       ymm3, ymm5, 35
+    vpsllq       ymm7, ymm3, 7
+    vpsllq       ymm8, ymm3, 6
+    vpsllq       ymm9, ymm3, 3
+    vpandq       ymm5, ymm5, [rel gf2m_mask_7ffffffff_0_x2]
+    vpxorq       ymm3, ymm9, ymm3
+    vpternlogq   ymm7, ymm8, ymm3, 150
+    vpxorq       ymm1, ymm1, ymm7
+    vpsrlq       xmm3, xmm2, 35
+    vpsllq       xmm7, xmm3, 7
+    vpsllq       xmm8, xmm3, 6
+    vpsllq       xmm9, xmm3, 3
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm3, xmm9, xmm3
+    vpternlogq   xmm7, xmm8, xmm3, 150
+    vpxorq       xmm3, xmm4, xmm7
+    vextracti64x2 xmm4, ymm0, 1
+    vextracti64x2 xmm7, ymm6, 1
+    vextracti64x2 xmm1, ymm1, 0
+    vextracti64x2 xmm5, ymm5, 0
+    vextracti64x2 xmm0, ymm0, 0
+    vextracti64x2 xmm6, ymm6, 0
+    vmovdqu64    [rdi], xmm4
+    vmovq        qword [rdi + 16], xmm7
+    vmovdqu64    [rdi + 24], xmm1
+    vmovq        qword [rdi + 40], xmm5
+    vmovdqu64    [rdi + 48], xmm3
+    vmovq        qword [rdi + 64], xmm2
+    vmovdqu64    [rdi + 72], xmm0
+    vmovq        qword [rdi + 88], xmm6
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m163_inv_avx512: out = a^-1 mod f in GF(2^163) (Itoh-Tsujii: 9 multiplications; a^(2^k) as a linear map for k in [10, 20, 40, 81], squarings otherwise)
+;
+;   requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-13}, k{1-2}, rax, r11, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m163_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_inv_avx512.end - kg_gf2m163_inv_avx512)
+align 32
+kg_gf2m163_inv_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm12, [rel gf2m_g_1920000000]      ; held in a register: read 60 times
+    vmovdqu64    xmm13, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 20 times
+    vmovdqu64    xmm0, [rsi]
+    vmovq        xmm1, qword [rsi + 16]
+    vpclmulqdq   xmm2, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm4, xmm0, xmm0, 0
+    vpclmulqdq   xmm5, xmm2, xmm12, 0
+    vpclmulqdq   xmm2, xmm2, xmm12, 1
+    vpxorq       xmm2, xmm3, xmm2
+    vpsrldq      xmm3, xmm5, 8
+    vpxorq       xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, xmm12, 0
+    vpslldq      xmm6, xmm5, 8
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpsrldq      xmm3, xmm5, 8
+    vpternlogq   xmm3, xmm2, xmm13, 40
+    vpclmulqdq   xmm2, xmm4, xmm0, 0
+    vpclmulqdq   xmm5, xmm4, xmm0, 1
+    vpclmulqdq   xmm6, xmm4, xmm0, 16
+    vpclmulqdq   xmm7, xmm4, xmm0, 17
+    vpclmulqdq   xmm8, xmm4, xmm1, 0
+    vpclmulqdq   xmm4, xmm4, xmm1, 1
+    vpclmulqdq   xmm9, xmm3, xmm0, 0
+    vpclmulqdq   xmm10, xmm3, xmm0, 16
+    vpclmulqdq   xmm3, xmm3, xmm1, 0
+    vpxorq       xmm5, xmm5, xmm6
+    vpternlogq   xmm7, xmm8, xmm9, 150
+    vpxorq       xmm4, xmm4, xmm10
+    vpslldq      xmm6, xmm5, 8
+    vpalignr     xmm5, xmm4, xmm5, 8
+    vpsrldq      xmm4, xmm4, 8
+    vpxorq       xmm3, xmm3, xmm4
+    vpclmulqdq   xmm4, xmm3, xmm12, 0
+    vpclmulqdq   xmm3, xmm3, xmm12, 1
+    vpternlogq   xmm7, xmm5, xmm3, 150
+    vpsrldq      xmm3, xmm4, 8
+    vpxorq       xmm3, xmm7, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, xmm12, 0
+    vpternlogq   xmm2, xmm6, xmm3, 150
+    vpslldq      xmm3, xmm4, 8
+    vpxorq       xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm7, xmm13, 40
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpclmulqdq   xmm4, xmm4, xmm12, 1
+    vpxorq       xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxorq       xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpslldq      xmm8, xmm7, 8
+    vpternlogq   xmm6, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm7, 8
+    vpternlogq   xmm5, xmm4, xmm13, 40
+    vpclmulqdq   xmm4, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpclmulqdq   xmm4, xmm4, xmm12, 1
+    vpxorq       xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxorq       xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpslldq      xmm8, xmm7, 8
+    vpternlogq   xmm6, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm7, 8
+    vpternlogq   xmm5, xmm4, xmm13, 40
+    vpclmulqdq   xmm4, xmm6, xmm2, 0
+    vpclmulqdq   xmm7, xmm6, xmm2, 1
+    vpclmulqdq   xmm8, xmm6, xmm2, 16
+    vpclmulqdq   xmm9, xmm6, xmm2, 17
+    vpclmulqdq   xmm10, xmm6, xmm3, 0
+    vpclmulqdq   xmm6, xmm6, xmm3, 1
+    vpclmulqdq   xmm11, xmm5, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm2, 16
+    vpclmulqdq   xmm3, xmm5, xmm3, 0
+    vpxorq       xmm5, xmm7, xmm8
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpxorq       xmm2, xmm6, xmm2
+    vpslldq      xmm6, xmm5, 8
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpsrldq      xmm2, xmm2, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm12, 0
+    vpclmulqdq   xmm2, xmm2, xmm12, 1
+    vpternlogq   xmm9, xmm5, xmm2, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm9, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm12, 0
+    vpternlogq   xmm4, xmm6, xmm2, 150
+    vpslldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpternlogq   xmm3, xmm9, xmm13, 40
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm3, xmm12, 0
+    vpclmulqdq   xmm3, xmm3, xmm12, 1
+    vpxorq       xmm3, xmm4, xmm3
+    vpsrldq      xmm4, xmm5, 8
+    vpxorq       xmm4, xmm3, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm12, 0
+    vpslldq      xmm6, xmm5, 8
+    vpternlogq   xmm2, xmm4, xmm6, 150
+    vpsrldq      xmm4, xmm5, 8
+    vpternlogq   xmm4, xmm3, xmm13, 40
+    vpclmulqdq   xmm3, xmm2, xmm0, 0
+    vpclmulqdq   xmm5, xmm2, xmm0, 1
+    vpclmulqdq   xmm6, xmm2, xmm0, 16
+    vpclmulqdq   xmm7, xmm2, xmm0, 17
+    vpclmulqdq   xmm8, xmm2, xmm1, 0
+    vpclmulqdq   xmm2, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm4, xmm0, 0
+    vpclmulqdq   xmm10, xmm4, xmm0, 16
+    vpclmulqdq   xmm4, xmm4, xmm1, 0
+    vpxorq       xmm5, xmm5, xmm6
+    vpternlogq   xmm7, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm2, xmm10
+    vpslldq      xmm6, xmm5, 8
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpsrldq      xmm2, xmm2, 8
+    vpxorq       xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm2, xmm12, 0
+    vpclmulqdq   xmm2, xmm2, xmm12, 1
+    vpternlogq   xmm7, xmm5, xmm2, 150
+    vpsrldq      xmm2, xmm4, 8
+    vpxorq       xmm2, xmm7, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm12, 0
+    vpternlogq   xmm3, xmm6, xmm2, 150
+    vpslldq      xmm2, xmm4, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm7, xmm13, 40
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpclmulqdq   xmm4, xmm4, xmm12, 1
+    vpxorq       xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxorq       xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpslldq      xmm8, xmm7, 8
+    vpternlogq   xmm6, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm7, 8
+    vpternlogq   xmm5, xmm4, xmm13, 40
+    vpclmulqdq   xmm4, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpclmulqdq   xmm4, xmm4, xmm12, 1
+    vpxorq       xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxorq       xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpslldq      xmm8, xmm7, 8
+    vpternlogq   xmm6, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm7, 8
+    vpternlogq   xmm5, xmm4, xmm13, 40
+    vpclmulqdq   xmm4, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpclmulqdq   xmm4, xmm4, xmm12, 1
+    vpxorq       xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxorq       xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpslldq      xmm8, xmm7, 8
+    vpternlogq   xmm6, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm7, 8
+    vpternlogq   xmm5, xmm4, xmm13, 40
+    vpclmulqdq   xmm4, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpclmulqdq   xmm4, xmm4, xmm12, 1
+    vpxorq       xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxorq       xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpslldq      xmm8, xmm7, 8
+    vpternlogq   xmm6, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm7, 8
+    vpternlogq   xmm5, xmm4, xmm13, 40
+    vpclmulqdq   xmm4, xmm5, xmm5, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpclmulqdq   xmm4, xmm4, xmm12, 1
+    vpxorq       xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm7, 8
+    vpxorq       xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpslldq      xmm8, xmm7, 8
+    vpternlogq   xmm6, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm7, 8
+    vpternlogq   xmm5, xmm4, xmm13, 40
+    vpclmulqdq   xmm4, xmm6, xmm2, 0
+    vpclmulqdq   xmm7, xmm6, xmm2, 1
+    vpclmulqdq   xmm8, xmm6, xmm2, 16
+    vpclmulqdq   xmm9, xmm6, xmm2, 17
+    vpclmulqdq   xmm10, xmm6, xmm3, 0
+    vpclmulqdq   xmm6, xmm6, xmm3, 1
+    vpclmulqdq   xmm11, xmm5, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm2, 16
+    vpclmulqdq   xmm3, xmm5, xmm3, 0
+    vpxorq       xmm5, xmm7, xmm8
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpxorq       xmm2, xmm6, xmm2
+    vpslldq      xmm6, xmm5, 8
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpsrldq      xmm2, xmm2, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm12, 0
+    vpclmulqdq   xmm2, xmm2, xmm12, 1
+    vpternlogq   xmm9, xmm5, xmm2, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm9, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm12, 0
+    vpternlogq   xmm4, xmm6, xmm2, 150
+    vpslldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpternlogq   xmm3, xmm9, xmm13, 40
+    vpsrlq       xmm4, xmm3, 35
+    vpsllq       xmm5, xmm4, 7
+    vpsllq       xmm6, xmm4, 6
+    vpsllq       xmm7, xmm4, 3
+    vpandq       xmm8, xmm3, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm6, xmm4, 150
+    vpxorq       xmm4, xmm2, xmm5
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpbroadcastq ymm6, xmm8
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm5, ymm4
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm4, ymm6
+    vmovdqu64    ymm5, [rel gf2m_zero4]
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm4, ymm5
+    vmovdqu64    ymm5, [rel gf2m_zero4]
+    vpsllq       ymm6, ymm4, 63
+    vpcmpgtq     k2, ymm5, ymm6
+    lea          rax, [rel gf2m_sq10_map + 128]      ; addresses gf2m_sq10_map near byte 0
+    vpxorq       ymm6{k2}{z}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}{z}, ymm5, [rax - 96]
+    vpxorq       ymm8{k2}{z}, ymm5, [rax - 64]
+    vpxorq       ymm9{k2}{z}, ymm5, [rax - 32]
+    vpsllq       ymm10, ymm4, 62
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 61
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 384]      ; addresses gf2m_sq10_map near byte 256
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 60
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 59
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 640]      ; addresses gf2m_sq10_map near byte 512
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 58
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 57
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 896]      ; addresses gf2m_sq10_map near byte 768
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 56
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 55
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 1152]     ; addresses gf2m_sq10_map near byte 1024
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 54
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 53
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 1408]     ; addresses gf2m_sq10_map near byte 1280
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 52
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 51
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 1664]     ; addresses gf2m_sq10_map near byte 1536
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 50
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 49
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 1920]     ; addresses gf2m_sq10_map near byte 1792
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 48
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 47
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 2176]     ; addresses gf2m_sq10_map near byte 2048
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 46
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 45
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 2432]     ; addresses gf2m_sq10_map near byte 2304
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 44
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 43
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 2688]     ; addresses gf2m_sq10_map near byte 2560
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 42
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 41
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 2944]     ; addresses gf2m_sq10_map near byte 2816
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 40
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 39
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 3200]     ; addresses gf2m_sq10_map near byte 3072
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 38
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 37
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 3456]     ; addresses gf2m_sq10_map near byte 3328
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 36
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 35
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 3712]     ; addresses gf2m_sq10_map near byte 3584
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 34
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 33
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 3968]     ; addresses gf2m_sq10_map near byte 3840
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 32
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 31
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 4224]     ; addresses gf2m_sq10_map near byte 4096
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 30
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 29
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 4480]     ; addresses gf2m_sq10_map near byte 4352
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 28
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 27
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 4736]     ; addresses gf2m_sq10_map near byte 4608
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 26
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 25
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 4992]     ; addresses gf2m_sq10_map near byte 4864
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 24
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 23
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 5248]     ; addresses gf2m_sq10_map near byte 5120
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 22
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 21
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 5504]     ; addresses gf2m_sq10_map near byte 5376
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 20
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 19
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 5760]     ; addresses gf2m_sq10_map near byte 5632
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 18
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 17
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 6016]     ; addresses gf2m_sq10_map near byte 5888
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 16
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 15
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 6272]     ; addresses gf2m_sq10_map near byte 6144
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 14
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 13
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 6528]     ; addresses gf2m_sq10_map near byte 6400
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 12
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 11
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 6784]     ; addresses gf2m_sq10_map near byte 6656
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 10
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 9
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 7040]     ; addresses gf2m_sq10_map near byte 6912
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 8
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 7
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 7296]     ; addresses gf2m_sq10_map near byte 7168
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 6
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 5
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 7552]     ; addresses gf2m_sq10_map near byte 7424
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 4
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 3
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 7808]     ; addresses gf2m_sq10_map near byte 7680
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 2
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 1
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq10_map + 8064]     ; addresses gf2m_sq10_map near byte 7936
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpcmpgtq     k2, ymm5, ymm4
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpermq       ymm4, ymm7, 147
+    vpermq       ymm5, ymm8, 78
+    vpermq       ymm7, ymm9, 57
+    vpternlogq   ymm4, ymm6, ymm5, 150
+    vpxorq       ymm4, ymm4, ymm7
+    vextracti64x2 xmm5, ymm4, 0
+    vextracti64x2 xmm4, ymm4, 1
+    vpclmulqdq   xmm6, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm5, xmm2, 1
+    vpclmulqdq   xmm8, xmm5, xmm2, 16
+    vpclmulqdq   xmm9, xmm5, xmm2, 17
+    vpclmulqdq   xmm10, xmm5, xmm3, 0
+    vpclmulqdq   xmm5, xmm5, xmm3, 1
+    vpclmulqdq   xmm11, xmm4, xmm2, 0
+    vpclmulqdq   xmm2, xmm4, xmm2, 16
+    vpclmulqdq   xmm3, xmm4, xmm3, 0
+    vpxorq       xmm4, xmm7, xmm8
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpxorq       xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpalignr     xmm4, xmm2, xmm4, 8
+    vpsrldq      xmm2, xmm2, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm12, 0
+    vpclmulqdq   xmm2, xmm2, xmm12, 1
+    vpternlogq   xmm9, xmm4, xmm2, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm9, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm12, 0
+    vpternlogq   xmm6, xmm5, xmm2, 150
+    vpslldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpternlogq   xmm3, xmm9, xmm13, 40
+    vpsrlq       xmm4, xmm3, 35
+    vpsllq       xmm5, xmm4, 7
+    vpsllq       xmm6, xmm4, 6
+    vpsllq       xmm7, xmm4, 3
+    vpandq       xmm8, xmm3, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm6, xmm4, 150
+    vpxorq       xmm4, xmm2, xmm5
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpbroadcastq ymm6, xmm8
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm5, ymm4
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm4, ymm6
+    vmovdqu64    ymm5, [rel gf2m_zero4]
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm4, ymm5
+    vmovdqu64    ymm5, [rel gf2m_zero4]
+    vpsllq       ymm6, ymm4, 63
+    vpcmpgtq     k2, ymm5, ymm6
+    lea          rax, [rel gf2m_sq20_map + 128]      ; addresses gf2m_sq20_map near byte 0
+    vpxorq       ymm6{k2}{z}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}{z}, ymm5, [rax - 96]
+    vpxorq       ymm8{k2}{z}, ymm5, [rax - 64]
+    vpxorq       ymm9{k2}{z}, ymm5, [rax - 32]
+    vpsllq       ymm10, ymm4, 62
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 61
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 384]      ; addresses gf2m_sq20_map near byte 256
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 60
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 59
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 640]      ; addresses gf2m_sq20_map near byte 512
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 58
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 57
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 896]      ; addresses gf2m_sq20_map near byte 768
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 56
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 55
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 1152]     ; addresses gf2m_sq20_map near byte 1024
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 54
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 53
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 1408]     ; addresses gf2m_sq20_map near byte 1280
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 52
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 51
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 1664]     ; addresses gf2m_sq20_map near byte 1536
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 50
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 49
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 1920]     ; addresses gf2m_sq20_map near byte 1792
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 48
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 47
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 2176]     ; addresses gf2m_sq20_map near byte 2048
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 46
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 45
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 2432]     ; addresses gf2m_sq20_map near byte 2304
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 44
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 43
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 2688]     ; addresses gf2m_sq20_map near byte 2560
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 42
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 41
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 2944]     ; addresses gf2m_sq20_map near byte 2816
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 40
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 39
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 3200]     ; addresses gf2m_sq20_map near byte 3072
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 38
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 37
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 3456]     ; addresses gf2m_sq20_map near byte 3328
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 36
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 35
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 3712]     ; addresses gf2m_sq20_map near byte 3584
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 34
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 33
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 3968]     ; addresses gf2m_sq20_map near byte 3840
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 32
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 31
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 4224]     ; addresses gf2m_sq20_map near byte 4096
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 30
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 29
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 4480]     ; addresses gf2m_sq20_map near byte 4352
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 28
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 27
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 4736]     ; addresses gf2m_sq20_map near byte 4608
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 26
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 25
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 4992]     ; addresses gf2m_sq20_map near byte 4864
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 24
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 23
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 5248]     ; addresses gf2m_sq20_map near byte 5120
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 22
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 21
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 5504]     ; addresses gf2m_sq20_map near byte 5376
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 20
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 19
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 5760]     ; addresses gf2m_sq20_map near byte 5632
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 18
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 17
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 6016]     ; addresses gf2m_sq20_map near byte 5888
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 16
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 15
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 6272]     ; addresses gf2m_sq20_map near byte 6144
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 14
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 13
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 6528]     ; addresses gf2m_sq20_map near byte 6400
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 12
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 11
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 6784]     ; addresses gf2m_sq20_map near byte 6656
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 10
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 9
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 7040]     ; addresses gf2m_sq20_map near byte 6912
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 8
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 7
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 7296]     ; addresses gf2m_sq20_map near byte 7168
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 6
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 5
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 7552]     ; addresses gf2m_sq20_map near byte 7424
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 4
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 3
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 7808]     ; addresses gf2m_sq20_map near byte 7680
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 2
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 1
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq20_map + 8064]     ; addresses gf2m_sq20_map near byte 7936
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpcmpgtq     k2, ymm5, ymm4
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpermq       ymm4, ymm7, 147
+    vpermq       ymm5, ymm8, 78
+    vpermq       ymm7, ymm9, 57
+    vpternlogq   ymm4, ymm6, ymm5, 150
+    vpxorq       ymm4, ymm4, ymm7
+    vextracti64x2 xmm5, ymm4, 0
+    vextracti64x2 xmm4, ymm4, 1
+    vpclmulqdq   xmm6, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm5, xmm2, 1
+    vpclmulqdq   xmm8, xmm5, xmm2, 16
+    vpclmulqdq   xmm9, xmm5, xmm2, 17
+    vpclmulqdq   xmm10, xmm5, xmm3, 0
+    vpclmulqdq   xmm5, xmm5, xmm3, 1
+    vpclmulqdq   xmm11, xmm4, xmm2, 0
+    vpclmulqdq   xmm2, xmm4, xmm2, 16
+    vpclmulqdq   xmm3, xmm4, xmm3, 0
+    vpxorq       xmm4, xmm7, xmm8
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpxorq       xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpalignr     xmm4, xmm2, xmm4, 8
+    vpsrldq      xmm2, xmm2, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm12, 0
+    vpclmulqdq   xmm2, xmm2, xmm12, 1
+    vpternlogq   xmm9, xmm4, xmm2, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm9, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm12, 0
+    vpternlogq   xmm6, xmm5, xmm2, 150
+    vpslldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpternlogq   xmm3, xmm9, xmm13, 40
+    vpsrlq       xmm4, xmm3, 35
+    vpsllq       xmm5, xmm4, 7
+    vpsllq       xmm6, xmm4, 6
+    vpsllq       xmm7, xmm4, 3
+    vpandq       xmm8, xmm3, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm6, xmm4, 150
+    vpxorq       xmm4, xmm2, xmm5
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    vpbroadcastq ymm6, xmm8
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm5, ymm4
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm4, ymm6
+    vmovdqu64    ymm5, [rel gf2m_zero4]
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm4, ymm5
+    vmovdqu64    ymm5, [rel gf2m_zero4]
+    vpsllq       ymm6, ymm4, 63
+    vpcmpgtq     k2, ymm5, ymm6
+    lea          rax, [rel gf2m_sq40_map + 128]      ; addresses gf2m_sq40_map near byte 0
+    vpxorq       ymm6{k2}{z}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}{z}, ymm5, [rax - 96]
+    vpxorq       ymm8{k2}{z}, ymm5, [rax - 64]
+    vpxorq       ymm9{k2}{z}, ymm5, [rax - 32]
+    vpsllq       ymm10, ymm4, 62
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 61
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 384]      ; addresses gf2m_sq40_map near byte 256
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 60
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 59
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 640]      ; addresses gf2m_sq40_map near byte 512
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 58
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 57
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 896]      ; addresses gf2m_sq40_map near byte 768
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 56
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 55
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 1152]     ; addresses gf2m_sq40_map near byte 1024
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 54
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 53
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 1408]     ; addresses gf2m_sq40_map near byte 1280
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 52
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 51
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 1664]     ; addresses gf2m_sq40_map near byte 1536
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 50
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 49
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 1920]     ; addresses gf2m_sq40_map near byte 1792
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 48
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 47
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 2176]     ; addresses gf2m_sq40_map near byte 2048
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 46
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 45
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 2432]     ; addresses gf2m_sq40_map near byte 2304
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 44
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 43
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 2688]     ; addresses gf2m_sq40_map near byte 2560
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 42
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 41
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 2944]     ; addresses gf2m_sq40_map near byte 2816
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 40
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 39
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 3200]     ; addresses gf2m_sq40_map near byte 3072
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 38
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 37
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 3456]     ; addresses gf2m_sq40_map near byte 3328
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 36
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 35
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 3712]     ; addresses gf2m_sq40_map near byte 3584
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 34
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 33
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 3968]     ; addresses gf2m_sq40_map near byte 3840
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 32
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 31
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 4224]     ; addresses gf2m_sq40_map near byte 4096
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 30
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 29
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 4480]     ; addresses gf2m_sq40_map near byte 4352
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 28
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 27
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 4736]     ; addresses gf2m_sq40_map near byte 4608
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 26
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 25
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 4992]     ; addresses gf2m_sq40_map near byte 4864
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 24
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 23
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 5248]     ; addresses gf2m_sq40_map near byte 5120
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 22
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 21
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 5504]     ; addresses gf2m_sq40_map near byte 5376
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 20
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 19
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 5760]     ; addresses gf2m_sq40_map near byte 5632
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 18
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 17
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 6016]     ; addresses gf2m_sq40_map near byte 5888
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 16
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 15
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 6272]     ; addresses gf2m_sq40_map near byte 6144
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 14
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 13
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 6528]     ; addresses gf2m_sq40_map near byte 6400
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 12
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 11
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 6784]     ; addresses gf2m_sq40_map near byte 6656
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 10
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 9
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 7040]     ; addresses gf2m_sq40_map near byte 6912
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 8
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 7
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 7296]     ; addresses gf2m_sq40_map near byte 7168
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 6
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 5
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 7552]     ; addresses gf2m_sq40_map near byte 7424
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 4
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 3
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 7808]     ; addresses gf2m_sq40_map near byte 7680
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm4, 2
+    vpcmpgtq     k2, ymm5, ymm10
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm4, 1
+    vpcmpgtq     k2, ymm5, ymm10
+    lea          rax, [rel gf2m_sq40_map + 8064]     ; addresses gf2m_sq40_map near byte 7936
+    vpxorq       ymm6{k2}, ymm6, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpcmpgtq     k2, ymm5, ymm4
+    vpxorq       ymm6{k2}, ymm6, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpermq       ymm4, ymm7, 147
+    vpermq       ymm5, ymm8, 78
+    vpermq       ymm7, ymm9, 57
+    vpternlogq   ymm4, ymm6, ymm5, 150
+    vpxorq       ymm4, ymm4, ymm7
+    vextracti64x2 xmm5, ymm4, 0
+    vextracti64x2 xmm4, ymm4, 1
+    vpclmulqdq   xmm6, xmm5, xmm2, 0
+    vpclmulqdq   xmm7, xmm5, xmm2, 1
+    vpclmulqdq   xmm8, xmm5, xmm2, 16
+    vpclmulqdq   xmm9, xmm5, xmm2, 17
+    vpclmulqdq   xmm10, xmm5, xmm3, 0
+    vpclmulqdq   xmm5, xmm5, xmm3, 1
+    vpclmulqdq   xmm11, xmm4, xmm2, 0
+    vpclmulqdq   xmm2, xmm4, xmm2, 16
+    vpclmulqdq   xmm3, xmm4, xmm3, 0
+    vpxorq       xmm4, xmm7, xmm8
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpxorq       xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm4, 8
+    vpalignr     xmm4, xmm2, xmm4, 8
+    vpsrldq      xmm2, xmm2, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm12, 0
+    vpclmulqdq   xmm2, xmm2, xmm12, 1
+    vpternlogq   xmm9, xmm4, xmm2, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm9, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm12, 0
+    vpternlogq   xmm6, xmm5, xmm2, 150
+    vpslldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpternlogq   xmm3, xmm9, xmm13, 40
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm3, xmm12, 0
+    vpclmulqdq   xmm3, xmm3, xmm12, 1
+    vpxorq       xmm3, xmm4, xmm3
+    vpsrldq      xmm4, xmm5, 8
+    vpxorq       xmm4, xmm3, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm12, 0
+    vpslldq      xmm6, xmm5, 8
+    vpternlogq   xmm2, xmm4, xmm6, 150
+    vpsrldq      xmm4, xmm5, 8
+    vpternlogq   xmm4, xmm3, xmm13, 40
+    vpclmulqdq   xmm3, xmm2, xmm0, 0
+    vpclmulqdq   xmm5, xmm2, xmm0, 1
+    vpclmulqdq   xmm6, xmm2, xmm0, 16
+    vpclmulqdq   xmm7, xmm2, xmm0, 17
+    vpclmulqdq   xmm8, xmm2, xmm1, 0
+    vpclmulqdq   xmm2, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm4, xmm0, 0
+    vpclmulqdq   xmm0, xmm4, xmm0, 16
+    vpclmulqdq   xmm1, xmm4, xmm1, 0
+    vpxorq       xmm4, xmm5, xmm6
+    vpternlogq   xmm7, xmm8, xmm9, 150
+    vpxorq       xmm0, xmm2, xmm0
+    vpslldq      xmm2, xmm4, 8
+    vpalignr     xmm4, xmm0, xmm4, 8
+    vpsrldq      xmm0, xmm0, 8
+    vpxorq       xmm0, xmm1, xmm0
+    vpclmulqdq   xmm1, xmm0, xmm12, 0
+    vpclmulqdq   xmm0, xmm0, xmm12, 1
+    vpternlogq   xmm7, xmm4, xmm0, 150
+    vpsrldq      xmm0, xmm1, 8
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm0, xmm0, xmm12, 0
+    vpternlogq   xmm3, xmm2, xmm0, 150
+    vpslldq      xmm0, xmm1, 8
+    vpxorq       xmm0, xmm3, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm1, xmm7, xmm13, 40
+    vpsrlq       xmm2, xmm1, 35
+    vpsllq       xmm3, xmm2, 7
+    vpsllq       xmm4, xmm2, 6
+    vpsllq       xmm5, xmm2, 3
+    vpandq       xmm6, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm2, xmm5, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm0, xmm3
+    vpbroadcastq ymm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm4, xmm6
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm3, ymm2
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm2, ymm4
+    vmovdqu64    ymm3, [rel gf2m_zero4]
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm2, ymm3
+    vmovdqu64    ymm3, [rel gf2m_zero4]
+    vpsllq       ymm4, ymm2, 63
+    vpcmpgtq     k2, ymm3, ymm4
+    lea          rax, [rel gf2m_sq81_map + 128]      ; addresses gf2m_sq81_map near byte 0
+    vpxorq       ymm4{k2}{z}, ymm3, [rax - 128]
+    vpxorq       ymm5{k2}{z}, ymm3, [rax - 96]
+    vpxorq       ymm6{k2}{z}, ymm3, [rax - 64]
+    vpxorq       ymm7{k2}{z}, ymm3, [rax - 32]
+    vpsllq       ymm8, ymm2, 62
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 61
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 384]      ; addresses gf2m_sq81_map near byte 256
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 60
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 59
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 640]      ; addresses gf2m_sq81_map near byte 512
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 58
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 57
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 896]      ; addresses gf2m_sq81_map near byte 768
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 56
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 55
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 1152]     ; addresses gf2m_sq81_map near byte 1024
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 54
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 53
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 1408]     ; addresses gf2m_sq81_map near byte 1280
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 52
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 51
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 1664]     ; addresses gf2m_sq81_map near byte 1536
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 50
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 49
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 1920]     ; addresses gf2m_sq81_map near byte 1792
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 48
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 47
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 2176]     ; addresses gf2m_sq81_map near byte 2048
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 46
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 45
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 2432]     ; addresses gf2m_sq81_map near byte 2304
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 44
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 43
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 2688]     ; addresses gf2m_sq81_map near byte 2560
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 42
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 41
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 2944]     ; addresses gf2m_sq81_map near byte 2816
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 40
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 39
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 3200]     ; addresses gf2m_sq81_map near byte 3072
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 38
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 37
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 3456]     ; addresses gf2m_sq81_map near byte 3328
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 36
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 35
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 3712]     ; addresses gf2m_sq81_map near byte 3584
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 34
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 33
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 3968]     ; addresses gf2m_sq81_map near byte 3840
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 32
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 31
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 4224]     ; addresses gf2m_sq81_map near byte 4096
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 30
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 29
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 4480]     ; addresses gf2m_sq81_map near byte 4352
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 28
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 27
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 4736]     ; addresses gf2m_sq81_map near byte 4608
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 26
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 25
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 4992]     ; addresses gf2m_sq81_map near byte 4864
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 24
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 23
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 5248]     ; addresses gf2m_sq81_map near byte 5120
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 22
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 21
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 5504]     ; addresses gf2m_sq81_map near byte 5376
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 20
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 19
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 5760]     ; addresses gf2m_sq81_map near byte 5632
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 18
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 17
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 6016]     ; addresses gf2m_sq81_map near byte 5888
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 16
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 15
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 6272]     ; addresses gf2m_sq81_map near byte 6144
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 14
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 13
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 6528]     ; addresses gf2m_sq81_map near byte 6400
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 12
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 11
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 6784]     ; addresses gf2m_sq81_map near byte 6656
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 10
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 9
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 7040]     ; addresses gf2m_sq81_map near byte 6912
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 8
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 7
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 7296]     ; addresses gf2m_sq81_map near byte 7168
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 6
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 5
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 7552]     ; addresses gf2m_sq81_map near byte 7424
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 4
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 3
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 7808]     ; addresses gf2m_sq81_map near byte 7680
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm2, 2
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm2, 1
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq81_map + 8064]     ; addresses gf2m_sq81_map near byte 7936
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpcmpgtq     k2, ymm3, ymm2
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpermq       ymm2, ymm5, 147
+    vpermq       ymm3, ymm6, 78
+    vpermq       ymm5, ymm7, 57
+    vpternlogq   ymm2, ymm4, ymm3, 150
+    vpxorq       ymm2, ymm2, ymm5
+    vextracti64x2 xmm3, ymm2, 0
+    vextracti64x2 xmm2, ymm2, 1
+    vpclmulqdq   xmm4, xmm3, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm0, 1
+    vpclmulqdq   xmm6, xmm3, xmm0, 16
+    vpclmulqdq   xmm7, xmm3, xmm0, 17
+    vpclmulqdq   xmm8, xmm3, xmm1, 0
+    vpclmulqdq   xmm3, xmm3, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 0
+    vpclmulqdq   xmm0, xmm2, xmm0, 16
+    vpclmulqdq   xmm1, xmm2, xmm1, 0
+    vpxorq       xmm2, xmm5, xmm6
+    vpternlogq   xmm7, xmm8, xmm9, 150
+    vpxorq       xmm0, xmm3, xmm0
+    vpslldq      xmm3, xmm2, 8
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpsrldq      xmm0, xmm0, 8
+    vpxorq       xmm0, xmm1, xmm0
+    vpclmulqdq   xmm1, xmm0, xmm12, 0
+    vpclmulqdq   xmm0, xmm0, xmm12, 1
+    vpternlogq   xmm7, xmm2, xmm0, 150
+    vpsrldq      xmm0, xmm1, 8
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpclmulqdq   xmm0, xmm0, xmm12, 0
+    vpternlogq   xmm4, xmm3, xmm0, 150
+    vpslldq      xmm0, xmm1, 8
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm1, xmm7, xmm13, 40
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm12, 0
+    vpclmulqdq   xmm1, xmm1, xmm12, 1
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm12, 0
+    vpslldq      xmm4, xmm3, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm13, 40
+    vpsrlq       xmm1, xmm2, 35
+    vpsllq       xmm3, xmm1, 7
+    vpsllq       xmm4, xmm1, 6
+    vpsllq       xmm5, xmm1, 3
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm0, xmm0, xmm3
+    vmovdqu64    [rdi], xmm0
+    vmovq        qword [rdi + 16], xmm2
+    vzeroupper
+    ret
+.end:
 
 
 ; ---------------------------------------------------------------------------

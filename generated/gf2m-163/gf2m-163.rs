@@ -22,6 +22,228 @@ unsafe extern "C" {
     /// ensures: out = a*b mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// b: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_mul_avx512(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a^2 mod f in GF(2^163)
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// ensures: out = a^2 mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_sqr_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a * b mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a, b: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// ensures: out ≡ a*b (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// b: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_mul_lazy_avx512(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a^2 mod f in GF(2^163), lazy form (degree < 192; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// ensures: out ≡ a^2 (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_sqr_lazy_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a mod f: a lazy element in its reduced form
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
+    /// ensures: out = a mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512F, AVX512VL (is_x86_feature_detected!: "avx512f", "avx512vl")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_freeze_avx512(out: *mut u64, a: *const u64);
+
+    /// out = c mod f for an unreduced c of degree <= 324
+    ///
+    /// ```text
+    /// requires: c: 6 little-endian uint64 limbs, degree <= 324 (below 2^325); limbs above 5 are not read
+    /// ensures: out = c mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// c: 6 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_reduce_avx512(out: *mut u64, c: *const u64);
+
+    /// out = a * b in GF(2)\[x\], not reduced (xor such products, then gf2m_reduce once)
+    ///
+    /// ```text
+    /// requires: a, b: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// ensures: out = a*b: 6 limbs, degree <= 324, not reduced
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 6 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// b: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_mulwide_avx512(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a*b + c*d mod f in GF(2^163), one reduction
+    ///
+    /// ```text
+    /// requires: a, b, c, d: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// ensures: out = a*b + c*d mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// b: 3 x u64, in, 8-byte aligned
+    /// c: 3 x u64, in, 8-byte aligned
+    /// d: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_muladd_avx512(out: *mut u64, a: *const u64, b: *const u64, c: *const u64, d: *const u64);
+
+    /// out = c mod f for an unreduced c of degree <= 324 (64-bit general registers, one pass from the top word down)
+    ///
+    /// ```text
+    /// requires: c: 6 little-endian uint64 limbs, degree <= 324 (below 2^325); limbs above 5 are not read
+    /// ensures: out = c mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: none beyond x86-64
+    /// out: 3 x u64, out, 8-byte aligned
+    /// c: 6 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_reduce_gpr_avx512(out: *mut u64, c: *const u64);
+
+    /// out = a^(2^2) mod f in GF(2^163) (2 squarings)
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// ensures: out = a^(2^2) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_msqr2_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a^(2^4) mod f in GF(2^163) (4 squarings)
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// ensures: out = a^(2^4) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_msqr4_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a^(2^8) mod f in GF(2^163) (8 squarings)
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// ensures: out = a^(2^8) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_msqr8_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a^(2^16) mod f in GF(2^163) (one precomputed linear map, applied under masks)
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// ensures: out = a^(2^16) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_msqr16_avx512(out: *mut u64, a: *const u64);
+
+    /// one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^163)
+    ///
+    /// ```text
+    /// requires: st = (X0, Z0, X1, Z1), four elements of 3 limbs each, degree < 163 (fully reduced mod f)
+    /// requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 163 (fully reduced mod f)); swap[0] = 0 or all ones
+    /// ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as st (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 12 x u64, out, 8-byte aligned
+    /// st: 12 x u64, in, 8-byte aligned
+    /// x: 3 x u64, in, 8-byte aligned
+    /// c: 3 x u64, in, 8-byte aligned
+    /// swap: 1 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_ladder_step_avx512(out: *mut u64, st: *const u64, x: *const u64, c: *const u64, swap: *const u64);
+
+    /// one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^163) (two operations per ymm lane pair; needs VPCLMULQDQ)
+    ///
+    /// ```text
+    /// requires: st = (X0, Z0, X1, Z1), four elements of 3 limbs each, degree < 163 (fully reduced mod f)
+    /// requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 163 (fully reduced mod f)); swap[0] = 0 or all ones
+    /// ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as st (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 12 x u64, out, 8-byte aligned
+    /// st: 12 x u64, in, 8-byte aligned
+    /// x: 3 x u64, in, 8-byte aligned
+    /// c: 3 x u64, in, 8-byte aligned
+    /// swap: 1 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_ladder_step2_avx512(out: *mut u64, st: *const u64, x: *const u64, c: *const u64, swap: *const u64);
+
+    /// out = a^-1 mod f in GF(2^163) (Itoh-Tsujii: 9 multiplications; a^(2^k) as a linear map for k in \[10, 20, 40, 81\], squarings otherwise)
+    ///
+    /// ```text
+    /// requires: a: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 3 x u64, out, 8-byte aligned
+    /// a: 3 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m163_inv_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a * b mod f in GF(2^163)
+    ///
+    /// ```text
+    /// requires: a, b: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// ensures: out = a*b mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
     /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
     /// out: 3 x u64, out, 8-byte aligned
     /// a: 3 x u64, in, 8-byte aligned

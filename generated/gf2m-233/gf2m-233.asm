@@ -7,7 +7,7 @@
 ;   family = "gf2m"
 ;   m = 233
 ;   poly = [233, 74, 0]
-;   isa = "avx2"
+;   isa = ["avx512", "avx2"]
 ;   prefix = "kg_gf2m233"
 ;   abi = "sysv"
 ;   visibility = "hidden"
@@ -19,6 +19,7 @@
 ; x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
 ; reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
+; 512-bit kernels multiply one element in one zmm register: four vpclmulqdq and a one-pass reduction by valignq, vpshrdq and vpternlogq (needs AVX512F, AVX512VBMI2, VPCLMULQDQ)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
 ; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
@@ -30,7 +31,7 @@
 
 default rel
 
-section .rodata align=32
+section .rodata align=64
 
 ; bits of limb 3 below x^233
 align 32
@@ -1352,13 +1353,4738 @@ align 32
 gf2m_zero4:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
+; zero zmm
+align 64
+gf2m_zero8:
+    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
 ; zero pair
 align 32
 gf2m_zero_x2:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
+; limbs 2..5 of a zmm register
+align 64
+gf2m_zmask_2_6:
+    dq 0x0000000000000000, 0x0000000000000000, 0xffffffffffffffff, 0xffffffffffffffff
+    dq 0xffffffffffffffff, 0xffffffffffffffff, 0x0000000000000000, 0x0000000000000000
+
+; bits from x^233 up
+align 64
+gf2m_zmask_from233:
+    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0xfffffe0000000000
+    dq 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff
+
+; bits from x^392 up
+align 64
+gf2m_zmask_from392:
+    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+    dq 0x0000000000000000, 0x0000000000000000, 0xffffffffffffff00, 0xffffffffffffffff
+
+; bits of a zmm register below x^233
+align 64
+gf2m_zmask_m233:
+    dq 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0x000001ffffffffff
+    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
 
 section .text
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_mul_avx512: out = a * b mod f in GF(2^233)
+;
+;   requires: a, b: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   ensures: out = a*b mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-6}, flags
+;
+; reduction schedule:
+;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   lazy form (degree < 256): remainders modulo x^23 f = x^256 + x^97 + x^23, in one pass from the top pair down, each word folded once
+;   x^23(f - x^233) chunk 0: 0x800000 (two shifts per pair)
+;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
+;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
+; ---------------------------------------------------------------------------
+global kg_gf2m233_mul_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_mul_avx512.end - kg_gf2m233_mul_avx512)
+align 32
+kg_gf2m233_mul_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vbroadcasti64x4 zmm0, [rsi]
+    vbroadcasti64x4 zmm1, [rdx]
+    vshufi64x2   zmm0, zmm0, zmm0, 80
+    vpclmulqdq   zmm2, zmm0, zmm1, 0
+    vpclmulqdq   zmm3, zmm0, zmm1, 17
+    vpclmulqdq   zmm4, zmm0, zmm1, 1
+    vpclmulqdq   zmm0, zmm0, zmm1, 16
+    vpxorq       zmm0, zmm4, zmm0
+    vpslldq      zmm1, zmm0, 8
+    vpxorq       zmm1, zmm2, zmm1
+    vpsrldq      zmm0, zmm0, 8
+    vpxorq       zmm0, zmm3, zmm0
+    vmovdqu64    zmm2, [rel gf2m_zero8]
+    vshufi64x2   zmm3, zmm1, zmm0, 228
+    valignq      zmm1, zmm0, zmm1, 2
+    valignq      zmm0, zmm0, zmm2, 6
+    vpternlogq   zmm1, zmm0, [rel gf2m_zmask_2_6], 40
+    vpxorq       zmm0, zmm3, zmm1
+    vpandq       zmm1, zmm0, [rel gf2m_zmask_from233]
+    valignq      zmm3, zmm2, zmm1, 2
+    valignq      zmm4, zmm2, zmm1, 3
+    vpshrdq      zmm3, zmm3, zmm4, 31
+    valignq      zmm1, zmm2, zmm1, 4
+    vpshrdq      zmm1, zmm4, zmm1, 41
+    vpandq       zmm4, zmm0, [rel gf2m_zmask_from392]
+    valignq      zmm5, zmm2, zmm4, 4
+    valignq      zmm6, zmm2, zmm4, 5
+    vpshrdq      zmm5, zmm5, zmm6, 62
+    valignq      zmm6, zmm2, zmm4, 6
+    valignq      zmm2, zmm2, zmm4, 7
+    vpshrdq      zmm2, zmm6, zmm2, 8
+    vpternlogq   zmm0, zmm3, zmm1, 150
+    vpternlogq   zmm5, zmm2, zmm0, 150
+    vpandq       zmm0, zmm5, [rel gf2m_zmask_m233]
+    vextracti64x4 ymm0, zmm0, 0
+    vmovdqu64    [rdi], ymm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_sqr_avx512: out = a^2 mod f in GF(2^233)
+;
+;   requires: a: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   ensures: out = a^2 mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-7}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_avx512.end - kg_gf2m233_sqr_avx512)
+align 32
+kg_gf2m233_sqr_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_mul_lazy_avx512: out = a * b mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
+;
+;   requires: a, b: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   ensures: out ≡ a*b (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-10}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_mul_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_mul_lazy_avx512.end - kg_gf2m233_mul_lazy_avx512)
+align 32
+kg_gf2m233_mul_lazy_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rdx]
+    vmovdqu64    xmm3, [rdx + 16]
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm1, xmm3, 0
+    vpclmulqdq   xmm8, xmm1, xmm3, 1
+    vpclmulqdq   xmm9, xmm1, xmm3, 16
+    vpclmulqdq   xmm10, xmm1, xmm3, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm0, xmm0, xmm1
+    vpxorq       xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm9, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxorq       xmm1, xmm7, xmm6
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpternlogq   xmm3, xmm9, xmm5, 150
+    vpxorq       xmm3, xmm3, xmm8
+    vpternlogq   xmm0, xmm10, xmm1, 150
+    vpslldq      xmm1, xmm5, 8
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpsrldq      xmm6, xmm8, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsllq       xmm7, xmm6, 23
+    vpsrlq       xmm8, xmm6, 41
+    vpsllq       xmm9, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm0, xmm3, xmm6, 150
+    vpsrldq      xmm3, xmm8, 8
+    vpxorq       xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm9, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpternlogq   xmm1, xmm4, xmm3, 150
+    vpxorq       xmm3, xmm6, xmm9
+    vpternlogq   xmm2, xmm5, xmm7, 150
+    vpslldq      xmm4, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm4
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm3, 150
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_sqr_lazy_avx512: out = a^2 mod f in GF(2^233), lazy form (degree < 256; gf2m_freeze reduces it)
+;
+;   requires: a: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   ensures: out ≡ a^2 (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-7}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_sqr_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_lazy_avx512.end - kg_gf2m233_sqr_lazy_avx512)
+align 32
+kg_gf2m233_sqr_lazy_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_freeze_avx512: out = a mod f: a lazy element in its reduced form
+;
+;   requires: a: 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
+;   ensures: out = a mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512F, AVX512VL (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-2}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_freeze_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_freeze_avx512.end - kg_gf2m233_freeze_avx512)
+align 32
+kg_gf2m233_freeze_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi + 16]
+    vpsrlq       xmm1, xmm0, 41
+    vpsllq       xmm2, xmm1, 10
+    vpandq       xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm1, xmm1, xmm2
+    vpxorq       xmm1, xmm1, [rsi]
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_reduce_avx512: out = c mod f for an unreduced c of degree <= 464
+;
+;   requires: c: 8 little-endian uint64 limbs, degree <= 464 (below 2^465); limbs above 7 are not read
+;   ensures: out = c mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-5}, flags
+;
+; reduction schedule:
+;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   lazy form (degree < 256): remainders modulo x^23 f = x^256 + x^97 + x^23, in one pass from the top pair down, each word folded once
+;   x^23(f - x^233) chunk 0: 0x800000 (two shifts per pair)
+;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
+;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
+; ---------------------------------------------------------------------------
+global kg_gf2m233_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_avx512.end - kg_gf2m233_reduce_avx512)
+align 32
+kg_gf2m233_reduce_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi + 48]
+    vpsllq       xmm1, xmm0, 23
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxorq       xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm2, 8
+    vpternlogq   xmm0, xmm3, [rsi + 32], 150
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm4, xmm0, 41
+    vpsllq       xmm5, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxorq       xmm4, xmm4, xmm5
+    vpternlogq   xmm1, xmm0, [rsi + 16], 150
+    vpslldq      xmm0, xmm4, 8
+    vpternlogq   xmm3, xmm0, [rsi], 150
+    vpalignr     xmm0, xmm2, xmm4, 8
+    vpxorq       xmm0, xmm1, xmm0
+    vpsrlq       xmm1, xmm0, 41
+    vpsllq       xmm2, xmm1, 10
+    vpandq       xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm1, xmm1, xmm2
+    vpxorq       xmm1, xmm3, xmm1
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_mulwide_avx512: out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)
+;
+;   requires: a, b: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   ensures: out = a*b: 8 limbs, degree <= 464, not reduced
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-10}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_mulwide_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_mulwide_avx512.end - kg_gf2m233_mulwide_avx512)
+align 32
+kg_gf2m233_mulwide_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rdx]
+    vmovdqu64    xmm3, [rdx + 16]
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 1
+    vpclmulqdq   xmm6, xmm0, xmm2, 16
+    vpclmulqdq   xmm7, xmm0, xmm2, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm1, xmm3, 0
+    vpclmulqdq   xmm8, xmm1, xmm3, 1
+    vpclmulqdq   xmm9, xmm1, xmm3, 16
+    vpclmulqdq   xmm10, xmm1, xmm3, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm0, xmm0, xmm1
+    vpxorq       xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm9, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxorq       xmm1, xmm7, xmm6
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpternlogq   xmm3, xmm9, xmm5, 150
+    vpxorq       xmm3, xmm3, xmm8
+    vpternlogq   xmm0, xmm10, xmm1, 150
+    vpslldq      xmm1, xmm5, 8
+    vpxorq       xmm1, xmm4, xmm1
+    vpalignr     xmm4, xmm3, xmm5, 8
+    vpxorq       xmm2, xmm2, xmm4
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpxorq       xmm0, xmm0, xmm3
+    vpsrldq      xmm3, xmm8, 8
+    vpxorq       xmm3, xmm10, xmm3
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm2
+    vmovdqu64    [rdi + 32], xmm0
+    vmovdqu64    [rdi + 48], xmm3
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_muladd_avx512: out = a*b + c*d mod f in GF(2^233), one reduction
+;
+;   requires: a, b, c, d: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   ensures: out = a*b + c*d mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-17}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_muladd_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_muladd_avx512.end - kg_gf2m233_muladd_avx512)
+align 32
+kg_gf2m233_muladd_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rdx]
+    vmovdqu64    xmm3, [rdx + 16]
+    vmovdqu64    xmm4, [rcx]
+    vmovdqu64    xmm5, [rcx + 16]
+    vmovdqu64    xmm6, [r8]
+    vmovdqu64    xmm7, [r8 + 16]
+    vpclmulqdq   xmm8, xmm0, xmm2, 0
+    vpclmulqdq   xmm9, xmm0, xmm2, 1
+    vpclmulqdq   xmm10, xmm0, xmm2, 16
+    vpclmulqdq   xmm11, xmm0, xmm2, 17
+    vpxorq       xmm9, xmm9, xmm10
+    vpclmulqdq   xmm10, xmm1, xmm3, 0
+    vpclmulqdq   xmm12, xmm1, xmm3, 1
+    vpclmulqdq   xmm13, xmm1, xmm3, 16
+    vpclmulqdq   xmm14, xmm1, xmm3, 17
+    vpxorq       xmm12, xmm12, xmm13
+    vpxorq       xmm0, xmm0, xmm1
+    vpxorq       xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm13, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxorq       xmm1, xmm11, xmm10
+    vpternlogq   xmm2, xmm8, xmm1, 150
+    vpternlogq   xmm3, xmm13, xmm9, 150
+    vpternlogq   xmm0, xmm14, xmm1, 150
+    vpclmulqdq   xmm1, xmm4, xmm6, 0
+    vpclmulqdq   xmm10, xmm4, xmm6, 1
+    vpclmulqdq   xmm11, xmm4, xmm6, 16
+    vpclmulqdq   xmm13, xmm4, xmm6, 17
+    vpxorq       xmm10, xmm10, xmm11
+    vpclmulqdq   xmm11, xmm5, xmm7, 0
+    vpclmulqdq   xmm15, xmm5, xmm7, 1
+    vpclmulqdq   xmm16, xmm5, xmm7, 16
+    vpclmulqdq   xmm17, xmm5, xmm7, 17
+    vpxorq       xmm15, xmm15, xmm16
+    vpxorq       xmm4, xmm4, xmm5
+    vpxorq       xmm5, xmm6, xmm7
+    vpclmulqdq   xmm6, xmm4, xmm5, 0
+    vpclmulqdq   xmm7, xmm4, xmm5, 1
+    vpclmulqdq   xmm16, xmm4, xmm5, 16
+    vpclmulqdq   xmm4, xmm4, xmm5, 17
+    vpxorq       xmm5, xmm13, xmm11
+    vpternlogq   xmm6, xmm1, xmm5, 150
+    vpternlogq   xmm7, xmm16, xmm10, 150
+    vpxorq       xmm7, xmm7, xmm15
+    vpternlogq   xmm4, xmm17, xmm5, 150
+    vpxorq       xmm5, xmm9, xmm10
+    vpternlogq   xmm3, xmm12, xmm7, 150
+    vpxorq       xmm7, xmm12, xmm15
+    vpslldq      xmm9, xmm5, 8
+    vpternlogq   xmm9, xmm8, xmm1, 150
+    vpalignr     xmm1, xmm3, xmm5, 8
+    vpternlogq   xmm2, xmm6, xmm1, 150
+    vpalignr     xmm1, xmm7, xmm3, 8
+    vpternlogq   xmm0, xmm4, xmm1, 150
+    vpsrldq      xmm1, xmm7, 8
+    vpternlogq   xmm1, xmm14, xmm17, 150
+    vpsllq       xmm3, xmm1, 23
+    vpsrlq       xmm4, xmm1, 41
+    vpsllq       xmm5, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm4, xmm4, xmm5
+    vpsrldq      xmm5, xmm4, 8
+    vpternlogq   xmm0, xmm1, xmm5, 150
+    vpsllq       xmm1, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpternlogq   xmm2, xmm3, xmm0, 150
+    vpslldq      xmm0, xmm5, 8
+    vpternlogq   xmm9, xmm1, xmm0, 150
+    vpalignr     xmm0, xmm4, xmm5, 8
+    vpxorq       xmm0, xmm2, xmm0
+    vpsrlq       xmm1, xmm0, 41
+    vpsllq       xmm2, xmm1, 10
+    vpandq       xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm1, xmm1, xmm2
+    vpxorq       xmm1, xmm9, xmm1
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_reduce_gpr_avx512: out = c mod f for an unreduced c of degree <= 464 (64-bit general registers, one pass from the top word down)
+;
+;   requires: c: 8 little-endian uint64 limbs, degree <= 464 (below 2^465); limbs above 7 are not read
+;   ensures: out = c mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: none beyond x86-64 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: rax, rcx, rdx, r8, r9, r10, flags
+;
+; reduction schedule:
+;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
+;   lazy form (degree < 256): remainders modulo x^23 f = x^256 + x^97 + x^23, in one pass from the top pair down, each word folded once
+;   x^23(f - x^233) chunk 0: 0x800000 (two shifts per pair)
+;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
+;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
+; ---------------------------------------------------------------------------
+global kg_gf2m233_reduce_gpr_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_gpr_avx512.end - kg_gf2m233_reduce_gpr_avx512)
+align 32
+kg_gf2m233_reduce_gpr_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    mov          rax, qword [rsi + 56]
+    mov          rcx, qword [rsi + 48]
+    shld         rax, rcx, 23
+    mov          rdx, qword [rsi + 24]
+    xor          rdx, rax
+    mov          r8, qword [rsi + 32]
+    mov          r9, rax
+    shl          r9, 10
+    xor          r8, r9
+    shr          rax, 54
+    mov          r9, qword [rsi + 40]
+    xor          r9, rax
+    shld         rcx, r9, 23
+    mov          rax, qword [rsi + 16]
+    xor          rax, rcx
+    mov          r10, rcx
+    shl          r10, 10
+    xor          rdx, r10
+    shr          rcx, 54
+    xor          r8, rcx
+    shld         r9, r8, 23
+    mov          rcx, qword [rsi + 8]
+    xor          rcx, r9
+    mov          r10, r9
+    shl          r10, 10
+    xor          rax, r10
+    shr          r9, 54
+    xor          rdx, r9
+    shld         r8, rdx, 23
+    mov          r9, qword [rsi]
+    xor          r9, r8
+    mov          r10, r8
+    shl          r10, 10
+    xor          rcx, r10
+    shr          r8, 54
+    xor          rax, r8
+    mov          qword [rdi + 16], rax
+    and          rdx, qword [rel gf2m_mask64_1ffffffffff]
+    mov          qword [rdi + 24], rdx
+    mov          qword [rdi + 8], rcx
+    mov          qword [rdi], r9
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_msqr2_avx512: out = a^(2^2) mod f in GF(2^233) (2 squarings)
+;
+;   requires: a: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   ensures: out = a^(2^2) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-7}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr2_avx512.end - kg_gf2m233_msqr2_avx512)
+align 32
+kg_gf2m233_msqr2_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_msqr4_avx512: out = a^(2^4) mod f in GF(2^233) (4 squarings)
+;
+;   requires: a: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   ensures: out = a^(2^4) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-7}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr4_avx512.end - kg_gf2m233_msqr4_avx512)
+align 32
+kg_gf2m233_msqr4_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_1ffffffffff + 128] ; addresses gf2m_mask_ffffffffffffffff_1ffffffffff near byte 0
+    vpandq       xmm1, xmm1, [rax - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, [rax - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, [rax - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, [rax - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_msqr8_avx512: out = a^(2^8) mod f in GF(2^233) (8 squarings)
+;
+;   requires: a: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   ensures: out = a^(2^8) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-8}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr8_avx512.end - kg_gf2m233_msqr8_avx512)
+align 32
+kg_gf2m233_msqr8_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm8, [rel gf2m_mask_ffffffffffffffff_1ffffffffff] ; held in a register: read 8 times
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, xmm8
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, xmm8
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, xmm8
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, xmm8
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, xmm8
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, xmm8
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, xmm8
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm6, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm1, xmm2, xmm6, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpslldq      xmm1, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpalignr     xmm1, xmm5, xmm6, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrlq       xmm2, xmm1, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm1, xmm1, xmm8
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm0, xmm0, xmm2
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_msqr16_avx512: out = a^(2^16) mod f in GF(2^233) (one precomputed linear map, applied under masks)
+;
+;   requires: a: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   ensures: out = a^(2^16) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-6}, k{1-2}, rax, r11, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr16_avx512.end - kg_gf2m233_msqr16_avx512)
+align 32
+kg_gf2m233_msqr16_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vpbroadcastq ymm2, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpbroadcastq ymm0, xmm0
+    vpbroadcastq ymm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpbroadcastq ymm1, xmm1
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm2, ymm0
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm3
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm1
+    vmovdqu64    ymm1, [rel gf2m_zero4]
+    vpsllq       ymm2, ymm0, 63
+    vpcmpgtq     k2, ymm1, ymm2
+    lea          rax, [rel gf2m_sq16_map + 128]      ; addresses gf2m_sq16_map near byte 0
+    vpxorq       ymm2{k2}{z}, ymm1, [rax - 128]
+    vpxorq       ymm3{k2}{z}, ymm1, [rax - 96]
+    vpxorq       ymm4{k2}{z}, ymm1, [rax - 64]
+    vpxorq       ymm5{k2}{z}, ymm1, [rax - 32]
+    vpsllq       ymm6, ymm0, 62
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 61
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 384]      ; addresses gf2m_sq16_map near byte 256
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 60
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 59
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 640]      ; addresses gf2m_sq16_map near byte 512
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 58
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 57
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 896]      ; addresses gf2m_sq16_map near byte 768
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 56
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 55
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 1152]     ; addresses gf2m_sq16_map near byte 1024
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 54
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 53
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 1408]     ; addresses gf2m_sq16_map near byte 1280
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 52
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 51
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 1664]     ; addresses gf2m_sq16_map near byte 1536
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 50
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 49
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 1920]     ; addresses gf2m_sq16_map near byte 1792
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 48
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 47
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 2176]     ; addresses gf2m_sq16_map near byte 2048
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 46
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 45
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 2432]     ; addresses gf2m_sq16_map near byte 2304
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 44
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 43
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 2688]     ; addresses gf2m_sq16_map near byte 2560
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 42
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 41
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 2944]     ; addresses gf2m_sq16_map near byte 2816
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 40
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 39
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 3200]     ; addresses gf2m_sq16_map near byte 3072
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 38
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 37
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 3456]     ; addresses gf2m_sq16_map near byte 3328
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 36
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 35
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 3712]     ; addresses gf2m_sq16_map near byte 3584
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 34
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 33
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 3968]     ; addresses gf2m_sq16_map near byte 3840
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 32
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 31
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 4224]     ; addresses gf2m_sq16_map near byte 4096
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 30
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 29
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 4480]     ; addresses gf2m_sq16_map near byte 4352
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 28
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 27
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 4736]     ; addresses gf2m_sq16_map near byte 4608
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 26
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 25
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 4992]     ; addresses gf2m_sq16_map near byte 4864
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 24
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 23
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 5248]     ; addresses gf2m_sq16_map near byte 5120
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 22
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 21
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 5504]     ; addresses gf2m_sq16_map near byte 5376
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 20
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 19
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 5760]     ; addresses gf2m_sq16_map near byte 5632
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 18
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 17
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 6016]     ; addresses gf2m_sq16_map near byte 5888
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 16
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 15
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 6272]     ; addresses gf2m_sq16_map near byte 6144
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 14
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 13
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 6528]     ; addresses gf2m_sq16_map near byte 6400
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 12
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 11
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 6784]     ; addresses gf2m_sq16_map near byte 6656
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 10
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 9
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 7040]     ; addresses gf2m_sq16_map near byte 6912
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 8
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 7
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 7296]     ; addresses gf2m_sq16_map near byte 7168
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 6
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 5
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 7552]     ; addresses gf2m_sq16_map near byte 7424
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 4
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 3
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 7808]     ; addresses gf2m_sq16_map near byte 7680
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpsllq       ymm6, ymm0, 2
+    vpcmpgtq     k2, ymm1, ymm6
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpsllq       ymm6, ymm0, 1
+    vpcmpgtq     k2, ymm1, ymm6
+    lea          rax, [rel gf2m_sq16_map + 8064]     ; addresses gf2m_sq16_map near byte 7936
+    vpxorq       ymm2{k2}, ymm2, [rax - 128]
+    vpxorq       ymm3{k2}, ymm3, [rax - 96]
+    vpxorq       ymm4{k2}, ymm4, [rax - 64]
+    vpxorq       ymm5{k2}, ymm5, [rax - 32]
+    vpcmpgtq     k2, ymm1, ymm0
+    vpxorq       ymm2{k2}, ymm2, [rax]
+    vpxorq       ymm3{k2}, ymm3, [rax + 32]
+    vpxorq       ymm4{k2}, ymm4, [rax + 64]
+    vpxorq       ymm5{k2}, ymm5, [rax + 96]
+    vpermq       ymm0, ymm3, 147
+    vpermq       ymm1, ymm4, 78
+    vpermq       ymm3, ymm5, 57
+    vpternlogq   ymm0, ymm2, ymm1, 150
+    vpxorq       ymm0, ymm0, ymm3
+    vextracti64x2 xmm1, ymm0, 0
+    vextracti64x2 xmm0, ymm0, 1
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm0
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_ladder_step_avx512: one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^233)
+;
+;   requires: st = (X0, Z0, X1, Z1), four elements of 4 limbs each, degree < 233 (fully reduced mod f)
+;   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 233 (fully reduced mod f)); swap[0] = 0 or all ones
+;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 233 (fully reduced mod f)
+;   out may be the same buffer as st (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-24}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step_avx512.end - kg_gf2m233_ladder_step_avx512)
+align 32
+kg_gf2m233_ladder_step_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi + 64]
+    vmovdqu64    xmm1, [rsi + 80]
+    vmovdqu64    xmm2, [rsi + 96]
+    vmovdqu64    xmm3, [rsi + 112]
+    vmovdqu64    xmm4, [rdx]
+    vmovdqu64    xmm5, [rdx + 16]
+    vmovdqu64    xmm6, [rcx]
+    vmovdqu64    xmm7, [rcx + 16]
+    vpbroadcastq xmm8, qword [r8]
+    vpxorq       xmm9, xmm0, [rsi]
+    vpandq       xmm9, xmm9, xmm8
+    vpxorq       xmm10, xmm9, [rsi]
+    vpxorq       xmm0, xmm0, xmm9
+    vpxorq       xmm9, xmm1, [rsi + 16]
+    vpandq       xmm9, xmm9, xmm8
+    vpxorq       xmm11, xmm9, [rsi + 16]
+    vpxorq       xmm1, xmm1, xmm9
+    vpxorq       xmm9, xmm2, [rsi + 32]
+    vpandq       xmm9, xmm9, xmm8
+    vpxorq       xmm12, xmm9, [rsi + 32]
+    vpxorq       xmm2, xmm2, xmm9
+    vpxorq       xmm9, xmm3, [rsi + 48]
+    vpandq       xmm8, xmm9, xmm8
+    vpxorq       xmm9, xmm8, [rsi + 48]
+    vpxorq       xmm3, xmm3, xmm8
+    vpclmulqdq   xmm8, xmm10, xmm2, 0
+    vpclmulqdq   xmm13, xmm10, xmm2, 1
+    vpclmulqdq   xmm14, xmm10, xmm2, 16
+    vpclmulqdq   xmm15, xmm10, xmm2, 17
+    vpxorq       xmm13, xmm13, xmm14
+    vpclmulqdq   xmm14, xmm11, xmm3, 0
+    vpclmulqdq   xmm16, xmm11, xmm3, 1
+    vpclmulqdq   xmm17, xmm11, xmm3, 16
+    vpclmulqdq   xmm18, xmm11, xmm3, 17
+    vpxorq       xmm16, xmm16, xmm17
+    vpxorq       xmm17, xmm10, xmm11
+    vpxorq       xmm2, xmm2, xmm3
+    vpclmulqdq   xmm3, xmm17, xmm2, 0
+    vpclmulqdq   xmm19, xmm17, xmm2, 1
+    vpclmulqdq   xmm20, xmm17, xmm2, 16
+    vpclmulqdq   xmm2, xmm17, xmm2, 17
+    vpxorq       xmm14, xmm15, xmm14
+    vpternlogq   xmm3, xmm8, xmm14, 150
+    vpternlogq   xmm19, xmm20, xmm13, 150
+    vpxorq       xmm15, xmm19, xmm16
+    vpternlogq   xmm2, xmm18, xmm14, 150
+    vpslldq      xmm14, xmm13, 8
+    vpalignr     xmm13, xmm15, xmm13, 8
+    vpalignr     xmm15, xmm16, xmm15, 8
+    vpsrldq      xmm16, xmm16, 8
+    vpxorq       xmm16, xmm18, xmm16
+    vpsllq       xmm17, xmm16, 23
+    vpsrlq       xmm18, xmm16, 41
+    vpsllq       xmm19, xmm16, 33
+    vpsrlq       xmm16, xmm16, 31
+    vpxorq       xmm18, xmm18, xmm19
+    vpternlogq   xmm2, xmm15, xmm16, 150
+    vpsrldq      xmm15, xmm18, 8
+    vpxorq       xmm2, xmm2, xmm15
+    vpsllq       xmm15, xmm2, 23
+    vpsrlq       xmm16, xmm2, 41
+    vpsllq       xmm19, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm14, xmm8, xmm15, 150
+    vpxorq       xmm8, xmm16, xmm19
+    vpternlogq   xmm3, xmm13, xmm17, 150
+    vpslldq      xmm13, xmm8, 8
+    vpxorq       xmm13, xmm14, xmm13
+    vpalignr     xmm8, xmm18, xmm8, 8
+    vpternlogq   xmm3, xmm2, xmm8, 150
+    vpclmulqdq   xmm2, xmm0, xmm12, 0
+    vpclmulqdq   xmm8, xmm0, xmm12, 1
+    vpclmulqdq   xmm14, xmm0, xmm12, 16
+    vpclmulqdq   xmm15, xmm0, xmm12, 17
+    vpxorq       xmm8, xmm8, xmm14
+    vpclmulqdq   xmm14, xmm1, xmm9, 0
+    vpclmulqdq   xmm16, xmm1, xmm9, 1
+    vpclmulqdq   xmm17, xmm1, xmm9, 16
+    vpclmulqdq   xmm18, xmm1, xmm9, 17
+    vpxorq       xmm16, xmm16, xmm17
+    vpxorq       xmm0, xmm0, xmm1
+    vpxorq       xmm1, xmm12, xmm9
+    vpclmulqdq   xmm17, xmm0, xmm1, 0
+    vpclmulqdq   xmm19, xmm0, xmm1, 1
+    vpclmulqdq   xmm20, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxorq       xmm1, xmm15, xmm14
+    vpternlogq   xmm17, xmm2, xmm1, 150
+    vpternlogq   xmm19, xmm20, xmm8, 150
+    vpxorq       xmm14, xmm19, xmm16
+    vpternlogq   xmm0, xmm18, xmm1, 150
+    vpslldq      xmm1, xmm8, 8
+    vpalignr     xmm8, xmm14, xmm8, 8
+    vpalignr     xmm14, xmm16, xmm14, 8
+    vpsrldq      xmm15, xmm16, 8
+    vpxorq       xmm15, xmm18, xmm15
+    vpsllq       xmm16, xmm15, 23
+    vpsrlq       xmm18, xmm15, 41
+    vpsllq       xmm19, xmm15, 33
+    vpsrlq       xmm15, xmm15, 31
+    vpxorq       xmm18, xmm18, xmm19
+    vpternlogq   xmm0, xmm14, xmm15, 150
+    vpsrldq      xmm14, xmm18, 8
+    vpxorq       xmm0, xmm0, xmm14
+    vpsllq       xmm14, xmm0, 23
+    vpsrlq       xmm15, xmm0, 41
+    vpsllq       xmm19, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpternlogq   xmm1, xmm2, xmm14, 150
+    vpxorq       xmm2, xmm15, xmm19
+    vpternlogq   xmm17, xmm8, xmm16, 150
+    vpslldq      xmm8, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm8
+    vpalignr     xmm2, xmm18, xmm2, 8
+    vpternlogq   xmm17, xmm0, xmm2, 150
+    vpclmulqdq   xmm0, xmm11, xmm11, 17
+    vpclmulqdq   xmm2, xmm11, xmm11, 0
+    vpclmulqdq   xmm8, xmm10, xmm10, 17
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpsllq       xmm11, xmm0, 23
+    vpsrlq       xmm14, xmm0, 41
+    vpsllq       xmm15, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxorq       xmm14, xmm14, xmm15
+    vpsrldq      xmm15, xmm14, 8
+    vpternlogq   xmm2, xmm0, xmm15, 150
+    vpsllq       xmm0, xmm2, 23
+    vpsrlq       xmm15, xmm2, 41
+    vpsllq       xmm16, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm15, xmm15, xmm16
+    vpternlogq   xmm8, xmm11, xmm2, 150
+    vpslldq      xmm2, xmm15, 8
+    vpternlogq   xmm10, xmm0, xmm2, 150
+    vpalignr     xmm0, xmm14, xmm15, 8
+    vpxorq       xmm0, xmm8, xmm0
+    vpclmulqdq   xmm2, xmm9, xmm9, 17
+    vpclmulqdq   xmm8, xmm9, xmm9, 0
+    vpclmulqdq   xmm9, xmm12, xmm12, 17
+    vpclmulqdq   xmm11, xmm12, xmm12, 0
+    vpsllq       xmm12, xmm2, 23
+    vpsrlq       xmm14, xmm2, 41
+    vpsllq       xmm15, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm14, xmm14, xmm15
+    vpsrldq      xmm15, xmm14, 8
+    vpternlogq   xmm8, xmm2, xmm15, 150
+    vpsllq       xmm2, xmm8, 23
+    vpsrlq       xmm15, xmm8, 41
+    vpsllq       xmm16, xmm8, 33
+    vpsrlq       xmm8, xmm8, 31
+    vpxorq       xmm15, xmm15, xmm16
+    vpternlogq   xmm9, xmm12, xmm8, 150
+    vpslldq      xmm8, xmm15, 8
+    vpternlogq   xmm11, xmm2, xmm8, 150
+    vpalignr     xmm2, xmm14, xmm15, 8
+    vpxorq       xmm2, xmm9, xmm2
+    vpxorq       xmm8, xmm13, xmm1
+    vpxorq       xmm9, xmm3, xmm17
+    vpclmulqdq   xmm12, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpclmulqdq   xmm14, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vpsllq       xmm15, xmm12, 23
+    vpsrlq       xmm16, xmm12, 41
+    vpsllq       xmm18, xmm12, 33
+    vpsrlq       xmm12, xmm12, 31
+    vpxorq       xmm16, xmm16, xmm18
+    vpsrldq      xmm18, xmm16, 8
+    vpternlogq   xmm9, xmm12, xmm18, 150
+    vpsllq       xmm12, xmm9, 23
+    vpsrlq       xmm18, xmm9, 41
+    vpsllq       xmm19, xmm9, 33
+    vpsrlq       xmm9, xmm9, 31
+    vpxorq       xmm18, xmm18, xmm19
+    vpternlogq   xmm14, xmm15, xmm9, 150
+    vpslldq      xmm9, xmm18, 8
+    vpternlogq   xmm8, xmm12, xmm9, 150
+    vpalignr     xmm9, xmm16, xmm18, 8
+    vpxorq       xmm9, xmm14, xmm9
+    vpclmulqdq   xmm12, xmm10, xmm11, 0
+    vpclmulqdq   xmm14, xmm10, xmm11, 1
+    vpclmulqdq   xmm15, xmm10, xmm11, 16
+    vpclmulqdq   xmm16, xmm10, xmm11, 17
+    vpxorq       xmm14, xmm14, xmm15
+    vpclmulqdq   xmm15, xmm0, xmm2, 0
+    vpclmulqdq   xmm18, xmm0, xmm2, 1
+    vpclmulqdq   xmm19, xmm0, xmm2, 16
+    vpclmulqdq   xmm20, xmm0, xmm2, 17
+    vpxorq       xmm18, xmm18, xmm19
+    vpxorq       xmm19, xmm10, xmm0
+    vpxorq       xmm21, xmm11, xmm2
+    vpclmulqdq   xmm22, xmm19, xmm21, 0
+    vpclmulqdq   xmm23, xmm19, xmm21, 1
+    vpclmulqdq   xmm24, xmm19, xmm21, 16
+    vpclmulqdq   xmm19, xmm19, xmm21, 17
+    vpxorq       xmm15, xmm16, xmm15
+    vpternlogq   xmm22, xmm12, xmm15, 150
+    vpternlogq   xmm23, xmm24, xmm14, 150
+    vpxorq       xmm16, xmm23, xmm18
+    vpternlogq   xmm19, xmm20, xmm15, 150
+    vpslldq      xmm15, xmm14, 8
+    vpalignr     xmm14, xmm16, xmm14, 8
+    vpalignr     xmm16, xmm18, xmm16, 8
+    vpsrldq      xmm18, xmm18, 8
+    vpxorq       xmm18, xmm20, xmm18
+    vpsllq       xmm20, xmm18, 23
+    vpsrlq       xmm21, xmm18, 41
+    vpsllq       xmm23, xmm18, 33
+    vpsrlq       xmm18, xmm18, 31
+    vpxorq       xmm21, xmm21, xmm23
+    vpternlogq   xmm19, xmm16, xmm18, 150
+    vpsrldq      xmm16, xmm21, 8
+    vpxorq       xmm16, xmm19, xmm16
+    vpsllq       xmm18, xmm16, 23
+    vpsrlq       xmm19, xmm16, 41
+    vpsllq       xmm23, xmm16, 33
+    vpsrlq       xmm16, xmm16, 31
+    vpternlogq   xmm15, xmm12, xmm18, 150
+    vpxorq       xmm12, xmm19, xmm23
+    vpternlogq   xmm22, xmm14, xmm20, 150
+    vpslldq      xmm14, xmm12, 8
+    vpalignr     xmm12, xmm21, xmm12, 8
+    vpternlogq   xmm22, xmm16, xmm12, 150
+    vpclmulqdq   xmm12, xmm6, xmm11, 0
+    vpclmulqdq   xmm16, xmm6, xmm11, 1
+    vpclmulqdq   xmm18, xmm6, xmm11, 16
+    vpclmulqdq   xmm19, xmm6, xmm11, 17
+    vpxorq       xmm16, xmm16, xmm18
+    vpclmulqdq   xmm18, xmm7, xmm2, 0
+    vpclmulqdq   xmm20, xmm7, xmm2, 1
+    vpclmulqdq   xmm21, xmm7, xmm2, 16
+    vpclmulqdq   xmm23, xmm7, xmm2, 17
+    vpxorq       xmm20, xmm20, xmm21
+    vpxorq       xmm6, xmm6, xmm7
+    vpxorq       xmm2, xmm11, xmm2
+    vpclmulqdq   xmm7, xmm6, xmm2, 0
+    vpclmulqdq   xmm11, xmm6, xmm2, 1
+    vpclmulqdq   xmm21, xmm6, xmm2, 16
+    vpclmulqdq   xmm2, xmm6, xmm2, 17
+    vpxorq       xmm6, xmm19, xmm18
+    vpternlogq   xmm7, xmm12, xmm6, 150
+    vpternlogq   xmm11, xmm21, xmm16, 150
+    vpxorq       xmm11, xmm11, xmm20
+    vpternlogq   xmm2, xmm23, xmm6, 150
+    vpslldq      xmm6, xmm16, 8
+    vpalignr     xmm16, xmm11, xmm16, 8
+    vpalignr     xmm11, xmm20, xmm11, 8
+    vpsrldq      xmm18, xmm20, 8
+    vpxorq       xmm18, xmm23, xmm18
+    vpsllq       xmm19, xmm18, 23
+    vpsrlq       xmm20, xmm18, 41
+    vpsllq       xmm21, xmm18, 33
+    vpsrlq       xmm18, xmm18, 31
+    vpxorq       xmm20, xmm20, xmm21
+    vpternlogq   xmm2, xmm11, xmm18, 150
+    vpsrldq      xmm11, xmm20, 8
+    vpxorq       xmm2, xmm2, xmm11
+    vpsllq       xmm11, xmm2, 23
+    vpsrlq       xmm18, xmm2, 41
+    vpsllq       xmm21, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm6, xmm12, xmm11, 150
+    vpxorq       xmm11, xmm18, xmm21
+    vpternlogq   xmm7, xmm16, xmm19, 150
+    vpslldq      xmm12, xmm11, 8
+    vpalignr     xmm11, xmm20, xmm11, 8
+    vpternlogq   xmm7, xmm2, xmm11, 150
+    vpternlogq   xmm6, xmm12, xmm10, 150
+    vpxorq       xmm0, xmm0, xmm7
+    vpclmulqdq   xmm2, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm7, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm10, xmm2, 23
+    vpsrlq       xmm11, xmm2, 41
+    vpsllq       xmm12, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm11, xmm11, xmm12
+    vpsrldq      xmm12, xmm11, 8
+    vpternlogq   xmm0, xmm2, xmm12, 150
+    vpsllq       xmm2, xmm0, 23
+    vpsrlq       xmm12, xmm0, 41
+    vpsllq       xmm16, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxorq       xmm12, xmm12, xmm16
+    vpternlogq   xmm7, xmm10, xmm0, 150
+    vpslldq      xmm0, xmm12, 8
+    vpternlogq   xmm6, xmm2, xmm0, 150
+    vpalignr     xmm0, xmm11, xmm12, 8
+    vpxorq       xmm0, xmm7, xmm0
+    vpclmulqdq   xmm2, xmm4, xmm8, 0
+    vpclmulqdq   xmm7, xmm4, xmm8, 1
+    vpclmulqdq   xmm10, xmm4, xmm8, 16
+    vpclmulqdq   xmm11, xmm4, xmm8, 17
+    vpxorq       xmm7, xmm7, xmm10
+    vpclmulqdq   xmm10, xmm5, xmm9, 0
+    vpclmulqdq   xmm12, xmm5, xmm9, 1
+    vpclmulqdq   xmm16, xmm5, xmm9, 16
+    vpclmulqdq   xmm18, xmm5, xmm9, 17
+    vpxorq       xmm12, xmm12, xmm16
+    vpxorq       xmm4, xmm4, xmm5
+    vpxorq       xmm5, xmm8, xmm9
+    vpclmulqdq   xmm16, xmm4, xmm5, 0
+    vpclmulqdq   xmm19, xmm4, xmm5, 1
+    vpclmulqdq   xmm20, xmm4, xmm5, 16
+    vpclmulqdq   xmm4, xmm4, xmm5, 17
+    vpxorq       xmm5, xmm11, xmm10
+    vpternlogq   xmm16, xmm2, xmm5, 150
+    vpternlogq   xmm19, xmm20, xmm7, 150
+    vpternlogq   xmm4, xmm18, xmm5, 150
+    vpclmulqdq   xmm5, xmm13, xmm1, 0
+    vpclmulqdq   xmm10, xmm13, xmm1, 1
+    vpclmulqdq   xmm11, xmm13, xmm1, 16
+    vpclmulqdq   xmm20, xmm13, xmm1, 17
+    vpxorq       xmm10, xmm10, xmm11
+    vpclmulqdq   xmm11, xmm3, xmm17, 0
+    vpclmulqdq   xmm21, xmm3, xmm17, 1
+    vpclmulqdq   xmm23, xmm3, xmm17, 16
+    vpclmulqdq   xmm24, xmm3, xmm17, 17
+    vpxorq       xmm21, xmm21, xmm23
+    vpxorq       xmm3, xmm13, xmm3
+    vpxorq       xmm1, xmm1, xmm17
+    vpclmulqdq   xmm13, xmm3, xmm1, 0
+    vpclmulqdq   xmm17, xmm3, xmm1, 1
+    vpclmulqdq   xmm23, xmm3, xmm1, 16
+    vpclmulqdq   xmm1, xmm3, xmm1, 17
+    vpxorq       xmm3, xmm20, xmm11
+    vpternlogq   xmm13, xmm5, xmm3, 150
+    vpternlogq   xmm17, xmm23, xmm10, 150
+    vpxorq       xmm11, xmm17, xmm21
+    vpternlogq   xmm1, xmm24, xmm3, 150
+    vpxorq       xmm3, xmm7, xmm10
+    vpternlogq   xmm19, xmm12, xmm11, 150
+    vpxorq       xmm7, xmm12, xmm21
+    vpslldq      xmm10, xmm3, 8
+    vpternlogq   xmm10, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm19, xmm3, 8
+    vpternlogq   xmm16, xmm13, xmm2, 150
+    vpalignr     xmm2, xmm7, xmm19, 8
+    vpternlogq   xmm4, xmm1, xmm2, 150
+    vpsrldq      xmm1, xmm7, 8
+    vpternlogq   xmm1, xmm18, xmm24, 150
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm3, xmm1, 41
+    vpsllq       xmm5, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
+    vpxorq       xmm3, xmm3, xmm5
+    vpsrldq      xmm5, xmm3, 8
+    vpternlogq   xmm4, xmm1, xmm5, 150
+    vpsllq       xmm1, xmm4, 23
+    vpsrlq       xmm5, xmm4, 41
+    vpsllq       xmm7, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxorq       xmm5, xmm5, xmm7
+    vpternlogq   xmm16, xmm2, xmm4, 150
+    vpslldq      xmm2, xmm5, 8
+    vpternlogq   xmm10, xmm1, xmm2, 150
+    vpalignr     xmm1, xmm3, xmm5, 8
+    vpxorq       xmm1, xmm16, xmm1
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm2, 10
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_1ffffffffff + 128] ; addresses gf2m_mask_ffffffffffffffff_1ffffffffff near byte 0
+    vpandq       xmm0, xmm0, [rax - 128]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm2, xmm6, xmm2
+    vmovdqu64    [rdi], xmm2
+    vmovdqu64    [rdi + 16], xmm0
+    vpsrlq       xmm0, xmm22, 41
+    vpsllq       xmm2, xmm0, 10
+    vpandq       xmm3, xmm22, [rax - 128]
+    vpunpckhqdq  xmm0, xmm0, xmm2
+    vpternlogq   xmm15, xmm14, xmm0, 150
+    vmovdqu64    [rdi + 32], xmm15
+    vmovdqu64    [rdi + 48], xmm3
+    vpsrlq       xmm0, xmm1, 41
+    vpsllq       xmm2, xmm0, 10
+    vpandq       xmm1, xmm1, [rax - 128]
+    vpunpckhqdq  xmm0, xmm0, xmm2
+    vpxorq       xmm0, xmm10, xmm0
+    vmovdqu64    [rdi + 64], xmm0
+    vmovdqu64    [rdi + 80], xmm1
+    vpsrlq       xmm0, xmm9, 41
+    vpsllq       xmm1, xmm0, 10
+    vpandq       xmm2, xmm9, [rax - 128]
+    vpunpckhqdq  xmm0, xmm0, xmm1
+    vpxorq       xmm0, xmm8, xmm0
+    vmovdqu64    [rdi + 96], xmm0
+    vmovdqu64    [rdi + 112], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_ladder_step2_avx512: one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^233) (two operations per ymm lane pair; needs VPCLMULQDQ)
+;
+;   requires: st = (X0, Z0, X1, Z1), four elements of 4 limbs each, degree < 233 (fully reduced mod f)
+;   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 233 (fully reduced mod f)); swap[0] = 0 or all ones
+;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 233 (fully reduced mod f)
+;   out may be the same buffer as st (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-16}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_ladder_step2_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step2_avx512.end - kg_gf2m233_ladder_step2_avx512)
+align 32
+kg_gf2m233_ladder_step2_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovdqu64    xmm3, [rsi + 48]
+    vmovdqu64    xmm4, [rsi + 64]
+    vmovdqu64    xmm5, [rsi + 80]
+    vmovdqu64    xmm6, [rsi + 96]
+    vmovdqu64    xmm7, [rsi + 112]
+    vmovdqu64    xmm8, [rdx]
+    vmovdqu64    xmm9, [rdx + 16]
+    vmovdqu64    xmm10, [rcx]
+    vmovdqu64    xmm11, [rcx + 16]
+    vmovdqu64    ymm12, [rel gf2m_zero_x2]
+    vinserti64x2 ymm0, ymm12, xmm0, 0
+    vinserti64x2 ymm0, ymm0, xmm2, 1
+    vinserti64x2 ymm1, ymm12, xmm1, 0
+    vinserti64x2 ymm1, ymm1, xmm3, 1
+    vinserti64x2 ymm2, ymm12, xmm4, 0
+    vinserti64x2 ymm2, ymm2, xmm6, 1
+    vinserti64x2 ymm3, ymm12, xmm5, 0
+    vinserti64x2 ymm3, ymm3, xmm7, 1
+    vpbroadcastq ymm4, qword [r8]
+    vpxorq       ymm5, ymm0, ymm2
+    vpandq       ymm5, ymm5, ymm4
+    vpxorq       ymm0, ymm0, ymm5
+    vpxorq       ymm2, ymm2, ymm5
+    vpxorq       ymm5, ymm1, ymm3
+    vpandq       ymm4, ymm5, ymm4
+    vpxorq       ymm1, ymm1, ymm4
+    vpxorq       ymm3, ymm3, ymm4
+    vshufi64x2   ymm4, ymm0, ymm2, 0
+    vshufi64x2   ymm5, ymm1, ymm3, 0
+    vshufi64x2   ymm2, ymm2, ymm0, 3
+    vshufi64x2   ymm3, ymm3, ymm1, 3
+    vpclmulqdq   ymm6, ymm4, ymm2, 0
+    vpclmulqdq   ymm7, ymm4, ymm2, 1
+    vpclmulqdq   ymm12, ymm4, ymm2, 16
+    vpclmulqdq   ymm13, ymm4, ymm2, 17
+    vpxorq       ymm7, ymm7, ymm12
+    vpclmulqdq   ymm12, ymm5, ymm3, 0
+    vpclmulqdq   ymm14, ymm5, ymm3, 1
+    vpclmulqdq   ymm15, ymm5, ymm3, 16
+    vpclmulqdq   ymm16, ymm5, ymm3, 17
+    vpxorq       ymm14, ymm14, ymm15
+    vpxorq       ymm4, ymm4, ymm5
+    vpxorq       ymm2, ymm2, ymm3
+    vpclmulqdq   ymm3, ymm4, ymm2, 0
+    vpclmulqdq   ymm5, ymm4, ymm2, 1
+    vpclmulqdq   ymm15, ymm4, ymm2, 16
+    vpclmulqdq   ymm2, ymm4, ymm2, 17
+    vpxorq       ymm4, ymm13, ymm12
+    vpternlogq   ymm3, ymm6, ymm4, 150
+    vpternlogq   ymm5, ymm15, ymm7, 150
+    vpxorq       ymm5, ymm5, ymm14
+    vpternlogq   ymm2, ymm16, ymm4, 150
+    vpslldq      ymm4, ymm7, 8
+    vpalignr     ymm7, ymm5, ymm7, 8
+    vpalignr     ymm5, ymm14, ymm5, 8
+    vpsrldq      ymm12, ymm14, 8
+    vpxorq       ymm12, ymm16, ymm12
+    vpsllq       ymm13, ymm12, 23
+    vpsrlq       ymm14, ymm12, 41
+    vpsllq       ymm15, ymm12, 33
+    vpsrlq       ymm12, ymm12, 31
+    vpxorq       ymm14, ymm14, ymm15
+    vpternlogq   ymm2, ymm5, ymm12, 150
+    vpsrldq      ymm5, ymm14, 8
+    vpxorq       ymm2, ymm2, ymm5
+    vpsllq       ymm5, ymm2, 23
+    vpsrlq       ymm12, ymm2, 41
+    vpsllq       ymm15, ymm2, 33
+    vpsrlq       ymm2, ymm2, 31
+    vpternlogq   ymm4, ymm6, ymm5, 150
+    vpxorq       ymm5, ymm12, ymm15
+    vpternlogq   ymm3, ymm7, ymm13, 150
+    vpslldq      ymm6, ymm5, 8
+    vpxorq       ymm4, ymm4, ymm6
+    vpalignr     ymm5, ymm14, ymm5, 8
+    vpternlogq   ymm3, ymm2, ymm5, 150
+    vpclmulqdq   ymm2, ymm1, ymm1, 17
+    vpclmulqdq   ymm1, ymm1, ymm1, 0
+    vpclmulqdq   ymm5, ymm0, ymm0, 17
+    vpclmulqdq   ymm0, ymm0, ymm0, 0
+    vpsllq       ymm6, ymm2, 23
+    vpsrlq       ymm7, ymm2, 41
+    vpsllq       ymm12, ymm2, 33
+    vpsrlq       ymm2, ymm2, 31
+    vpxorq       ymm7, ymm7, ymm12
+    vpsrldq      ymm12, ymm7, 8
+    vpternlogq   ymm1, ymm2, ymm12, 150
+    vpsllq       ymm2, ymm1, 23
+    vpsrlq       ymm12, ymm1, 41
+    vpsllq       ymm13, ymm1, 33
+    vpsrlq       ymm1, ymm1, 31
+    vpxorq       ymm12, ymm12, ymm13
+    vpternlogq   ymm5, ymm6, ymm1, 150
+    vpslldq      ymm1, ymm12, 8
+    vpternlogq   ymm0, ymm2, ymm1, 150
+    vpalignr     ymm1, ymm7, ymm12, 8
+    vpxorq       ymm1, ymm5, ymm1
+    vinserti64x2 ymm2, ymm0, xmm10, 1
+    vinserti64x2 ymm5, ymm1, xmm11, 1
+    vshufi64x2   ymm6, ymm0, ymm0, 3
+    vshufi64x2   ymm7, ymm1, ymm1, 3
+    vpclmulqdq   ymm10, ymm2, ymm6, 0
+    vpclmulqdq   ymm11, ymm2, ymm6, 1
+    vpclmulqdq   ymm12, ymm2, ymm6, 16
+    vpclmulqdq   ymm13, ymm2, ymm6, 17
+    vpxorq       ymm11, ymm11, ymm12
+    vpclmulqdq   ymm12, ymm5, ymm7, 0
+    vpclmulqdq   ymm14, ymm5, ymm7, 1
+    vpclmulqdq   ymm15, ymm5, ymm7, 16
+    vpclmulqdq   ymm16, ymm5, ymm7, 17
+    vpxorq       ymm14, ymm14, ymm15
+    vpxorq       ymm2, ymm2, ymm5
+    vpxorq       ymm5, ymm6, ymm7
+    vpclmulqdq   ymm6, ymm2, ymm5, 0
+    vpclmulqdq   ymm7, ymm2, ymm5, 1
+    vpclmulqdq   ymm15, ymm2, ymm5, 16
+    vpclmulqdq   ymm2, ymm2, ymm5, 17
+    vpxorq       ymm5, ymm13, ymm12
+    vpternlogq   ymm6, ymm10, ymm5, 150
+    vpternlogq   ymm7, ymm15, ymm11, 150
+    vpxorq       ymm7, ymm7, ymm14
+    vpternlogq   ymm2, ymm16, ymm5, 150
+    vpslldq      ymm5, ymm11, 8
+    vpalignr     ymm11, ymm7, ymm11, 8
+    vpalignr     ymm7, ymm14, ymm7, 8
+    vpsrldq      ymm12, ymm14, 8
+    vpxorq       ymm12, ymm16, ymm12
+    vpsllq       ymm13, ymm12, 23
+    vpsrlq       ymm14, ymm12, 41
+    vpsllq       ymm15, ymm12, 33
+    vpsrlq       ymm12, ymm12, 31
+    vpxorq       ymm14, ymm14, ymm15
+    vpternlogq   ymm2, ymm7, ymm12, 150
+    vpsrldq      ymm7, ymm14, 8
+    vpxorq       ymm2, ymm2, ymm7
+    vpsllq       ymm7, ymm2, 23
+    vpsrlq       ymm12, ymm2, 41
+    vpsllq       ymm15, ymm2, 33
+    vpsrlq       ymm2, ymm2, 31
+    vpternlogq   ymm5, ymm10, ymm7, 150
+    vpxorq       ymm7, ymm12, ymm15
+    vpternlogq   ymm6, ymm11, ymm13, 150
+    vpslldq      ymm10, ymm7, 8
+    vpxorq       ymm5, ymm5, ymm10
+    vpalignr     ymm7, ymm14, ymm7, 8
+    vpternlogq   ymm6, ymm2, ymm7, 150
+    vshufi64x2   ymm2, ymm4, ymm5, 2
+    vshufi64x2   ymm0, ymm4, ymm0, 1
+    vpxorq       ymm0, ymm2, ymm0
+    vshufi64x2   ymm2, ymm3, ymm6, 2
+    vshufi64x2   ymm1, ymm3, ymm1, 1
+    vpxorq       ymm1, ymm2, ymm1
+    vpclmulqdq   ymm2, ymm1, ymm1, 17
+    vpclmulqdq   ymm1, ymm1, ymm1, 0
+    vpclmulqdq   ymm7, ymm0, ymm0, 17
+    vpclmulqdq   ymm0, ymm0, ymm0, 0
+    vpsllq       ymm10, ymm2, 23
+    vpsrlq       ymm11, ymm2, 41
+    vpsllq       ymm12, ymm2, 33
+    vpsrlq       ymm2, ymm2, 31
+    vpxorq       ymm11, ymm11, ymm12
+    vpsrldq      ymm12, ymm11, 8
+    vpternlogq   ymm1, ymm2, ymm12, 150
+    vpsllq       ymm2, ymm1, 23
+    vpsrlq       ymm12, ymm1, 41
+    vpsllq       ymm13, ymm1, 33
+    vpsrlq       ymm1, ymm1, 31
+    vpxorq       ymm12, ymm12, ymm13
+    vpternlogq   ymm7, ymm10, ymm1, 150
+    vpslldq      ymm1, ymm12, 8
+    vpternlogq   ymm0, ymm2, ymm1, 150
+    vpalignr     ymm1, ymm11, ymm12, 8
+    vpxorq       ymm1, ymm7, ymm1
+    vinserti64x2 ymm2, ymm4, xmm8, 1
+    vinserti64x2 ymm7, ymm3, xmm9, 1
+    vshufi64x2   ymm4, ymm4, ymm0, 1
+    vshufi64x2   ymm3, ymm3, ymm1, 1
+    vpclmulqdq   ymm8, ymm2, ymm4, 0
+    vpclmulqdq   ymm9, ymm2, ymm4, 1
+    vpclmulqdq   ymm10, ymm2, ymm4, 16
+    vpclmulqdq   ymm11, ymm2, ymm4, 17
+    vpxorq       ymm9, ymm9, ymm10
+    vpclmulqdq   ymm10, ymm7, ymm3, 0
+    vpclmulqdq   ymm12, ymm7, ymm3, 1
+    vpclmulqdq   ymm13, ymm7, ymm3, 16
+    vpclmulqdq   ymm14, ymm7, ymm3, 17
+    vpxorq       ymm12, ymm12, ymm13
+    vpxorq       ymm2, ymm2, ymm7
+    vpxorq       ymm3, ymm4, ymm3
+    vpclmulqdq   ymm4, ymm2, ymm3, 0
+    vpclmulqdq   ymm7, ymm2, ymm3, 1
+    vpclmulqdq   ymm13, ymm2, ymm3, 16
+    vpclmulqdq   ymm2, ymm2, ymm3, 17
+    vpxorq       ymm3, ymm11, ymm10
+    vpternlogq   ymm4, ymm8, ymm3, 150
+    vpternlogq   ymm7, ymm13, ymm9, 150
+    vpxorq       ymm7, ymm7, ymm12
+    vpternlogq   ymm2, ymm14, ymm3, 150
+    vextracti64x2 xmm3, ymm8, 0
+    vextracti64x2 xmm8, ymm8, 1
+    vextracti64x2 xmm10, ymm9, 0
+    vextracti64x2 xmm9, ymm9, 1
+    vpxorq       xmm9, xmm10, xmm9
+    vextracti64x2 xmm10, ymm4, 0
+    vextracti64x2 xmm4, ymm4, 1
+    vextracti64x2 xmm11, ymm7, 0
+    vextracti64x2 xmm7, ymm7, 1
+    vpxorq       xmm7, xmm11, xmm7
+    vextracti64x2 xmm11, ymm2, 0
+    vextracti64x2 xmm2, ymm2, 1
+    vextracti64x2 xmm13, ymm12, 0
+    vextracti64x2 xmm12, ymm12, 1
+    vpxorq       xmm12, xmm13, xmm12
+    vextracti64x2 xmm13, ymm14, 0
+    vextracti64x2 xmm14, ymm14, 1
+    vpslldq      xmm15, xmm9, 8
+    vpternlogq   xmm3, xmm8, xmm15, 150
+    vpalignr     xmm8, xmm7, xmm9, 8
+    vpternlogq   xmm10, xmm4, xmm8, 150
+    vpalignr     xmm4, xmm12, xmm7, 8
+    vpternlogq   xmm11, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm12, 8
+    vpternlogq   xmm13, xmm14, xmm2, 150
+    vpsllq       xmm2, xmm13, 23
+    vpsrlq       xmm4, xmm13, 41
+    vpsllq       xmm7, xmm13, 33
+    vpsrlq       xmm8, xmm13, 31
+    vpxorq       xmm4, xmm4, xmm7
+    vpsrldq      xmm7, xmm4, 8
+    vpternlogq   xmm11, xmm8, xmm7, 150
+    vpsllq       xmm7, xmm11, 23
+    vpsrlq       xmm8, xmm11, 41
+    vpsllq       xmm9, xmm11, 33
+    vpsrlq       xmm11, xmm11, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm10, xmm2, xmm11, 150
+    vpslldq      xmm2, xmm8, 8
+    vpternlogq   xmm3, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm4, xmm8, 8
+    vpxorq       xmm2, xmm10, xmm2
+    vpsrlq       ymm4, ymm1, 41
+    vpsllq       ymm7, ymm4, 10
+    vpandq       ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
+    vpunpckhqdq  ymm4, ymm4, ymm7
+    vpxorq       ymm0, ymm0, ymm4
+    vpsrlq       ymm4, ymm6, 41
+    vpsllq       ymm7, ymm4, 10
+    vpandq       ymm6, ymm6, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
+    vpunpckhqdq  ymm4, ymm4, ymm7
+    vpxorq       ymm4, ymm5, ymm4
+    vpsrlq       xmm5, xmm2, 41
+    vpsllq       xmm7, xmm5, 10
+    vpandq       xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm5, xmm5, xmm7
+    vpxorq       xmm3, xmm3, xmm5
+    vextracti64x2 xmm5, ymm0, 1
+    vextracti64x2 xmm7, ymm1, 1
+    vextracti64x2 xmm4, ymm4, 0
+    vextracti64x2 xmm6, ymm6, 0
+    vextracti64x2 xmm0, ymm0, 0
+    vextracti64x2 xmm1, ymm1, 0
+    vmovdqu64    [rdi], xmm5
+    vmovdqu64    [rdi + 16], xmm7
+    vmovdqu64    [rdi + 32], xmm4
+    vmovdqu64    [rdi + 48], xmm6
+    vmovdqu64    [rdi + 64], xmm3
+    vmovdqu64    [rdi + 80], xmm2
+    vmovdqu64    [rdi + 96], xmm0
+    vmovdqu64    [rdi + 112], xmm1
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m233_inv_avx512: out = a^-1 mod f in GF(2^233) (Itoh-Tsujii: 10 multiplications; a^(2^k) as a linear map for k in [14, 29, 58, 116], squarings otherwise)
+;
+;   requires: a: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-12}, k{1-2}, rax, r11, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m233_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_inv_avx512.end - kg_gf2m233_inv_avx512)
+align 32
+kg_gf2m233_inv_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm3, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm0, xmm0, 17
+    vpclmulqdq   xmm5, xmm0, xmm0, 0
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm8, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm7, xmm7, xmm8
+    vpsrldq      xmm8, xmm7, 8
+    vpternlogq   xmm3, xmm2, xmm8, 150
+    vpsllq       xmm2, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm9, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm4, xmm6, xmm3, 150
+    vpslldq      xmm3, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm3, 150
+    vpalignr     xmm2, xmm7, xmm8, 8
+    vpxorq       xmm2, xmm4, xmm2
+    vpclmulqdq   xmm3, xmm5, xmm0, 0
+    vpclmulqdq   xmm4, xmm5, xmm0, 1
+    vpclmulqdq   xmm6, xmm5, xmm0, 16
+    vpclmulqdq   xmm7, xmm5, xmm0, 17
+    vpxorq       xmm4, xmm4, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm2, xmm5, xmm2
+    vpxorq       xmm5, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm5, 0
+    vpclmulqdq   xmm11, xmm2, xmm5, 1
+    vpclmulqdq   xmm12, xmm2, xmm5, 16
+    vpclmulqdq   xmm2, xmm2, xmm5, 17
+    vpxorq       xmm5, xmm7, xmm6
+    vpternlogq   xmm9, xmm3, xmm5, 150
+    vpternlogq   xmm11, xmm12, xmm4, 150
+    vpxorq       xmm6, xmm11, xmm8
+    vpternlogq   xmm2, xmm10, xmm5, 150
+    vpslldq      xmm5, xmm4, 8
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpalignr     xmm6, xmm8, xmm6, 8
+    vpsrldq      xmm7, xmm8, 8
+    vpxorq       xmm7, xmm10, xmm7
+    vpsllq       xmm8, xmm7, 23
+    vpsrlq       xmm10, xmm7, 41
+    vpsllq       xmm11, xmm7, 33
+    vpsrlq       xmm7, xmm7, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm5, xmm3, xmm6, 150
+    vpxorq       xmm3, xmm7, xmm11
+    vpternlogq   xmm9, xmm4, xmm8, 150
+    vpslldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm5, xmm4
+    vpalignr     xmm3, xmm10, xmm3, 8
+    vpternlogq   xmm9, xmm2, xmm3, 150
+    vpclmulqdq   xmm2, xmm9, xmm9, 17
+    vpclmulqdq   xmm3, xmm9, xmm9, 0
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm8, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm7, xmm7, xmm8
+    vpsrldq      xmm8, xmm7, 8
+    vpternlogq   xmm3, xmm2, xmm8, 150
+    vpsllq       xmm2, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm9, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm5, xmm6, xmm3, 150
+    vpslldq      xmm3, xmm8, 8
+    vpternlogq   xmm4, xmm2, xmm3, 150
+    vpalignr     xmm2, xmm7, xmm8, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm4, xmm0, 0
+    vpclmulqdq   xmm5, xmm4, xmm0, 1
+    vpclmulqdq   xmm6, xmm4, xmm0, 16
+    vpclmulqdq   xmm7, xmm4, xmm0, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm2, xmm4, xmm2
+    vpxorq       xmm4, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm4, 0
+    vpclmulqdq   xmm11, xmm2, xmm4, 1
+    vpclmulqdq   xmm12, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm4, 17
+    vpxorq       xmm4, xmm7, xmm6
+    vpternlogq   xmm9, xmm3, xmm4, 150
+    vpternlogq   xmm11, xmm12, xmm5, 150
+    vpxorq       xmm6, xmm11, xmm8
+    vpternlogq   xmm2, xmm10, xmm4, 150
+    vpslldq      xmm4, xmm5, 8
+    vpalignr     xmm5, xmm6, xmm5, 8
+    vpalignr     xmm6, xmm8, xmm6, 8
+    vpsrldq      xmm7, xmm8, 8
+    vpxorq       xmm7, xmm10, xmm7
+    vpsllq       xmm8, xmm7, 23
+    vpsrlq       xmm10, xmm7, 41
+    vpsllq       xmm11, xmm7, 33
+    vpsrlq       xmm7, xmm7, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpxorq       xmm3, xmm7, xmm11
+    vpternlogq   xmm9, xmm5, xmm8, 150
+    vpslldq      xmm5, xmm3, 8
+    vpxorq       xmm4, xmm4, xmm5
+    vpalignr     xmm3, xmm10, xmm3, 8
+    vpternlogq   xmm9, xmm2, xmm3, 150
+    vpclmulqdq   xmm2, xmm9, xmm9, 17
+    vpclmulqdq   xmm3, xmm9, xmm9, 0
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpsllq       xmm7, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm3, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm3, 23
+    vpsrlq       xmm10, xmm3, 41
+    vpsllq       xmm11, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm3, 150
+    vpslldq      xmm3, xmm10, 8
+    vpternlogq   xmm6, xmm2, xmm3, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm7, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm10, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm2, xmm3, xmm10, 150
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm10, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm2, 150
+    vpslldq      xmm2, xmm10, 8
+    vpternlogq   xmm6, xmm3, xmm2, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm7, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm10, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm2, xmm3, xmm10, 150
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm10, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm2, 150
+    vpslldq      xmm2, xmm10, 8
+    vpternlogq   xmm6, xmm3, xmm2, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm6, xmm4, 0
+    vpclmulqdq   xmm5, xmm6, xmm4, 1
+    vpclmulqdq   xmm7, xmm6, xmm4, 16
+    vpclmulqdq   xmm8, xmm6, xmm4, 17
+    vpxorq       xmm5, xmm5, xmm7
+    vpclmulqdq   xmm7, xmm2, xmm9, 0
+    vpclmulqdq   xmm10, xmm2, xmm9, 1
+    vpclmulqdq   xmm11, xmm2, xmm9, 16
+    vpclmulqdq   xmm12, xmm2, xmm9, 17
+    vpxorq       xmm10, xmm10, xmm11
+    vpxorq       xmm2, xmm6, xmm2
+    vpxorq       xmm4, xmm4, xmm9
+    vpclmulqdq   xmm6, xmm2, xmm4, 0
+    vpclmulqdq   xmm9, xmm2, xmm4, 1
+    vpclmulqdq   xmm11, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm4, 17
+    vpxorq       xmm4, xmm8, xmm7
+    vpternlogq   xmm6, xmm3, xmm4, 150
+    vpternlogq   xmm9, xmm11, xmm5, 150
+    vpxorq       xmm7, xmm9, xmm10
+    vpternlogq   xmm2, xmm12, xmm4, 150
+    vpslldq      xmm4, xmm5, 8
+    vpalignr     xmm5, xmm7, xmm5, 8
+    vpalignr     xmm7, xmm10, xmm7, 8
+    vpsrldq      xmm8, xmm10, 8
+    vpxorq       xmm8, xmm12, xmm8
+    vpsllq       xmm9, xmm8, 23
+    vpsrlq       xmm10, xmm8, 41
+    vpsllq       xmm11, xmm8, 33
+    vpsrlq       xmm8, xmm8, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm7, xmm8, 150
+    vpsrldq      xmm7, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm4, xmm3, xmm7, 150
+    vpxorq       xmm3, xmm8, xmm11
+    vpternlogq   xmm6, xmm5, xmm9, 150
+    vpslldq      xmm5, xmm3, 8
+    vpxorq       xmm4, xmm4, xmm5
+    vpalignr     xmm3, xmm10, xmm3, 8
+    vpternlogq   xmm6, xmm2, xmm3, 150
+    vpclmulqdq   xmm2, xmm6, xmm6, 17
+    vpclmulqdq   xmm3, xmm6, xmm6, 0
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm8, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm7, xmm7, xmm8
+    vpsrldq      xmm8, xmm7, 8
+    vpternlogq   xmm3, xmm2, xmm8, 150
+    vpsllq       xmm2, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm9, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm5, xmm6, xmm3, 150
+    vpslldq      xmm3, xmm8, 8
+    vpternlogq   xmm4, xmm2, xmm3, 150
+    vpalignr     xmm2, xmm7, xmm8, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm4, xmm0, 0
+    vpclmulqdq   xmm5, xmm4, xmm0, 1
+    vpclmulqdq   xmm6, xmm4, xmm0, 16
+    vpclmulqdq   xmm7, xmm4, xmm0, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm2, xmm4, xmm2
+    vpxorq       xmm4, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm4, 0
+    vpclmulqdq   xmm11, xmm2, xmm4, 1
+    vpclmulqdq   xmm12, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm4, 17
+    vpxorq       xmm4, xmm7, xmm6
+    vpternlogq   xmm9, xmm3, xmm4, 150
+    vpternlogq   xmm11, xmm12, xmm5, 150
+    vpxorq       xmm6, xmm11, xmm8
+    vpternlogq   xmm2, xmm10, xmm4, 150
+    vpslldq      xmm4, xmm5, 8
+    vpalignr     xmm5, xmm6, xmm5, 8
+    vpalignr     xmm6, xmm8, xmm6, 8
+    vpsrldq      xmm7, xmm8, 8
+    vpxorq       xmm7, xmm10, xmm7
+    vpsllq       xmm8, xmm7, 23
+    vpsrlq       xmm10, xmm7, 41
+    vpsllq       xmm11, xmm7, 33
+    vpsrlq       xmm7, xmm7, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpxorq       xmm3, xmm7, xmm11
+    vpternlogq   xmm9, xmm5, xmm8, 150
+    vpslldq      xmm5, xmm3, 8
+    vpxorq       xmm4, xmm4, xmm5
+    vpalignr     xmm3, xmm10, xmm3, 8
+    vpternlogq   xmm9, xmm2, xmm3, 150
+    vpclmulqdq   xmm2, xmm9, xmm9, 17
+    vpclmulqdq   xmm3, xmm9, xmm9, 0
+    vpclmulqdq   xmm5, xmm4, xmm4, 17
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpsllq       xmm7, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm3, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm3, 23
+    vpsrlq       xmm10, xmm3, 41
+    vpsllq       xmm11, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm3, 150
+    vpslldq      xmm3, xmm10, 8
+    vpternlogq   xmm6, xmm2, xmm3, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm7, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm10, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm2, xmm3, xmm10, 150
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm10, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm2, 150
+    vpslldq      xmm2, xmm10, 8
+    vpternlogq   xmm6, xmm3, xmm2, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm7, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm10, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm2, xmm3, xmm10, 150
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm10, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm2, 150
+    vpslldq      xmm2, xmm10, 8
+    vpternlogq   xmm6, xmm3, xmm2, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm7, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm10, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm2, xmm3, xmm10, 150
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm10, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm2, 150
+    vpslldq      xmm2, xmm10, 8
+    vpternlogq   xmm6, xmm3, xmm2, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm7, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm10, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm2, xmm3, xmm10, 150
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm10, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm2, 150
+    vpslldq      xmm2, xmm10, 8
+    vpternlogq   xmm6, xmm3, xmm2, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm7, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm10, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm2, xmm3, xmm10, 150
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm10, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm2, 150
+    vpslldq      xmm2, xmm10, 8
+    vpternlogq   xmm6, xmm3, xmm2, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpsllq       xmm7, xmm3, 23
+    vpsrlq       xmm8, xmm3, 41
+    vpsllq       xmm10, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm2, xmm3, xmm10, 150
+    vpsllq       xmm3, xmm2, 23
+    vpsrlq       xmm10, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm7, xmm2, 150
+    vpslldq      xmm2, xmm10, 8
+    vpternlogq   xmm6, xmm3, xmm2, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm3, xmm6, xmm4, 0
+    vpclmulqdq   xmm5, xmm6, xmm4, 1
+    vpclmulqdq   xmm7, xmm6, xmm4, 16
+    vpclmulqdq   xmm8, xmm6, xmm4, 17
+    vpxorq       xmm5, xmm5, xmm7
+    vpclmulqdq   xmm7, xmm2, xmm9, 0
+    vpclmulqdq   xmm10, xmm2, xmm9, 1
+    vpclmulqdq   xmm11, xmm2, xmm9, 16
+    vpclmulqdq   xmm12, xmm2, xmm9, 17
+    vpxorq       xmm10, xmm10, xmm11
+    vpxorq       xmm2, xmm6, xmm2
+    vpxorq       xmm4, xmm4, xmm9
+    vpclmulqdq   xmm6, xmm2, xmm4, 0
+    vpclmulqdq   xmm9, xmm2, xmm4, 1
+    vpclmulqdq   xmm11, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm4, 17
+    vpxorq       xmm4, xmm8, xmm7
+    vpternlogq   xmm6, xmm3, xmm4, 150
+    vpternlogq   xmm9, xmm11, xmm5, 150
+    vpxorq       xmm7, xmm9, xmm10
+    vpternlogq   xmm2, xmm12, xmm4, 150
+    vpslldq      xmm4, xmm5, 8
+    vpalignr     xmm5, xmm7, xmm5, 8
+    vpalignr     xmm7, xmm10, xmm7, 8
+    vpsrldq      xmm8, xmm10, 8
+    vpxorq       xmm8, xmm12, xmm8
+    vpsllq       xmm9, xmm8, 23
+    vpsrlq       xmm10, xmm8, 41
+    vpsllq       xmm11, xmm8, 33
+    vpsrlq       xmm8, xmm8, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm7, xmm8, 150
+    vpsrldq      xmm7, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm4, xmm3, xmm7, 150
+    vpxorq       xmm3, xmm8, xmm11
+    vpternlogq   xmm6, xmm5, xmm9, 150
+    vpslldq      xmm5, xmm3, 8
+    vpxorq       xmm4, xmm4, xmm5
+    vpalignr     xmm3, xmm10, xmm3, 8
+    vpternlogq   xmm6, xmm2, xmm3, 150
+    vpsrlq       xmm2, xmm6, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm5, xmm6, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm2, xmm4, xmm2
+    vpbroadcastq ymm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm7, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpbroadcastq ymm5, xmm5
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm3, ymm2
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm2, ymm7
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm2, ymm5
+    vmovdqu64    ymm3, [rel gf2m_zero4]
+    vpsllq       ymm5, ymm2, 63
+    vpcmpgtq     k2, ymm3, ymm5
+    lea          rax, [rel gf2m_sq14_map + 128]      ; addresses gf2m_sq14_map near byte 0
+    vpxorq       ymm5{k2}{z}, ymm3, [rax - 128]
+    vpxorq       ymm7{k2}{z}, ymm3, [rax - 96]
+    vpxorq       ymm8{k2}{z}, ymm3, [rax - 64]
+    vpxorq       ymm9{k2}{z}, ymm3, [rax - 32]
+    vpsllq       ymm10, ymm2, 62
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 61
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 384]      ; addresses gf2m_sq14_map near byte 256
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 60
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 59
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 640]      ; addresses gf2m_sq14_map near byte 512
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 58
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 57
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 896]      ; addresses gf2m_sq14_map near byte 768
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 56
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 55
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 1152]     ; addresses gf2m_sq14_map near byte 1024
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 54
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 53
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 1408]     ; addresses gf2m_sq14_map near byte 1280
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 52
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 51
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 1664]     ; addresses gf2m_sq14_map near byte 1536
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 50
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 49
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 1920]     ; addresses gf2m_sq14_map near byte 1792
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 48
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 47
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 2176]     ; addresses gf2m_sq14_map near byte 2048
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 46
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 45
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 2432]     ; addresses gf2m_sq14_map near byte 2304
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 44
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 43
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 2688]     ; addresses gf2m_sq14_map near byte 2560
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 42
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 41
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 2944]     ; addresses gf2m_sq14_map near byte 2816
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 40
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 39
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 3200]     ; addresses gf2m_sq14_map near byte 3072
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 38
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 37
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 3456]     ; addresses gf2m_sq14_map near byte 3328
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 36
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 35
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 3712]     ; addresses gf2m_sq14_map near byte 3584
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 34
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 33
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 3968]     ; addresses gf2m_sq14_map near byte 3840
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 32
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 31
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 4224]     ; addresses gf2m_sq14_map near byte 4096
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 30
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 29
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 4480]     ; addresses gf2m_sq14_map near byte 4352
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 28
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 27
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 4736]     ; addresses gf2m_sq14_map near byte 4608
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 26
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 25
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 4992]     ; addresses gf2m_sq14_map near byte 4864
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 24
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 23
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 5248]     ; addresses gf2m_sq14_map near byte 5120
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 22
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 21
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 5504]     ; addresses gf2m_sq14_map near byte 5376
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 20
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 19
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 5760]     ; addresses gf2m_sq14_map near byte 5632
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 18
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 17
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 6016]     ; addresses gf2m_sq14_map near byte 5888
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 16
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 15
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 6272]     ; addresses gf2m_sq14_map near byte 6144
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 14
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 13
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 6528]     ; addresses gf2m_sq14_map near byte 6400
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 12
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 11
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 6784]     ; addresses gf2m_sq14_map near byte 6656
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 10
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 9
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 7040]     ; addresses gf2m_sq14_map near byte 6912
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 8
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 7
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 7296]     ; addresses gf2m_sq14_map near byte 7168
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 6
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 5
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 7552]     ; addresses gf2m_sq14_map near byte 7424
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 4
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 3
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 7808]     ; addresses gf2m_sq14_map near byte 7680
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpsllq       ymm10, ymm2, 2
+    vpcmpgtq     k2, ymm3, ymm10
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpsllq       ymm10, ymm2, 1
+    vpcmpgtq     k2, ymm3, ymm10
+    lea          rax, [rel gf2m_sq14_map + 8064]     ; addresses gf2m_sq14_map near byte 7936
+    vpxorq       ymm5{k2}, ymm5, [rax - 128]
+    vpxorq       ymm7{k2}, ymm7, [rax - 96]
+    vpxorq       ymm8{k2}, ymm8, [rax - 64]
+    vpxorq       ymm9{k2}, ymm9, [rax - 32]
+    vpcmpgtq     k2, ymm3, ymm2
+    vpxorq       ymm5{k2}, ymm5, [rax]
+    vpxorq       ymm7{k2}, ymm7, [rax + 32]
+    vpxorq       ymm8{k2}, ymm8, [rax + 64]
+    vpxorq       ymm9{k2}, ymm9, [rax + 96]
+    vpermq       ymm2, ymm7, 147
+    vpermq       ymm3, ymm8, 78
+    vpermq       ymm7, ymm9, 57
+    vpternlogq   ymm2, ymm5, ymm3, 150
+    vpxorq       ymm2, ymm2, ymm7
+    vextracti64x2 xmm3, ymm2, 0
+    vextracti64x2 xmm2, ymm2, 1
+    vpclmulqdq   xmm5, xmm3, xmm4, 0
+    vpclmulqdq   xmm7, xmm3, xmm4, 1
+    vpclmulqdq   xmm8, xmm3, xmm4, 16
+    vpclmulqdq   xmm9, xmm3, xmm4, 17
+    vpxorq       xmm7, xmm7, xmm8
+    vpclmulqdq   xmm8, xmm2, xmm6, 0
+    vpclmulqdq   xmm10, xmm2, xmm6, 1
+    vpclmulqdq   xmm11, xmm2, xmm6, 16
+    vpclmulqdq   xmm12, xmm2, xmm6, 17
+    vpxorq       xmm10, xmm10, xmm11
+    vpxorq       xmm2, xmm3, xmm2
+    vpxorq       xmm3, xmm4, xmm6
+    vpclmulqdq   xmm4, xmm2, xmm3, 0
+    vpclmulqdq   xmm6, xmm2, xmm3, 1
+    vpclmulqdq   xmm11, xmm2, xmm3, 16
+    vpclmulqdq   xmm2, xmm2, xmm3, 17
+    vpxorq       xmm3, xmm9, xmm8
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpternlogq   xmm6, xmm11, xmm7, 150
+    vpxorq       xmm6, xmm6, xmm10
+    vpternlogq   xmm2, xmm12, xmm3, 150
+    vpslldq      xmm3, xmm7, 8
+    vpalignr     xmm7, xmm6, xmm7, 8
+    vpalignr     xmm6, xmm10, xmm6, 8
+    vpsrldq      xmm8, xmm10, 8
+    vpxorq       xmm8, xmm12, xmm8
+    vpsllq       xmm9, xmm8, 23
+    vpsrlq       xmm10, xmm8, 41
+    vpsllq       xmm11, xmm8, 33
+    vpsrlq       xmm8, xmm8, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm3, xmm5, xmm6, 150
+    vpxorq       xmm5, xmm8, xmm11
+    vpternlogq   xmm4, xmm7, xmm9, 150
+    vpslldq      xmm6, xmm5, 8
+    vpxorq       xmm3, xmm3, xmm6
+    vpalignr     xmm5, xmm10, xmm5, 8
+    vpternlogq   xmm4, xmm2, xmm5, 150
+    vpclmulqdq   xmm2, xmm4, xmm4, 17
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm8, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm7, xmm7, xmm8
+    vpsrldq      xmm8, xmm7, 8
+    vpternlogq   xmm4, xmm2, xmm8, 150
+    vpsllq       xmm2, xmm4, 23
+    vpsrlq       xmm8, xmm4, 41
+    vpsllq       xmm9, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm5, xmm6, xmm4, 150
+    vpslldq      xmm4, xmm8, 8
+    vpternlogq   xmm3, xmm2, xmm4, 150
+    vpalignr     xmm2, xmm7, xmm8, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpclmulqdq   xmm4, xmm3, xmm0, 0
+    vpclmulqdq   xmm5, xmm3, xmm0, 1
+    vpclmulqdq   xmm6, xmm3, xmm0, 16
+    vpclmulqdq   xmm7, xmm3, xmm0, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm2, xmm3, xmm2
+    vpxorq       xmm0, xmm0, xmm1
+    vpclmulqdq   xmm1, xmm2, xmm0, 0
+    vpclmulqdq   xmm3, xmm2, xmm0, 1
+    vpclmulqdq   xmm9, xmm2, xmm0, 16
+    vpclmulqdq   xmm0, xmm2, xmm0, 17
+    vpxorq       xmm2, xmm7, xmm6
+    vpternlogq   xmm1, xmm4, xmm2, 150
+    vpternlogq   xmm3, xmm9, xmm5, 150
+    vpxorq       xmm3, xmm3, xmm8
+    vpternlogq   xmm0, xmm10, xmm2, 150
+    vpslldq      xmm2, xmm5, 8
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpsrldq      xmm6, xmm8, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsllq       xmm7, xmm6, 23
+    vpsrlq       xmm8, xmm6, 41
+    vpsllq       xmm9, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm0, xmm3, xmm6, 150
+    vpsrldq      xmm3, xmm8, 8
+    vpxorq       xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm9, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpternlogq   xmm2, xmm4, xmm3, 150
+    vpxorq       xmm3, xmm6, xmm9
+    vpternlogq   xmm1, xmm5, xmm7, 150
+    vpslldq      xmm4, xmm3, 8
+    vpxorq       xmm2, xmm2, xmm4
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpternlogq   xmm1, xmm0, xmm3, 150
+    vpsrlq       xmm0, xmm1, 41
+    vpsllq       xmm3, xmm0, 10
+    vpandq       xmm4, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm0, xmm0, xmm3
+    vpxorq       xmm0, xmm2, xmm0
+    vpbroadcastq ymm3, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpbroadcastq ymm0, xmm0
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm3, ymm0
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm5
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm4
+    vmovdqu64    ymm3, [rel gf2m_zero4]
+    vpsllq       ymm4, ymm0, 63
+    vpcmpgtq     k2, ymm3, ymm4
+    lea          rax, [rel gf2m_sq29_map + 128]      ; addresses gf2m_sq29_map near byte 0
+    vpxorq       ymm4{k2}{z}, ymm3, [rax - 128]
+    vpxorq       ymm5{k2}{z}, ymm3, [rax - 96]
+    vpxorq       ymm6{k2}{z}, ymm3, [rax - 64]
+    vpxorq       ymm7{k2}{z}, ymm3, [rax - 32]
+    vpsllq       ymm8, ymm0, 62
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 61
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 384]      ; addresses gf2m_sq29_map near byte 256
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 60
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 59
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 640]      ; addresses gf2m_sq29_map near byte 512
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 58
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 57
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 896]      ; addresses gf2m_sq29_map near byte 768
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 56
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 55
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 1152]     ; addresses gf2m_sq29_map near byte 1024
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 54
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 53
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 1408]     ; addresses gf2m_sq29_map near byte 1280
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 52
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 51
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 1664]     ; addresses gf2m_sq29_map near byte 1536
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 50
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 49
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 1920]     ; addresses gf2m_sq29_map near byte 1792
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 48
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 47
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 2176]     ; addresses gf2m_sq29_map near byte 2048
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 46
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 45
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 2432]     ; addresses gf2m_sq29_map near byte 2304
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 44
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 43
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 2688]     ; addresses gf2m_sq29_map near byte 2560
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 42
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 41
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 2944]     ; addresses gf2m_sq29_map near byte 2816
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 40
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 39
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 3200]     ; addresses gf2m_sq29_map near byte 3072
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 38
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 37
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 3456]     ; addresses gf2m_sq29_map near byte 3328
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 36
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 35
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 3712]     ; addresses gf2m_sq29_map near byte 3584
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 34
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 33
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 3968]     ; addresses gf2m_sq29_map near byte 3840
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 32
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 31
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 4224]     ; addresses gf2m_sq29_map near byte 4096
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 30
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 29
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 4480]     ; addresses gf2m_sq29_map near byte 4352
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 28
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 27
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 4736]     ; addresses gf2m_sq29_map near byte 4608
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 26
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 25
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 4992]     ; addresses gf2m_sq29_map near byte 4864
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 24
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 23
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 5248]     ; addresses gf2m_sq29_map near byte 5120
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 22
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 21
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 5504]     ; addresses gf2m_sq29_map near byte 5376
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 20
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 19
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 5760]     ; addresses gf2m_sq29_map near byte 5632
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 18
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 17
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 6016]     ; addresses gf2m_sq29_map near byte 5888
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 16
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 15
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 6272]     ; addresses gf2m_sq29_map near byte 6144
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 14
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 13
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 6528]     ; addresses gf2m_sq29_map near byte 6400
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 12
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 11
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 6784]     ; addresses gf2m_sq29_map near byte 6656
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 10
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 9
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 7040]     ; addresses gf2m_sq29_map near byte 6912
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 8
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 7
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 7296]     ; addresses gf2m_sq29_map near byte 7168
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 6
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 5
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 7552]     ; addresses gf2m_sq29_map near byte 7424
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 4
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 3
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 7808]     ; addresses gf2m_sq29_map near byte 7680
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 2
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 1
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq29_map + 8064]     ; addresses gf2m_sq29_map near byte 7936
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpcmpgtq     k2, ymm3, ymm0
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpermq       ymm0, ymm5, 147
+    vpermq       ymm3, ymm6, 78
+    vpermq       ymm5, ymm7, 57
+    vpternlogq   ymm0, ymm4, ymm3, 150
+    vpxorq       ymm0, ymm0, ymm5
+    vextracti64x2 xmm3, ymm0, 0
+    vextracti64x2 xmm0, ymm0, 1
+    vpclmulqdq   xmm4, xmm3, xmm2, 0
+    vpclmulqdq   xmm5, xmm3, xmm2, 1
+    vpclmulqdq   xmm6, xmm3, xmm2, 16
+    vpclmulqdq   xmm7, xmm3, xmm2, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm0, xmm1, 0
+    vpclmulqdq   xmm8, xmm0, xmm1, 1
+    vpclmulqdq   xmm9, xmm0, xmm1, 16
+    vpclmulqdq   xmm10, xmm0, xmm1, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm0, xmm3, xmm0
+    vpxorq       xmm1, xmm2, xmm1
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm9, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxorq       xmm1, xmm7, xmm6
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpternlogq   xmm3, xmm9, xmm5, 150
+    vpxorq       xmm3, xmm3, xmm8
+    vpternlogq   xmm0, xmm10, xmm1, 150
+    vpslldq      xmm1, xmm5, 8
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpsrldq      xmm6, xmm8, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsllq       xmm7, xmm6, 23
+    vpsrlq       xmm8, xmm6, 41
+    vpsllq       xmm9, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm0, xmm3, xmm6, 150
+    vpsrldq      xmm3, xmm8, 8
+    vpxorq       xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm9, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpternlogq   xmm1, xmm4, xmm3, 150
+    vpxorq       xmm3, xmm6, xmm9
+    vpternlogq   xmm2, xmm5, xmm7, 150
+    vpslldq      xmm4, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm4
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm3, 150
+    vpsrlq       xmm0, xmm2, 41
+    vpsllq       xmm3, xmm0, 10
+    vpandq       xmm4, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm0, xmm0, xmm3
+    vpxorq       xmm0, xmm1, xmm0
+    vpbroadcastq ymm3, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpbroadcastq ymm0, xmm0
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm3, ymm0
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm5
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm4
+    vmovdqu64    ymm3, [rel gf2m_zero4]
+    vpsllq       ymm4, ymm0, 63
+    vpcmpgtq     k2, ymm3, ymm4
+    lea          rax, [rel gf2m_sq58_map + 128]      ; addresses gf2m_sq58_map near byte 0
+    vpxorq       ymm4{k2}{z}, ymm3, [rax - 128]
+    vpxorq       ymm5{k2}{z}, ymm3, [rax - 96]
+    vpxorq       ymm6{k2}{z}, ymm3, [rax - 64]
+    vpxorq       ymm7{k2}{z}, ymm3, [rax - 32]
+    vpsllq       ymm8, ymm0, 62
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 61
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 384]      ; addresses gf2m_sq58_map near byte 256
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 60
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 59
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 640]      ; addresses gf2m_sq58_map near byte 512
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 58
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 57
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 896]      ; addresses gf2m_sq58_map near byte 768
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 56
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 55
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 1152]     ; addresses gf2m_sq58_map near byte 1024
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 54
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 53
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 1408]     ; addresses gf2m_sq58_map near byte 1280
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 52
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 51
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 1664]     ; addresses gf2m_sq58_map near byte 1536
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 50
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 49
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 1920]     ; addresses gf2m_sq58_map near byte 1792
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 48
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 47
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 2176]     ; addresses gf2m_sq58_map near byte 2048
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 46
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 45
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 2432]     ; addresses gf2m_sq58_map near byte 2304
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 44
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 43
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 2688]     ; addresses gf2m_sq58_map near byte 2560
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 42
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 41
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 2944]     ; addresses gf2m_sq58_map near byte 2816
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 40
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 39
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 3200]     ; addresses gf2m_sq58_map near byte 3072
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 38
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 37
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 3456]     ; addresses gf2m_sq58_map near byte 3328
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 36
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 35
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 3712]     ; addresses gf2m_sq58_map near byte 3584
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 34
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 33
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 3968]     ; addresses gf2m_sq58_map near byte 3840
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 32
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 31
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 4224]     ; addresses gf2m_sq58_map near byte 4096
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 30
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 29
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 4480]     ; addresses gf2m_sq58_map near byte 4352
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 28
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 27
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 4736]     ; addresses gf2m_sq58_map near byte 4608
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 26
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 25
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 4992]     ; addresses gf2m_sq58_map near byte 4864
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 24
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 23
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 5248]     ; addresses gf2m_sq58_map near byte 5120
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 22
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 21
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 5504]     ; addresses gf2m_sq58_map near byte 5376
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 20
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 19
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 5760]     ; addresses gf2m_sq58_map near byte 5632
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 18
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 17
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 6016]     ; addresses gf2m_sq58_map near byte 5888
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 16
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 15
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 6272]     ; addresses gf2m_sq58_map near byte 6144
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 14
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 13
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 6528]     ; addresses gf2m_sq58_map near byte 6400
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 12
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 11
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 6784]     ; addresses gf2m_sq58_map near byte 6656
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 10
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 9
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 7040]     ; addresses gf2m_sq58_map near byte 6912
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 8
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 7
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 7296]     ; addresses gf2m_sq58_map near byte 7168
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 6
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 5
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 7552]     ; addresses gf2m_sq58_map near byte 7424
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 4
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 3
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 7808]     ; addresses gf2m_sq58_map near byte 7680
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 2
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 1
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq58_map + 8064]     ; addresses gf2m_sq58_map near byte 7936
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpcmpgtq     k2, ymm3, ymm0
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpermq       ymm0, ymm5, 147
+    vpermq       ymm3, ymm6, 78
+    vpermq       ymm5, ymm7, 57
+    vpternlogq   ymm0, ymm4, ymm3, 150
+    vpxorq       ymm0, ymm0, ymm5
+    vextracti64x2 xmm3, ymm0, 0
+    vextracti64x2 xmm0, ymm0, 1
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm0, xmm2, 0
+    vpclmulqdq   xmm8, xmm0, xmm2, 1
+    vpclmulqdq   xmm9, xmm0, xmm2, 16
+    vpclmulqdq   xmm10, xmm0, xmm2, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm0, xmm3, xmm0
+    vpxorq       xmm1, xmm1, xmm2
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm9, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxorq       xmm1, xmm7, xmm6
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpternlogq   xmm3, xmm9, xmm5, 150
+    vpxorq       xmm3, xmm3, xmm8
+    vpternlogq   xmm0, xmm10, xmm1, 150
+    vpslldq      xmm1, xmm5, 8
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpsrldq      xmm6, xmm8, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsllq       xmm7, xmm6, 23
+    vpsrlq       xmm8, xmm6, 41
+    vpsllq       xmm9, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm0, xmm3, xmm6, 150
+    vpsrldq      xmm3, xmm8, 8
+    vpxorq       xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm9, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpternlogq   xmm1, xmm4, xmm3, 150
+    vpxorq       xmm3, xmm6, xmm9
+    vpternlogq   xmm2, xmm5, xmm7, 150
+    vpslldq      xmm4, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm4
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm3, 150
+    vpsrlq       xmm0, xmm2, 41
+    vpsllq       xmm3, xmm0, 10
+    vpandq       xmm4, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm0, xmm0, xmm3
+    vpxorq       xmm0, xmm1, xmm0
+    vpbroadcastq ymm3, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpbroadcastq ymm0, xmm0
+    vpbroadcastq ymm5, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpbroadcastq ymm4, xmm4
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm3, ymm0
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm5
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm0{k1}, ymm0, ymm4
+    vmovdqu64    ymm3, [rel gf2m_zero4]
+    vpsllq       ymm4, ymm0, 63
+    vpcmpgtq     k2, ymm3, ymm4
+    lea          rax, [rel gf2m_sq116_map + 128]     ; addresses gf2m_sq116_map near byte 0
+    vpxorq       ymm4{k2}{z}, ymm3, [rax - 128]
+    vpxorq       ymm5{k2}{z}, ymm3, [rax - 96]
+    vpxorq       ymm6{k2}{z}, ymm3, [rax - 64]
+    vpxorq       ymm7{k2}{z}, ymm3, [rax - 32]
+    vpsllq       ymm8, ymm0, 62
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 61
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 384]     ; addresses gf2m_sq116_map near byte 256
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 60
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 59
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 640]     ; addresses gf2m_sq116_map near byte 512
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 58
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 57
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 896]     ; addresses gf2m_sq116_map near byte 768
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 56
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 55
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 1152]    ; addresses gf2m_sq116_map near byte 1024
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 54
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 53
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 1408]    ; addresses gf2m_sq116_map near byte 1280
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 52
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 51
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 1664]    ; addresses gf2m_sq116_map near byte 1536
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 50
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 49
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 1920]    ; addresses gf2m_sq116_map near byte 1792
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 48
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 47
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 2176]    ; addresses gf2m_sq116_map near byte 2048
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 46
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 45
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 2432]    ; addresses gf2m_sq116_map near byte 2304
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 44
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 43
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 2688]    ; addresses gf2m_sq116_map near byte 2560
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 42
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 41
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 2944]    ; addresses gf2m_sq116_map near byte 2816
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 40
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 39
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 3200]    ; addresses gf2m_sq116_map near byte 3072
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 38
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 37
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 3456]    ; addresses gf2m_sq116_map near byte 3328
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 36
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 35
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 3712]    ; addresses gf2m_sq116_map near byte 3584
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 34
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 33
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 3968]    ; addresses gf2m_sq116_map near byte 3840
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 32
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 31
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 4224]    ; addresses gf2m_sq116_map near byte 4096
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 30
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 29
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 4480]    ; addresses gf2m_sq116_map near byte 4352
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 28
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 27
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 4736]    ; addresses gf2m_sq116_map near byte 4608
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 26
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 25
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 4992]    ; addresses gf2m_sq116_map near byte 4864
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 24
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 23
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 5248]    ; addresses gf2m_sq116_map near byte 5120
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 22
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 21
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 5504]    ; addresses gf2m_sq116_map near byte 5376
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 20
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 19
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 5760]    ; addresses gf2m_sq116_map near byte 5632
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 18
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 17
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 6016]    ; addresses gf2m_sq116_map near byte 5888
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 16
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 15
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 6272]    ; addresses gf2m_sq116_map near byte 6144
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 14
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 13
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 6528]    ; addresses gf2m_sq116_map near byte 6400
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 12
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 11
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 6784]    ; addresses gf2m_sq116_map near byte 6656
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 10
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 9
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 7040]    ; addresses gf2m_sq116_map near byte 6912
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 8
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 7
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 7296]    ; addresses gf2m_sq116_map near byte 7168
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 6
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 5
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 7552]    ; addresses gf2m_sq116_map near byte 7424
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 4
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 3
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 7808]    ; addresses gf2m_sq116_map near byte 7680
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpsllq       ymm8, ymm0, 2
+    vpcmpgtq     k2, ymm3, ymm8
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpsllq       ymm8, ymm0, 1
+    vpcmpgtq     k2, ymm3, ymm8
+    lea          rax, [rel gf2m_sq116_map + 8064]    ; addresses gf2m_sq116_map near byte 7936
+    vpxorq       ymm4{k2}, ymm4, [rax - 128]
+    vpxorq       ymm5{k2}, ymm5, [rax - 96]
+    vpxorq       ymm6{k2}, ymm6, [rax - 64]
+    vpxorq       ymm7{k2}, ymm7, [rax - 32]
+    vpcmpgtq     k2, ymm3, ymm0
+    vpxorq       ymm4{k2}, ymm4, [rax]
+    vpxorq       ymm5{k2}, ymm5, [rax + 32]
+    vpxorq       ymm6{k2}, ymm6, [rax + 64]
+    vpxorq       ymm7{k2}, ymm7, [rax + 96]
+    vpermq       ymm0, ymm5, 147
+    vpermq       ymm3, ymm6, 78
+    vpermq       ymm5, ymm7, 57
+    vpternlogq   ymm0, ymm4, ymm3, 150
+    vpxorq       ymm0, ymm0, ymm5
+    vextracti64x2 xmm3, ymm0, 0
+    vextracti64x2 xmm0, ymm0, 1
+    vpclmulqdq   xmm4, xmm3, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm1, 1
+    vpclmulqdq   xmm6, xmm3, xmm1, 16
+    vpclmulqdq   xmm7, xmm3, xmm1, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm0, xmm2, 0
+    vpclmulqdq   xmm8, xmm0, xmm2, 1
+    vpclmulqdq   xmm9, xmm0, xmm2, 16
+    vpclmulqdq   xmm10, xmm0, xmm2, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm0, xmm3, xmm0
+    vpxorq       xmm1, xmm1, xmm2
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 1
+    vpclmulqdq   xmm9, xmm0, xmm1, 16
+    vpclmulqdq   xmm0, xmm0, xmm1, 17
+    vpxorq       xmm1, xmm7, xmm6
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpternlogq   xmm3, xmm9, xmm5, 150
+    vpxorq       xmm3, xmm3, xmm8
+    vpternlogq   xmm0, xmm10, xmm1, 150
+    vpslldq      xmm1, xmm5, 8
+    vpalignr     xmm5, xmm3, xmm5, 8
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpsrldq      xmm6, xmm8, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsllq       xmm7, xmm6, 23
+    vpsrlq       xmm8, xmm6, 41
+    vpsllq       xmm9, xmm6, 33
+    vpsrlq       xmm6, xmm6, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm0, xmm3, xmm6, 150
+    vpsrldq      xmm3, xmm8, 8
+    vpxorq       xmm0, xmm0, xmm3
+    vpsllq       xmm3, xmm0, 23
+    vpsrlq       xmm6, xmm0, 41
+    vpsllq       xmm9, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpternlogq   xmm1, xmm4, xmm3, 150
+    vpxorq       xmm3, xmm6, xmm9
+    vpternlogq   xmm2, xmm5, xmm7, 150
+    vpslldq      xmm4, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm4
+    vpalignr     xmm3, xmm8, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm3, 150
+    vpclmulqdq   xmm0, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm3, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpsllq       xmm4, xmm0, 23
+    vpsrlq       xmm5, xmm0, 41
+    vpsllq       xmm6, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
+    vpxorq       xmm5, xmm5, xmm6
+    vpsrldq      xmm6, xmm5, 8
+    vpternlogq   xmm2, xmm0, xmm6, 150
+    vpsllq       xmm0, xmm2, 23
+    vpsrlq       xmm6, xmm2, 41
+    vpsllq       xmm7, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpslldq      xmm2, xmm6, 8
+    vpternlogq   xmm1, xmm0, xmm2, 150
+    vpalignr     xmm0, xmm5, xmm6, 8
+    vpxorq       xmm0, xmm3, xmm0
+    vpsrlq       xmm2, xmm0, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm1, xmm1, xmm2
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm0
+    vzeroupper
+    ret
+.end:
 
 
 ; ---------------------------------------------------------------------------

@@ -82,6 +82,228 @@ extern "C" {
  *   ensures: out = a*b mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_MUL_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_MUL_A_LEN), in, 8-byte aligned
+ *   b: 5 x uint64_t (KG_GF2M283_MUL_B_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_mul_avx512(uint64_t *out, const uint64_t *a, const uint64_t *b);
+
+
+/* out = a^2 mod f in GF(2^283)
+ *   requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   ensures: out = a^2 mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_SQR_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_SQR_A_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_sqr_avx512(uint64_t *out, const uint64_t *a);
+
+
+/* out = a * b mod f in GF(2^283), lazy form (degree < 320; gf2m_freeze reduces it)
+ *   requires: a, b: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   ensures: out ≡ a*b (mod f): 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_MUL_LAZY_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_MUL_LAZY_A_LEN), in, 8-byte aligned
+ *   b: 5 x uint64_t (KG_GF2M283_MUL_LAZY_B_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_mul_lazy_avx512(uint64_t *out, const uint64_t *a, const uint64_t *b);
+
+
+/* out = a^2 mod f in GF(2^283), lazy form (degree < 320; gf2m_freeze reduces it)
+ *   requires: a: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   ensures: out ≡ a^2 (mod f): 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_SQR_LAZY_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_SQR_LAZY_A_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_sqr_lazy_avx512(uint64_t *out, const uint64_t *a);
+
+
+/* out = a mod f: a lazy element in its reduced form
+ *   requires: a: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+ *   ensures: out = a mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512F, AVX512VL (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_FREEZE_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_FREEZE_A_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_freeze_avx512(uint64_t *out, const uint64_t *a);
+
+
+/* out = c mod f for an unreduced c of degree <= 564
+ *   requires: c: 10 little-endian uint64 limbs, degree <= 564 (below 2^565); limbs above 8 are not read
+ *   ensures: out = c mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_REDUCE_OUT_LEN), out, 8-byte aligned
+ *   c: 10 x uint64_t (KG_GF2M283_REDUCE_C_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_reduce_avx512(uint64_t *out, const uint64_t *c);
+
+
+/* out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)
+ *   requires: a, b: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   ensures: out = a*b: 10 limbs, degree <= 564, not reduced
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 10 x uint64_t (KG_GF2M283_MULWIDE_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_MULWIDE_A_LEN), in, 8-byte aligned
+ *   b: 5 x uint64_t (KG_GF2M283_MULWIDE_B_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_mulwide_avx512(uint64_t *out, const uint64_t *a, const uint64_t *b);
+
+
+/* out = a*b + c*d mod f in GF(2^283), one reduction
+ *   requires: a, b, c, d: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   ensures: out = a*b + c*d mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_MULADD_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_MULADD_A_LEN), in, 8-byte aligned
+ *   b: 5 x uint64_t (KG_GF2M283_MULADD_B_LEN), in, 8-byte aligned
+ *   c: 5 x uint64_t (KG_GF2M283_MULADD_C_LEN), in, 8-byte aligned
+ *   d: 5 x uint64_t (KG_GF2M283_MULADD_D_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_muladd_avx512(uint64_t *out, const uint64_t *a, const uint64_t *b, const uint64_t *c, const uint64_t *d);
+
+
+/* out = c mod f for an unreduced c of degree <= 564 (64-bit general registers, one pass from the top word down)
+ *   requires: c: 10 little-endian uint64 limbs, degree <= 564 (below 2^565); limbs above 8 are not read
+ *   ensures: out = c mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: none beyond x86-64 (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_REDUCE_GPR_OUT_LEN), out, 8-byte aligned
+ *   c: 10 x uint64_t (KG_GF2M283_REDUCE_GPR_C_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_reduce_gpr_avx512(uint64_t *out, const uint64_t *c);
+
+
+/* out = a^(2^2) mod f in GF(2^283) (2 squarings)
+ *   requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   ensures: out = a^(2^2) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_MSQR2_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_MSQR2_A_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_msqr2_avx512(uint64_t *out, const uint64_t *a);
+
+
+/* out = a^(2^4) mod f in GF(2^283) (4 squarings)
+ *   requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   ensures: out = a^(2^4) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_MSQR4_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_MSQR4_A_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_msqr4_avx512(uint64_t *out, const uint64_t *a);
+
+
+/* out = a^(2^8) mod f in GF(2^283) (8 squarings)
+ *   requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   ensures: out = a^(2^8) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_MSQR8_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_MSQR8_A_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_msqr8_avx512(uint64_t *out, const uint64_t *a);
+
+
+/* out = a^(2^16) mod f in GF(2^283) (16 squarings)
+ *   requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   ensures: out = a^(2^16) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_MSQR16_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_MSQR16_A_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_msqr16_avx512(uint64_t *out, const uint64_t *a);
+
+
+/* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^283)
+ *   requires: st = (X0, Z0, X1, Z1), four elements of 5 limbs each, degree < 283 (fully reduced mod f)
+ *   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 283 (fully reduced mod f)); swap[0] = 0 or all ones
+ *   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as st (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 20 x uint64_t (KG_GF2M283_LADDER_STEP_OUT_LEN), out, 8-byte aligned
+ *   st: 20 x uint64_t (KG_GF2M283_LADDER_STEP_ST_LEN), in, 8-byte aligned
+ *   x: 5 x uint64_t (KG_GF2M283_LADDER_STEP_X_LEN), in, 8-byte aligned
+ *   c: 5 x uint64_t (KG_GF2M283_LADDER_STEP_C_LEN), in, 8-byte aligned
+ *   swap: 1 x uint64_t (KG_GF2M283_LADDER_STEP_SWAP_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_ladder_step_avx512(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
+
+
+/* one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^283) (two operations per ymm lane pair; needs VPCLMULQDQ)
+ *   requires: st = (X0, Z0, X1, Z1), four elements of 5 limbs each, degree < 283 (fully reduced mod f)
+ *   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 283 (fully reduced mod f)); swap[0] = 0 or all ones
+ *   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as st (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 20 x uint64_t (KG_GF2M283_LADDER_STEP2_OUT_LEN), out, 8-byte aligned
+ *   st: 20 x uint64_t (KG_GF2M283_LADDER_STEP2_ST_LEN), in, 8-byte aligned
+ *   x: 5 x uint64_t (KG_GF2M283_LADDER_STEP2_X_LEN), in, 8-byte aligned
+ *   c: 5 x uint64_t (KG_GF2M283_LADDER_STEP2_C_LEN), in, 8-byte aligned
+ *   swap: 1 x uint64_t (KG_GF2M283_LADDER_STEP2_SWAP_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_ladder_step2_avx512(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
+
+
+/* out = a^-1 mod f in GF(2^283) (Itoh-Tsujii: 11 multiplications; a^(2^k) as a linear map for k in [35, 70, 141], squarings otherwise)
+ *   requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+ *   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+ *   out: 5 x uint64_t (KG_GF2M283_INV_OUT_LEN), out, 8-byte aligned
+ *   a: 5 x uint64_t (KG_GF2M283_INV_A_LEN), in, 8-byte aligned
+ */
+void kg_gf2m283_inv_avx512(uint64_t *out, const uint64_t *a);
+
+
+/* out = a * b mod f in GF(2^283)
+ *   requires: a, b: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   ensures: out = a*b mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+ *   out may be the same buffer as any input (all inputs are read before out is written)
+ *   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
  *   cpu: AVX, PCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 5 x uint64_t (KG_GF2M283_MUL_OUT_LEN), out, 8-byte aligned
@@ -297,6 +519,35 @@ void kg_gf2m283_ladder_step2_avx2(uint64_t *out, const uint64_t *st, const uint6
  *   a: 5 x uint64_t (KG_GF2M283_INV_A_LEN), in, 8-byte aligned
  */
 void kg_gf2m283_inv_avx2(uint64_t *out, const uint64_t *a);
+
+
+/* Dispatch: gf2m-283_dispatch.c (optional; compile and link it to use these).
+ * Each function below has the contract of its suffixed kernels above and calls
+ * the first of avx512, avx2 that this CPU runs, chosen once, on the first
+ * call (CPUID and XGETBV); on a CPU that runs none of them it aborts. It branches
+ * only on that choice (the CPU's features, or the ISA asked for), never on the data.
+ *   kg_gf2m283_isa():         the chosen ISA's name, or NULL when the CPU runs none
+ *   kg_gf2m283_use_isa(name): use that ISA from now on (to test a fallback or compare);
+ *     0, or -1 when the name is unknown or this CPU cannot run it
+ */
+const char *kg_gf2m283_isa(void);
+int kg_gf2m283_use_isa(const char *isa);
+void kg_gf2m283_mul(uint64_t *out, const uint64_t *a, const uint64_t *b);
+void kg_gf2m283_sqr(uint64_t *out, const uint64_t *a);
+void kg_gf2m283_mul_lazy(uint64_t *out, const uint64_t *a, const uint64_t *b);
+void kg_gf2m283_sqr_lazy(uint64_t *out, const uint64_t *a);
+void kg_gf2m283_freeze(uint64_t *out, const uint64_t *a);
+void kg_gf2m283_reduce(uint64_t *out, const uint64_t *c);
+void kg_gf2m283_mulwide(uint64_t *out, const uint64_t *a, const uint64_t *b);
+void kg_gf2m283_muladd(uint64_t *out, const uint64_t *a, const uint64_t *b, const uint64_t *c, const uint64_t *d);
+void kg_gf2m283_reduce_gpr(uint64_t *out, const uint64_t *c);
+void kg_gf2m283_msqr2(uint64_t *out, const uint64_t *a);
+void kg_gf2m283_msqr4(uint64_t *out, const uint64_t *a);
+void kg_gf2m283_msqr8(uint64_t *out, const uint64_t *a);
+void kg_gf2m283_msqr16(uint64_t *out, const uint64_t *a);
+void kg_gf2m283_ladder_step(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
+void kg_gf2m283_ladder_step2(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c, const uint64_t *swap);
+void kg_gf2m283_inv(uint64_t *out, const uint64_t *a);
 
 
 #ifdef __cplusplus

@@ -22,6 +22,228 @@ unsafe extern "C" {
     /// ensures: out = a*b mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// b: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_mul_avx512(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a^2 mod f in GF(2^283)
+    ///
+    /// ```text
+    /// requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// ensures: out = a^2 mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_sqr_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a * b mod f in GF(2^283), lazy form (degree < 320; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a, b: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+    /// ensures: out ≡ a*b (mod f): 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// b: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_mul_lazy_avx512(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a^2 mod f in GF(2^283), lazy form (degree < 320; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+    /// ensures: out ≡ a^2 (mod f): 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_sqr_lazy_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a mod f: a lazy element in its reduced form
+    ///
+    /// ```text
+    /// requires: a: 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
+    /// ensures: out = a mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512F, AVX512VL (is_x86_feature_detected!: "avx512f", "avx512vl")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_freeze_avx512(out: *mut u64, a: *const u64);
+
+    /// out = c mod f for an unreduced c of degree <= 564
+    ///
+    /// ```text
+    /// requires: c: 10 little-endian uint64 limbs, degree <= 564 (below 2^565); limbs above 8 are not read
+    /// ensures: out = c mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// c: 10 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_reduce_avx512(out: *mut u64, c: *const u64);
+
+    /// out = a * b in GF(2)\[x\], not reduced (xor such products, then gf2m_reduce once)
+    ///
+    /// ```text
+    /// requires: a, b: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// ensures: out = a*b: 10 limbs, degree <= 564, not reduced
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 10 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// b: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_mulwide_avx512(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a*b + c*d mod f in GF(2^283), one reduction
+    ///
+    /// ```text
+    /// requires: a, b, c, d: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// ensures: out = a*b + c*d mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// b: 5 x u64, in, 8-byte aligned
+    /// c: 5 x u64, in, 8-byte aligned
+    /// d: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_muladd_avx512(out: *mut u64, a: *const u64, b: *const u64, c: *const u64, d: *const u64);
+
+    /// out = c mod f for an unreduced c of degree <= 564 (64-bit general registers, one pass from the top word down)
+    ///
+    /// ```text
+    /// requires: c: 10 little-endian uint64 limbs, degree <= 564 (below 2^565); limbs above 8 are not read
+    /// ensures: out = c mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: none beyond x86-64
+    /// out: 5 x u64, out, 8-byte aligned
+    /// c: 10 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_reduce_gpr_avx512(out: *mut u64, c: *const u64);
+
+    /// out = a^(2^2) mod f in GF(2^283) (2 squarings)
+    ///
+    /// ```text
+    /// requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// ensures: out = a^(2^2) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_msqr2_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a^(2^4) mod f in GF(2^283) (4 squarings)
+    ///
+    /// ```text
+    /// requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// ensures: out = a^(2^4) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_msqr4_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a^(2^8) mod f in GF(2^283) (8 squarings)
+    ///
+    /// ```text
+    /// requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// ensures: out = a^(2^8) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_msqr8_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a^(2^16) mod f in GF(2^283) (16 squarings)
+    ///
+    /// ```text
+    /// requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// ensures: out = a^(2^16) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_msqr16_avx512(out: *mut u64, a: *const u64);
+
+    /// one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^283)
+    ///
+    /// ```text
+    /// requires: st = (X0, Z0, X1, Z1), four elements of 5 limbs each, degree < 283 (fully reduced mod f)
+    /// requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 283 (fully reduced mod f)); swap[0] = 0 or all ones
+    /// ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as st (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 20 x u64, out, 8-byte aligned
+    /// st: 20 x u64, in, 8-byte aligned
+    /// x: 5 x u64, in, 8-byte aligned
+    /// c: 5 x u64, in, 8-byte aligned
+    /// swap: 1 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_ladder_step_avx512(out: *mut u64, st: *const u64, x: *const u64, c: *const u64, swap: *const u64);
+
+    /// one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^283) (two operations per ymm lane pair; needs VPCLMULQDQ)
+    ///
+    /// ```text
+    /// requires: st = (X0, Z0, X1, Z1), four elements of 5 limbs each, degree < 283 (fully reduced mod f)
+    /// requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 283 (fully reduced mod f)); swap[0] = 0 or all ones
+    /// ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as st (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 20 x u64, out, 8-byte aligned
+    /// st: 20 x u64, in, 8-byte aligned
+    /// x: 5 x u64, in, 8-byte aligned
+    /// c: 5 x u64, in, 8-byte aligned
+    /// swap: 1 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_ladder_step2_avx512(out: *mut u64, st: *const u64, x: *const u64, c: *const u64, swap: *const u64);
+
+    /// out = a^-1 mod f in GF(2^283) (Itoh-Tsujii: 11 multiplications; a^(2^k) as a linear map for k in \[35, 70, 141\], squarings otherwise)
+    ///
+    /// ```text
+    /// requires: a: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 5 x u64, out, 8-byte aligned
+    /// a: 5 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m283_inv_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a * b mod f in GF(2^283)
+    ///
+    /// ```text
+    /// requires: a, b: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// ensures: out = a*b mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
     /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
     /// out: 5 x u64, out, 8-byte aligned
     /// a: 5 x u64, in, 8-byte aligned

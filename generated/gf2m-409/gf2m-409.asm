@@ -7,7 +7,7 @@
 ;   family = "gf2m"
 ;   m = 409
 ;   poly = [409, 87, 0]
-;   isa = "avx2"
+;   isa = ["avx512", "avx2"]
 ;   prefix = "kg_gf2m409"
 ;   abi = "sysv"
 ;   visibility = "hidden"
@@ -3153,6 +3153,11557 @@ gf2m_zero_x2:
 
 
 section .text
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_mul_avx512: out = a * b mod f in GF(2^409)
+;
+;   requires: a, b: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   ensures: out = a*b mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-24}, flags
+;
+; reduction schedule:
+;   products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
+;   lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
+;   x^39(f - x^409) chunk 0: 0x8000000000 (two shifts per pair)
+;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
+;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
+; ---------------------------------------------------------------------------
+global kg_gf2m409_mul_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_mul_avx512.end - kg_gf2m409_mul_avx512)
+align 32
+kg_gf2m409_mul_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vmovdqu64    xmm4, [rdx]
+    vmovdqu64    xmm5, [rdx + 16]
+    vmovdqu64    xmm6, [rdx + 32]
+    vmovq        xmm7, qword [rdx + 48]
+    vpclmulqdq   xmm8, xmm0, xmm4, 0
+    vpclmulqdq   xmm9, xmm0, xmm4, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxorq       xmm10, xmm0, xmm10
+    vpshufd      xmm11, xmm4, 78
+    vpxorq       xmm11, xmm4, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm8, xmm9, 150
+    vpclmulqdq   xmm11, xmm1, xmm5, 0
+    vpclmulqdq   xmm12, xmm1, xmm5, 17
+    vpshufd      xmm13, xmm1, 78
+    vpxorq       xmm13, xmm1, xmm13
+    vpshufd      xmm14, xmm5, 78
+    vpxorq       xmm14, xmm5, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm0, xmm1
+    vpxorq       xmm15, xmm4, xmm5
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm11
+    vpxorq       xmm11, xmm8, xmm16
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm2, xmm6, 0
+    vpclmulqdq   xmm17, xmm2, xmm6, 17
+    vpshufd      xmm18, xmm2, 78
+    vpxorq       xmm18, xmm2, xmm18
+    vpshufd      xmm19, xmm6, 78
+    vpxorq       xmm19, xmm6, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm3, xmm7, 0
+    vpxorq       xmm20, xmm2, xmm3
+    vpxorq       xmm21, xmm6, xmm7
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm0, xmm0, xmm2
+    vpxorq       xmm1, xmm1, xmm3
+    vpxorq       xmm2, xmm4, xmm6
+    vpxorq       xmm3, xmm5, xmm7
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 17
+    vpshufd      xmm6, xmm0, 78
+    vpxorq       xmm6, xmm0, xmm6
+    vpshufd      xmm7, xmm2, 78
+    vpxorq       xmm7, xmm2, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpternlogq   xmm6, xmm4, xmm5, 150
+    vpclmulqdq   xmm7, xmm1, xmm3, 0
+    vpclmulqdq   xmm22, xmm1, xmm3, 17
+    vpshufd      xmm23, xmm1, 78
+    vpxorq       xmm23, xmm1, xmm23
+    vpshufd      xmm24, xmm3, 78
+    vpxorq       xmm24, xmm3, xmm24
+    vpclmulqdq   xmm23, xmm23, xmm24, 0
+    vpternlogq   xmm23, xmm7, xmm22, 150
+    vpxorq       xmm0, xmm0, xmm1
+    vpxorq       xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 17
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm0, xmm0, xmm24
+    vpshufd      xmm24, xmm1, 78
+    vpxorq       xmm1, xmm1, xmm24
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpternlogq   xmm0, xmm2, xmm3, 150
+    vpxorq       xmm1, xmm5, xmm7
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm0, xmm6, xmm23, 150
+    vpxorq       xmm3, xmm3, xmm22
+    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpxorq       xmm5, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm4, xmm8, xmm4
+    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm6, xmm6, xmm5
+    vpternlogq   xmm2, xmm1, xmm11, 150
+    vpternlogq   xmm0, xmm14, xmm20, 150
+    vpternlogq   xmm3, xmm1, xmm21, 150
+    vpxorq       xmm1, xmm23, xmm5
+    vpslldq      xmm5, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm10, 8
+    vpalignr     xmm9, xmm6, xmm14, 8
+    vpternlogq   xmm4, xmm15, xmm9, 150
+    vpalignr     xmm6, xmm0, xmm6, 8
+    vpternlogq   xmm2, xmm19, xmm6, 150
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpternlogq   xmm3, xmm15, xmm0, 150
+    vpalignr     xmm0, xmm20, xmm1, 8
+    vpternlogq   xmm0, xmm22, xmm19, 150
+    vpsrldq      xmm1, xmm20, 8
+    vpxorq       xmm1, xmm21, xmm1
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm9, xmm1, 25
+    vpsllq       xmm10, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm12, xmm0, 39
+    vpsrlq       xmm13, xmm0, 25
+    vpsllq       xmm14, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm15, xmm1, 8
+    vpxorq       xmm3, xmm3, xmm15
+    vpsllq       xmm15, xmm3, 39
+    vpsrlq       xmm16, xmm3, 25
+    vpsllq       xmm17, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm2, xmm9, xmm10, 150
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm9, xmm1, 25
+    vpsllq       xmm10, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpternlogq   xmm5, xmm8, xmm6, 150
+    vpternlogq   xmm15, xmm9, xmm10, 150
+    vpternlogq   xmm7, xmm11, xmm16, 150
+    vpternlogq   xmm17, xmm1, xmm7, 150
+    vpxorq       xmm1, xmm12, xmm3
+    vpternlogq   xmm4, xmm13, xmm14, 150
+    vpslldq      xmm3, xmm15, 8
+    vpalignr     xmm6, xmm1, xmm15, 8
+    vpxorq       xmm6, xmm17, xmm6
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm2, xmm0, 25
+    vpsllq       xmm4, xmm2, 23
+    vpandq       xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm4
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vmovdqu64    [rdi], xmm5
+    vmovdqu64    [rdi + 16], xmm6
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_sqr_avx512: out = a^2 mod f in GF(2^409)
+;
+;   requires: a: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   ensures: out = a^2 mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-15}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_avx512.end - kg_gf2m409_sqr_avx512)
+align 32
+kg_gf2m409_sqr_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm2, xmm2, xmm13
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm2, xmm10, xmm2
+    vpternlogq   xmm1, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm2, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm3
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_mul_lazy_avx512: out = a * b mod f in GF(2^409), lazy form (degree < 448; gf2m_freeze reduces it)
+;
+;   requires: a, b: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   ensures: out ≡ a*b (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-24}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_mul_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_mul_lazy_avx512.end - kg_gf2m409_mul_lazy_avx512)
+align 32
+kg_gf2m409_mul_lazy_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vmovdqu64    xmm4, [rdx]
+    vmovdqu64    xmm5, [rdx + 16]
+    vmovdqu64    xmm6, [rdx + 32]
+    vmovq        xmm7, qword [rdx + 48]
+    vpclmulqdq   xmm8, xmm0, xmm4, 0
+    vpclmulqdq   xmm9, xmm0, xmm4, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxorq       xmm10, xmm0, xmm10
+    vpshufd      xmm11, xmm4, 78
+    vpxorq       xmm11, xmm4, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm8, xmm9, 150
+    vpclmulqdq   xmm11, xmm1, xmm5, 0
+    vpclmulqdq   xmm12, xmm1, xmm5, 17
+    vpshufd      xmm13, xmm1, 78
+    vpxorq       xmm13, xmm1, xmm13
+    vpshufd      xmm14, xmm5, 78
+    vpxorq       xmm14, xmm5, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm0, xmm1
+    vpxorq       xmm15, xmm4, xmm5
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm11
+    vpxorq       xmm11, xmm8, xmm16
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm2, xmm6, 0
+    vpclmulqdq   xmm17, xmm2, xmm6, 17
+    vpshufd      xmm18, xmm2, 78
+    vpxorq       xmm18, xmm2, xmm18
+    vpshufd      xmm19, xmm6, 78
+    vpxorq       xmm19, xmm6, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm3, xmm7, 0
+    vpxorq       xmm20, xmm2, xmm3
+    vpxorq       xmm21, xmm6, xmm7
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm0, xmm0, xmm2
+    vpxorq       xmm1, xmm1, xmm3
+    vpxorq       xmm2, xmm4, xmm6
+    vpxorq       xmm3, xmm5, xmm7
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 17
+    vpshufd      xmm6, xmm0, 78
+    vpxorq       xmm6, xmm0, xmm6
+    vpshufd      xmm7, xmm2, 78
+    vpxorq       xmm7, xmm2, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpternlogq   xmm6, xmm4, xmm5, 150
+    vpclmulqdq   xmm7, xmm1, xmm3, 0
+    vpclmulqdq   xmm22, xmm1, xmm3, 17
+    vpshufd      xmm23, xmm1, 78
+    vpxorq       xmm23, xmm1, xmm23
+    vpshufd      xmm24, xmm3, 78
+    vpxorq       xmm24, xmm3, xmm24
+    vpclmulqdq   xmm23, xmm23, xmm24, 0
+    vpternlogq   xmm23, xmm7, xmm22, 150
+    vpxorq       xmm0, xmm0, xmm1
+    vpxorq       xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 17
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm0, xmm0, xmm24
+    vpshufd      xmm24, xmm1, 78
+    vpxorq       xmm1, xmm1, xmm24
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpternlogq   xmm0, xmm2, xmm3, 150
+    vpxorq       xmm1, xmm5, xmm7
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm0, xmm6, xmm23, 150
+    vpxorq       xmm3, xmm3, xmm22
+    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpxorq       xmm5, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm4, xmm8, xmm4
+    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm6, xmm6, xmm5
+    vpternlogq   xmm2, xmm1, xmm11, 150
+    vpternlogq   xmm0, xmm14, xmm20, 150
+    vpternlogq   xmm3, xmm1, xmm21, 150
+    vpxorq       xmm1, xmm23, xmm5
+    vpslldq      xmm5, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm10, 8
+    vpalignr     xmm9, xmm6, xmm14, 8
+    vpternlogq   xmm4, xmm15, xmm9, 150
+    vpalignr     xmm6, xmm0, xmm6, 8
+    vpternlogq   xmm2, xmm19, xmm6, 150
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpternlogq   xmm3, xmm15, xmm0, 150
+    vpalignr     xmm0, xmm20, xmm1, 8
+    vpternlogq   xmm0, xmm22, xmm19, 150
+    vpsrldq      xmm1, xmm20, 8
+    vpxorq       xmm1, xmm21, xmm1
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm9, xmm1, 25
+    vpsllq       xmm10, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm12, xmm0, 39
+    vpsrlq       xmm13, xmm0, 25
+    vpsllq       xmm14, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm15, xmm1, 8
+    vpxorq       xmm3, xmm3, xmm15
+    vpsllq       xmm15, xmm3, 39
+    vpsrlq       xmm16, xmm3, 25
+    vpsllq       xmm17, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm2, xmm9, xmm10, 150
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm9, xmm1, 25
+    vpsllq       xmm10, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpternlogq   xmm5, xmm8, xmm6, 150
+    vpternlogq   xmm15, xmm9, xmm10, 150
+    vpternlogq   xmm7, xmm11, xmm16, 150
+    vpternlogq   xmm17, xmm1, xmm7, 150
+    vpxorq       xmm1, xmm12, xmm3
+    vpternlogq   xmm4, xmm13, xmm14, 150
+    vpslldq      xmm3, xmm15, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm1, xmm15, 8
+    vpxorq       xmm5, xmm17, xmm5
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqu64    [rdi], xmm3
+    vmovdqu64    [rdi + 16], xmm5
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_sqr_lazy_avx512: out = a^2 mod f in GF(2^409), lazy form (degree < 448; gf2m_freeze reduces it)
+;
+;   requires: a: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   ensures: out ≡ a^2 (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-15}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_sqr_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_lazy_avx512.end - kg_gf2m409_sqr_lazy_avx512)
+align 32
+kg_gf2m409_sqr_lazy_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm2, xmm2, xmm13
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm2, xmm10, xmm2
+    vpternlogq   xmm1, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm2, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm3
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_freeze_avx512: out = a mod f: a lazy element in its reduced form
+;
+;   requires: a: 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
+;   ensures: out = a mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512F, AVX512VL (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-4}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_freeze_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_freeze_avx512.end - kg_gf2m409_freeze_avx512)
+align 32
+kg_gf2m409_freeze_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi + 16]
+    vmovdqu64    xmm1, [rsi + 32]
+    vmovq        xmm2, qword [rsi + 48]
+    vpsrlq       xmm3, xmm2, 25
+    vpsllq       xmm4, xmm3, 23
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm4
+    vpxorq       xmm3, xmm3, [rsi]
+    vmovdqu64    [rdi], xmm3
+    vmovdqu64    [rdi + 16], xmm0
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm2
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_reduce_avx512: out = c mod f for an unreduced c of degree <= 816
+;
+;   requires: c: 14 little-endian uint64 limbs, degree <= 816 (below 2^817); limbs above 12 are not read
+;   ensures: out = c mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-12}, flags
+;
+; reduction schedule:
+;   products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
+;   lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
+;   x^39(f - x^409) chunk 0: 0x8000000000 (two shifts per pair)
+;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
+;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
+; ---------------------------------------------------------------------------
+global kg_gf2m409_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_avx512.end - kg_gf2m409_reduce_avx512)
+align 32
+kg_gf2m409_reduce_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi + 80]
+    vmovq        xmm1, qword [rsi + 96]
+    vpsllq       xmm2, xmm1, 39
+    vpsrlq       xmm3, xmm1, 25
+    vpsllq       xmm4, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm5, xmm0, 39
+    vpsrlq       xmm6, xmm0, 25
+    vpsllq       xmm7, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm8, xmm1, 8
+    vpxorq       xmm8, xmm8, [rsi + 64]
+    vpsllq       xmm9, xmm8, 39
+    vpsrlq       xmm10, xmm8, 25
+    vpsllq       xmm11, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpxorq       xmm0, xmm2, xmm0
+    vpternlogq   xmm3, xmm4, [rsi + 48], 150
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm2, xmm1, 39
+    vpsrlq       xmm4, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpternlogq   xmm9, xmm4, xmm12, 150
+    vpxorq       xmm1, xmm11, xmm1
+    vpternlogq   xmm10, xmm1, [rsi + 16], 150
+    vpxorq       xmm1, xmm5, xmm8
+    vpternlogq   xmm6, xmm7, [rsi + 32], 150
+    vpslldq      xmm4, xmm9, 8
+    vpternlogq   xmm2, xmm4, [rsi], 150
+    vpalignr     xmm4, xmm1, xmm9, 8
+    vpxorq       xmm4, xmm10, xmm4
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxorq       xmm1, xmm6, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm5, xmm3, 23
+    vpandq       xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm3, xmm3, xmm5
+    vpxorq       xmm2, xmm2, xmm3
+    vmovdqu64    [rdi], xmm2
+    vmovdqu64    [rdi + 16], xmm4
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm0
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_mulwide_avx512: out = a * b in GF(2)[x], not reduced (xor such products, then gf2m_reduce once)
+;
+;   requires: a, b: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   ensures: out = a*b: 14 limbs, degree <= 816, not reduced
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-24}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_mulwide_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_mulwide_avx512.end - kg_gf2m409_mulwide_avx512)
+align 32
+kg_gf2m409_mulwide_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vmovdqu64    xmm4, [rdx]
+    vmovdqu64    xmm5, [rdx + 16]
+    vmovdqu64    xmm6, [rdx + 32]
+    vmovq        xmm7, qword [rdx + 48]
+    vpclmulqdq   xmm8, xmm0, xmm4, 0
+    vpclmulqdq   xmm9, xmm0, xmm4, 17
+    vpshufd      xmm10, xmm0, 78
+    vpxorq       xmm10, xmm0, xmm10
+    vpshufd      xmm11, xmm4, 78
+    vpxorq       xmm11, xmm4, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm8, xmm9, 150
+    vpclmulqdq   xmm11, xmm1, xmm5, 0
+    vpclmulqdq   xmm12, xmm1, xmm5, 17
+    vpshufd      xmm13, xmm1, 78
+    vpxorq       xmm13, xmm1, xmm13
+    vpshufd      xmm14, xmm5, 78
+    vpxorq       xmm14, xmm5, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm0, xmm1
+    vpxorq       xmm15, xmm4, xmm5
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm11
+    vpxorq       xmm11, xmm8, xmm16
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm2, xmm6, 0
+    vpclmulqdq   xmm17, xmm2, xmm6, 17
+    vpshufd      xmm18, xmm2, 78
+    vpxorq       xmm18, xmm2, xmm18
+    vpshufd      xmm19, xmm6, 78
+    vpxorq       xmm19, xmm6, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm3, xmm7, 0
+    vpxorq       xmm20, xmm2, xmm3
+    vpxorq       xmm21, xmm6, xmm7
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm0, xmm0, xmm2
+    vpxorq       xmm1, xmm1, xmm3
+    vpxorq       xmm2, xmm4, xmm6
+    vpxorq       xmm3, xmm5, xmm7
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 17
+    vpshufd      xmm6, xmm0, 78
+    vpxorq       xmm6, xmm0, xmm6
+    vpshufd      xmm7, xmm2, 78
+    vpxorq       xmm7, xmm2, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpternlogq   xmm6, xmm4, xmm5, 150
+    vpclmulqdq   xmm7, xmm1, xmm3, 0
+    vpclmulqdq   xmm22, xmm1, xmm3, 17
+    vpshufd      xmm23, xmm1, 78
+    vpxorq       xmm23, xmm1, xmm23
+    vpshufd      xmm24, xmm3, 78
+    vpxorq       xmm24, xmm3, xmm24
+    vpclmulqdq   xmm23, xmm23, xmm24, 0
+    vpternlogq   xmm23, xmm7, xmm22, 150
+    vpxorq       xmm0, xmm0, xmm1
+    vpxorq       xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 17
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm0, xmm0, xmm24
+    vpshufd      xmm24, xmm1, 78
+    vpxorq       xmm1, xmm1, xmm24
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpternlogq   xmm0, xmm2, xmm3, 150
+    vpxorq       xmm1, xmm5, xmm7
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm0, xmm6, xmm23, 150
+    vpxorq       xmm3, xmm3, xmm22
+    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpxorq       xmm5, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm4, xmm8, xmm4
+    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm6, xmm6, xmm5
+    vpternlogq   xmm2, xmm1, xmm11, 150
+    vpternlogq   xmm0, xmm14, xmm20, 150
+    vpternlogq   xmm3, xmm1, xmm21, 150
+    vpxorq       xmm1, xmm23, xmm5
+    vpslldq      xmm5, xmm10, 8
+    vpxorq       xmm5, xmm8, xmm5
+    vpalignr     xmm7, xmm14, xmm10, 8
+    vpxorq       xmm7, xmm11, xmm7
+    vpalignr     xmm8, xmm6, xmm14, 8
+    vpternlogq   xmm4, xmm15, xmm8, 150
+    vpalignr     xmm6, xmm0, xmm6, 8
+    vpternlogq   xmm2, xmm19, xmm6, 150
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpternlogq   xmm3, xmm15, xmm0, 150
+    vpalignr     xmm0, xmm20, xmm1, 8
+    vpternlogq   xmm0, xmm22, xmm19, 150
+    vpsrldq      xmm1, xmm20, 8
+    vpxorq       xmm1, xmm21, xmm1
+    vmovdqu64    [rdi], xmm5
+    vmovdqu64    [rdi + 16], xmm7
+    vmovdqu64    [rdi + 32], xmm4
+    vmovdqu64    [rdi + 48], xmm2
+    vmovdqu64    [rdi + 64], xmm3
+    vmovdqu64    [rdi + 80], xmm0
+    vmovdqu64    [rdi + 96], xmm1
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_muladd_avx512: out = a*b + c*d mod f in GF(2^409), one reduction
+;
+;   requires: a, b, c, d: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   ensures: out = a*b + c*d mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-31}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_muladd_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_muladd_avx512.end - kg_gf2m409_muladd_avx512)
+align 32
+kg_gf2m409_muladd_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 320
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vmovdqu64    xmm4, [rdx]
+    vmovdqu64    xmm5, [rdx + 16]
+    vmovdqu64    xmm6, [rdx + 32]
+    vmovq        xmm7, qword [rdx + 48]
+    vmovdqu64    xmm8, [rcx]
+    vmovdqu64    xmm9, [rcx + 16]
+    vmovdqu64    xmm10, [rcx + 32]
+    vmovq        xmm11, qword [rcx + 48]
+    vmovdqu64    xmm12, [r8]
+    vmovdqu64    xmm13, [r8 + 16]
+    vmovdqu64    xmm14, [r8 + 32]
+    vmovq        xmm15, qword [r8 + 48]
+    vpclmulqdq   xmm16, xmm0, xmm4, 0
+    vpclmulqdq   xmm17, xmm0, xmm4, 17
+    vpshufd      xmm18, xmm0, 78
+    vpxorq       xmm18, xmm0, xmm18
+    vpshufd      xmm19, xmm4, 78
+    vpxorq       xmm19, xmm4, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm1, xmm5, 0
+    vpclmulqdq   xmm20, xmm1, xmm5, 17
+    vpshufd      xmm21, xmm1, 78
+    vpxorq       xmm21, xmm1, xmm21
+    vpshufd      xmm22, xmm5, 78
+    vpxorq       xmm22, xmm5, xmm22
+    vpclmulqdq   xmm21, xmm21, xmm22, 0
+    vpternlogq   xmm21, xmm19, xmm20, 150
+    vpxorq       xmm22, xmm0, xmm1
+    vpxorq       xmm23, xmm4, xmm5
+    vpclmulqdq   xmm24, xmm22, xmm23, 0
+    vpclmulqdq   xmm25, xmm22, xmm23, 17
+    vpshufd      xmm26, xmm22, 78
+    vpxorq       xmm22, xmm22, xmm26
+    vpshufd      xmm26, xmm23, 78
+    vpxorq       xmm23, xmm23, xmm26
+    vpclmulqdq   xmm22, xmm22, xmm23, 0
+    vpternlogq   xmm22, xmm24, xmm25, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm24
+    vpxorq       xmm19, xmm19, xmm17
+    vpternlogq   xmm22, xmm18, xmm21, 150
+    vpxorq       xmm23, xmm25, xmm20
+    vpclmulqdq   xmm24, xmm2, xmm6, 0
+    vpclmulqdq   xmm25, xmm2, xmm6, 17
+    vpshufd      xmm26, xmm2, 78
+    vpxorq       xmm26, xmm2, xmm26
+    vpshufd      xmm27, xmm6, 78
+    vpxorq       xmm27, xmm6, xmm27
+    vpclmulqdq   xmm26, xmm26, xmm27, 0
+    vpternlogq   xmm26, xmm24, xmm25, 150
+    vpclmulqdq   xmm27, xmm3, xmm7, 0
+    vpxorq       xmm28, xmm2, xmm3
+    vpxorq       xmm29, xmm6, xmm7
+    vpclmulqdq   xmm30, xmm28, xmm29, 0
+    vpclmulqdq   xmm31, xmm28, xmm29, 17
+    vmovdqa64    [rsp], xmm11                        ; spill
+    vpshufd      xmm11, xmm28, 78
+    vpxorq       xmm11, xmm28, xmm11
+    vpshufd      xmm28, xmm29, 78
+    vpxorq       xmm28, xmm29, xmm28
+    vpclmulqdq   xmm11, xmm11, xmm28, 0
+    vpternlogq   xmm11, xmm30, xmm31, 150
+    vpxorq       xmm25, xmm25, xmm27
+    vpxorq       xmm27, xmm24, xmm30
+    vpxorq       xmm11, xmm26, xmm11
+    vpxorq       xmm28, xmm31, xmm25
+    vpxorq       xmm0, xmm0, xmm2
+    vpxorq       xmm1, xmm1, xmm3
+    vpxorq       xmm2, xmm4, xmm6
+    vpxorq       xmm3, xmm5, xmm7
+    vpclmulqdq   xmm4, xmm0, xmm2, 0
+    vpclmulqdq   xmm5, xmm0, xmm2, 17
+    vpshufd      xmm6, xmm0, 78
+    vpxorq       xmm6, xmm0, xmm6
+    vpshufd      xmm7, xmm2, 78
+    vpxorq       xmm7, xmm2, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpternlogq   xmm6, xmm4, xmm5, 150
+    vpclmulqdq   xmm7, xmm1, xmm3, 0
+    vpclmulqdq   xmm29, xmm1, xmm3, 17
+    vpshufd      xmm30, xmm1, 78
+    vpxorq       xmm30, xmm1, xmm30
+    vpshufd      xmm31, xmm3, 78
+    vpxorq       xmm31, xmm3, xmm31
+    vpclmulqdq   xmm30, xmm30, xmm31, 0
+    vpternlogq   xmm30, xmm7, xmm29, 150
+    vpxorq       xmm0, xmm0, xmm1
+    vpxorq       xmm1, xmm2, xmm3
+    vpclmulqdq   xmm2, xmm0, xmm1, 0
+    vpclmulqdq   xmm3, xmm0, xmm1, 17
+    vpshufd      xmm31, xmm0, 78
+    vpxorq       xmm0, xmm0, xmm31
+    vpshufd      xmm31, xmm1, 78
+    vpxorq       xmm1, xmm1, xmm31
+    vpclmulqdq   xmm0, xmm0, xmm1, 0
+    vpternlogq   xmm0, xmm2, xmm3, 150
+    vpxorq       xmm1, xmm5, xmm7
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm0, xmm6, xmm30, 150
+    vpxorq       xmm3, xmm3, xmm29
+    vpternlogq   xmm23, xmm17, xmm24, 150
+    vpxorq       xmm5, xmm21, xmm26
+    vpternlogq   xmm27, xmm25, xmm20, 150
+    vpxorq       xmm4, xmm16, xmm4
+    vpxorq       xmm6, xmm18, xmm6
+    vpternlogq   xmm2, xmm1, xmm19, 150
+    vpternlogq   xmm0, xmm22, xmm11, 150
+    vpternlogq   xmm3, xmm1, xmm28, 150
+    vpclmulqdq   xmm1, xmm8, xmm12, 0
+    vpclmulqdq   xmm7, xmm8, xmm12, 17
+    vpshufd      xmm17, xmm8, 78
+    vpxorq       xmm17, xmm8, xmm17
+    vpshufd      xmm20, xmm12, 78
+    vpxorq       xmm20, xmm12, xmm20
+    vpclmulqdq   xmm17, xmm17, xmm20, 0
+    vpternlogq   xmm17, xmm1, xmm7, 150
+    vpclmulqdq   xmm20, xmm9, xmm13, 0
+    vpclmulqdq   xmm21, xmm9, xmm13, 17
+    vpshufd      xmm24, xmm9, 78
+    vpxorq       xmm24, xmm9, xmm24
+    vpshufd      xmm25, xmm13, 78
+    vpxorq       xmm25, xmm13, xmm25
+    vpclmulqdq   xmm24, xmm24, xmm25, 0
+    vpternlogq   xmm24, xmm20, xmm21, 150
+    vpxorq       xmm25, xmm8, xmm9
+    vpxorq       xmm26, xmm12, xmm13
+    vpclmulqdq   xmm31, xmm25, xmm26, 0
+    vmovdqa64    [rsp + 32], xmm28                   ; spill
+    vpclmulqdq   xmm28, xmm25, xmm26, 17
+    vmovdqa64    [rsp + 64], xmm19                   ; spill
+    vpshufd      xmm19, xmm25, 78
+    vpxorq       xmm19, xmm25, xmm19
+    vpshufd      xmm25, xmm26, 78
+    vpxorq       xmm25, xmm26, xmm25
+    vpclmulqdq   xmm19, xmm19, xmm25, 0
+    vpternlogq   xmm19, xmm31, xmm28, 150
+    vpxorq       xmm7, xmm7, xmm20
+    vpxorq       xmm20, xmm1, xmm31
+    vpxorq       xmm20, xmm20, xmm7
+    vpternlogq   xmm19, xmm17, xmm24, 150
+    vpxorq       xmm25, xmm28, xmm21
+    vpclmulqdq   xmm26, xmm10, xmm14, 0
+    vpclmulqdq   xmm28, xmm10, xmm14, 17
+    vpshufd      xmm31, xmm10, 78
+    vpxorq       xmm31, xmm10, xmm31
+    vmovdqa64    [rsp + 96], xmm16                   ; spill
+    vpshufd      xmm16, xmm14, 78
+    vpxorq       xmm16, xmm14, xmm16
+    vpclmulqdq   xmm16, xmm31, xmm16, 0
+    vpternlogq   xmm16, xmm26, xmm28, 150
+    vmovdqa64    xmm31, [rsp]                        ; reload
+    vmovdqa64    [rsp + 128], xmm11                  ; spill
+    vpclmulqdq   xmm11, xmm31, xmm15, 0
+    vmovdqa64    [rsp + 160], xmm29                  ; spill
+    vpxorq       xmm29, xmm10, xmm31
+    vmovdqa64    [rsp + 192], xmm30                  ; spill
+    vpxorq       xmm30, xmm14, xmm15
+    vmovdqa64    [rsp + 224], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm29, xmm30, 0
+    vmovdqa64    [rsp + 256], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm29, xmm30, 17
+    vmovdqa64    [rsp + 288], xmm2                   ; spill
+    vpshufd      xmm2, xmm29, 78
+    vpxorq       xmm2, xmm29, xmm2
+    vpshufd      xmm29, xmm30, 78
+    vpxorq       xmm29, xmm30, xmm29
+    vpclmulqdq   xmm2, xmm2, xmm29, 0
+    vpternlogq   xmm2, xmm3, xmm0, 150
+    vpxorq       xmm11, xmm28, xmm11
+    vpxorq       xmm3, xmm26, xmm3
+    vpxorq       xmm2, xmm16, xmm2
+    vpxorq       xmm0, xmm0, xmm11
+    vpxorq       xmm8, xmm8, xmm10
+    vpxorq       xmm9, xmm9, xmm31
+    vpxorq       xmm10, xmm12, xmm14
+    vpxorq       xmm12, xmm13, xmm15
+    vpclmulqdq   xmm13, xmm8, xmm10, 0
+    vpclmulqdq   xmm14, xmm8, xmm10, 17
+    vpshufd      xmm15, xmm8, 78
+    vpxorq       xmm15, xmm8, xmm15
+    vpshufd      xmm28, xmm10, 78
+    vpxorq       xmm28, xmm10, xmm28
+    vpclmulqdq   xmm15, xmm15, xmm28, 0
+    vpternlogq   xmm15, xmm13, xmm14, 150
+    vpclmulqdq   xmm28, xmm9, xmm12, 0
+    vpclmulqdq   xmm29, xmm9, xmm12, 17
+    vpshufd      xmm30, xmm9, 78
+    vpxorq       xmm30, xmm9, xmm30
+    vpshufd      xmm31, xmm12, 78
+    vpxorq       xmm31, xmm12, xmm31
+    vpclmulqdq   xmm30, xmm30, xmm31, 0
+    vpternlogq   xmm30, xmm28, xmm29, 150
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm9, xmm10, xmm12
+    vpclmulqdq   xmm10, xmm8, xmm9, 0
+    vpclmulqdq   xmm12, xmm8, xmm9, 17
+    vpshufd      xmm31, xmm8, 78
+    vpxorq       xmm8, xmm8, xmm31
+    vpshufd      xmm31, xmm9, 78
+    vpxorq       xmm9, xmm9, xmm31
+    vpclmulqdq   xmm8, xmm8, xmm9, 0
+    vpternlogq   xmm8, xmm10, xmm12, 150
+    vpxorq       xmm9, xmm14, xmm28
+    vpxorq       xmm10, xmm13, xmm10
+    vpternlogq   xmm8, xmm15, xmm30, 150
+    vpxorq       xmm12, xmm12, xmm29
+    vpternlogq   xmm25, xmm7, xmm26, 150
+    vpxorq       xmm7, xmm24, xmm16
+    vpternlogq   xmm3, xmm11, xmm21, 150
+    vpxorq       xmm11, xmm1, xmm13
+    vpxorq       xmm11, xmm11, xmm25
+    vpxorq       xmm13, xmm17, xmm15
+    vpxorq       xmm13, xmm13, xmm7
+    vpternlogq   xmm10, xmm9, xmm20, 150
+    vpxorq       xmm10, xmm10, xmm3
+    vpternlogq   xmm8, xmm19, xmm2, 150
+    vpternlogq   xmm12, xmm9, xmm0, 150
+    vpxorq       xmm9, xmm12, xmm25
+    vpxorq       xmm7, xmm30, xmm7
+    vpxorq       xmm3, xmm29, xmm3
+    vpxorq       xmm12, xmm18, xmm17
+    vpxorq       xmm14, xmm22, xmm19
+    vpternlogq   xmm4, xmm23, xmm11, 150
+    vpternlogq   xmm6, xmm5, xmm13, 150
+    vmovdqa64    xmm11, [rsp + 288]                  ; reload
+    vpternlogq   xmm11, xmm27, xmm10, 150
+    vmovdqa64    xmm10, [rsp + 256]                  ; reload
+    vpxorq       xmm8, xmm10, xmm8
+    vmovdqa64    xmm10, [rsp + 224]                  ; reload
+    vpternlogq   xmm10, xmm23, xmm9, 150
+    vmovdqa64    xmm9, [rsp + 192]                   ; reload
+    vpternlogq   xmm7, xmm9, xmm5, 150
+    vmovdqa64    xmm5, [rsp + 160]                   ; reload
+    vpternlogq   xmm3, xmm5, xmm27, 150
+    vmovdqa64    xmm5, [rsp + 128]                   ; reload
+    vpxorq       xmm2, xmm5, xmm2
+    vpslldq      xmm5, xmm12, 8
+    vmovdqa64    xmm9, [rsp + 96]                    ; reload
+    vpternlogq   xmm5, xmm9, xmm1, 150
+    vpalignr     xmm1, xmm14, xmm12, 8
+    vmovdqa64    xmm9, [rsp + 64]                    ; reload
+    vpternlogq   xmm1, xmm9, xmm20, 150
+    vpalignr     xmm9, xmm6, xmm14, 8
+    vpalignr     xmm6, xmm8, xmm6, 8
+    vpalignr     xmm8, xmm7, xmm8, 8
+    vpalignr     xmm7, xmm2, xmm7, 8
+    vpxorq       xmm3, xmm3, xmm7
+    vpsrldq      xmm2, xmm2, 8
+    vmovdqa64    xmm7, [rsp + 32]                    ; reload
+    vpternlogq   xmm2, xmm7, xmm0, 150
+    vpsllq       xmm0, xmm2, 39
+    vpsrlq       xmm7, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm13, xmm3, 39
+    vpsrlq       xmm14, xmm3, 25
+    vpsllq       xmm15, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsrldq      xmm16, xmm2, 8
+    vpternlogq   xmm10, xmm8, xmm16, 150
+    vpsllq       xmm8, xmm10, 39
+    vpsrlq       xmm16, xmm10, 25
+    vpsllq       xmm17, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpxorq       xmm0, xmm0, xmm3
+    vpternlogq   xmm11, xmm6, xmm7, 150
+    vpxorq       xmm3, xmm11, xmm12
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm6, xmm2, 39
+    vpsrlq       xmm7, xmm2, 25
+    vpsllq       xmm11, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm8, xmm7, xmm11, 150
+    vpxorq       xmm2, xmm17, xmm2
+    vpternlogq   xmm1, xmm16, xmm2, 150
+    vpxorq       xmm2, xmm13, xmm10
+    vpternlogq   xmm4, xmm9, xmm14, 150
+    vpslldq      xmm7, xmm8, 8
+    vpternlogq   xmm5, xmm6, xmm7, 150
+    vpalignr     xmm6, xmm2, xmm8, 8
+    vpxorq       xmm1, xmm1, xmm6
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpternlogq   xmm4, xmm15, xmm2, 150
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm2, xmm0, 25
+    vpsllq       xmm3, xmm2, 23
+    vpandq       xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm2, xmm5, xmm2
+    vmovdqu64    [rdi], xmm2
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm4
+    vmovq        qword [rdi + 48], xmm0
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_reduce_gpr_avx512: out = c mod f for an unreduced c of degree <= 816 (64-bit general registers, one pass from the top word down)
+;
+;   requires: c: 14 little-endian uint64 limbs, degree <= 816 (below 2^817); limbs above 12 are not read
+;   ensures: out = c mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: none beyond x86-64 (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: rax, rcx, rdx, r8, r9, r10, flags
+;
+; reduction schedule:
+;   products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
+;   lazy form (degree < 448): remainders modulo x^39 f = x^448 + x^126 + x^39, in one pass from the top pair down, each word folded once
+;   x^39(f - x^409) chunk 0: 0x8000000000 (two shifts per pair)
+;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
+;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
+; ---------------------------------------------------------------------------
+global kg_gf2m409_reduce_gpr_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_gpr_avx512.end - kg_gf2m409_reduce_gpr_avx512)
+align 32
+kg_gf2m409_reduce_gpr_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    push rbx
+    push r12
+    push r13
+    mov          rax, qword [rsi + 96]
+    mov          rcx, rax
+    shr          rcx, 25
+    mov          rdx, qword [rsi + 48]
+    xor          rdx, rcx
+    mov          r8, qword [rsi + 56]
+    mov          r9, rcx
+    shl          r9, 23
+    xor          r8, r9
+    shr          rcx, 41
+    mov          r9, qword [rsi + 64]
+    xor          r9, rcx
+    mov          rcx, qword [rsi + 88]
+    shld         rax, rcx, 39
+    mov          r10, qword [rsi + 40]
+    xor          r10, rax
+    mov          rbx, rax
+    shl          rbx, 23
+    xor          rdx, rbx
+    shr          rax, 41
+    xor          r8, rax
+    mov          rax, qword [rsi + 80]
+    shld         rcx, rax, 39
+    mov          rbx, qword [rsi + 32]
+    xor          rbx, rcx
+    mov          r12, rcx
+    shl          r12, 23
+    xor          r10, r12
+    shr          rcx, 41
+    xor          rdx, rcx
+    mov          rcx, qword [rsi + 72]
+    shld         rax, rcx, 39
+    mov          r12, qword [rsi + 24]
+    xor          r12, rax
+    mov          r13, rax
+    shl          r13, 23
+    xor          rbx, r13
+    shr          rax, 41
+    xor          r10, rax
+    mov          qword [rdi + 40], r10
+    shld         rcx, r9, 39
+    mov          rax, qword [rsi + 16]
+    xor          rax, rcx
+    mov          r10, rcx
+    shl          r10, 23
+    xor          r12, r10
+    shr          rcx, 41
+    xor          rbx, rcx
+    mov          qword [rdi + 32], rbx
+    shld         r9, r8, 39
+    mov          rcx, qword [rsi + 8]
+    xor          rcx, r9
+    mov          r10, r9
+    shl          r10, 23
+    xor          rax, r10
+    shr          r9, 41
+    xor          r12, r9
+    mov          qword [rdi + 24], r12
+    shld         r8, rdx, 39
+    mov          r9, qword [rsi]
+    xor          r9, r8
+    mov          r10, r8
+    shl          r10, 23
+    xor          rcx, r10
+    shr          r8, 41
+    xor          rax, r8
+    mov          qword [rdi + 16], rax
+    and          rdx, qword [rel gf2m_mask64_1ffffff]
+    mov          qword [rdi + 48], rdx
+    mov          qword [rdi + 8], rcx
+    mov          qword [rdi], r9
+    pop r13
+    pop r12
+    pop rbx
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_msqr2_avx512: out = a^(2^2) mod f in GF(2^409) (2 squarings)
+;
+;   requires: a: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   ensures: out = a^(2^2) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-15}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr2_avx512.end - kg_gf2m409_msqr2_avx512)
+align 32
+kg_gf2m409_msqr2_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm2, xmm2, xmm13
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm2, xmm10, xmm2
+    vpternlogq   xmm1, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm2, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm2
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm3
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_msqr4_avx512: out = a^(2^4) mod f in GF(2^409) (4 squarings)
+;
+;   requires: a: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   ensures: out = a^(2^4) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-15}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx512.end - kg_gf2m409_msqr4_avx512)
+align 32
+kg_gf2m409_msqr4_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm2, xmm2, xmm13
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm2, xmm10, xmm2
+    vpternlogq   xmm1, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm2, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm2
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm3
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_msqr8_avx512: out = a^(2^8) mod f in GF(2^409) (8 squarings)
+;
+;   requires: a: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   ensures: out = a^(2^8) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-17}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx512.end - kg_gf2m409_msqr8_avx512)
+align 32
+kg_gf2m409_msqr8_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm16, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 8 times
+    vmovdqu64    xmm17, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 8 times
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm2, xmm2, xmm13
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm2, xmm10, xmm2
+    vpternlogq   xmm1, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm2, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm2
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm3
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_msqr16_avx512: out = a^(2^16) mod f in GF(2^409) (16 squarings)
+;
+;   requires: a: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   ensures: out = a^(2^16) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-17}, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx512.end - kg_gf2m409_msqr16_avx512)
+align 32
+kg_gf2m409_msqr16_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm16, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 16 times
+    vmovdqu64    xmm17, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 16 times
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm2, xmm2, xmm13
+    vpsllq       xmm13, xmm2, 39
+    vpsrlq       xmm14, xmm2, 25
+    vpsllq       xmm15, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm2, xmm10, xmm2
+    vpternlogq   xmm1, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm2, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm2
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm4, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm7, xmm3, 39
+    vpsrlq       xmm8, xmm3, 25
+    vpsllq       xmm9, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm3, xmm15, xmm3
+    vpternlogq   xmm6, xmm14, xmm3, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm2, xmm11, xmm12, 150
+    vpslldq      xmm3, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm13, 8
+    vpxorq       xmm3, xmm6, xmm3
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm2, xmm4, 8
+    vpternlogq   xmm2, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm10, xmm4, 39
+    vpsrlq       xmm11, xmm4, 25
+    vpsllq       xmm12, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm13, xmm2, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm4, xmm7, xmm4
+    vpternlogq   xmm5, xmm8, xmm9, 150
+    vpalignr     xmm2, xmm2, xmm4, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm7, xmm2, 39
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm2, xmm15, xmm2
+    vpternlogq   xmm6, xmm14, xmm2, 150
+    vpxorq       xmm1, xmm10, xmm1
+    vpternlogq   xmm3, xmm11, xmm12, 150
+    vpslldq      xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm7, xmm2, 150
+    vpalignr     xmm2, xmm1, xmm13, 8
+    vpxorq       xmm2, xmm6, xmm2
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpxorq       xmm1, xmm3, xmm1
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm5, xmm16, 40
+    vpsrlq       xmm4, xmm3, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm3, xmm3, xmm17
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm4
+    vmovdqu64    [rdi], xmm0
+    vmovdqu64    [rdi + 16], xmm2
+    vmovdqu64    [rdi + 32], xmm1
+    vmovq        qword [rdi + 48], xmm3
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_ladder_step_avx512: one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^409)
+;
+;   requires: st = (X0, Z0, X1, Z1), four elements of 7 limbs each, degree < 409 (fully reduced mod f)
+;   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 409 (fully reduced mod f)); swap[0] = 0 or all ones
+;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 409 (fully reduced mod f)
+;   out may be the same buffer as st (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-31}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step_avx512.end - kg_gf2m409_ladder_step_avx512)
+align 32
+kg_gf2m409_ladder_step_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 928
+    vmovq        xmm0, qword [rsi + 48]
+    vmovq        xmm1, qword [rsi + 104]
+    vmovdqu64    xmm2, [rsi + 112]
+    vmovdqu64    xmm3, [rsi + 128]
+    vmovdqu64    xmm4, [rsi + 144]
+    vmovq        xmm5, qword [rsi + 160]
+    vmovdqu64    xmm6, [rsi + 168]
+    vmovdqu64    xmm7, [rsi + 184]
+    vmovdqu64    xmm8, [rsi + 200]
+    vmovq        xmm9, qword [rsi + 216]
+    vmovdqu64    xmm10, [rdx]
+    vmovdqu64    xmm11, [rdx + 16]
+    vmovdqu64    xmm12, [rdx + 32]
+    vmovq        xmm13, qword [rdx + 48]
+    vmovdqu64    xmm14, [rcx]
+    vmovdqu64    xmm15, [rcx + 16]
+    vmovdqu64    xmm16, [rcx + 32]
+    vmovq        xmm17, qword [rcx + 48]
+    vpbroadcastq xmm18, qword [r8]
+    vpxorq       xmm19, xmm2, [rsi]
+    vpandq       xmm19, xmm19, xmm18
+    vpxorq       xmm20, xmm19, [rsi]
+    vpxorq       xmm2, xmm2, xmm19
+    vpxorq       xmm19, xmm3, [rsi + 16]
+    vpandq       xmm19, xmm19, xmm18
+    vpxorq       xmm21, xmm19, [rsi + 16]
+    vpxorq       xmm3, xmm3, xmm19
+    vpxorq       xmm19, xmm4, [rsi + 32]
+    vpandq       xmm19, xmm19, xmm18
+    vpxorq       xmm22, xmm19, [rsi + 32]
+    vpxorq       xmm4, xmm4, xmm19
+    vpxorq       xmm19, xmm0, xmm5
+    vpandq       xmm19, xmm19, xmm18
+    vpxorq       xmm0, xmm0, xmm19
+    vpxorq       xmm5, xmm5, xmm19
+    vpxorq       xmm19, xmm6, [rsi + 56]
+    vpandq       xmm19, xmm19, xmm18
+    vpxorq       xmm23, xmm19, [rsi + 56]
+    vpxorq       xmm6, xmm6, xmm19
+    vpxorq       xmm19, xmm7, [rsi + 72]
+    vpandq       xmm19, xmm19, xmm18
+    vpxorq       xmm24, xmm19, [rsi + 72]
+    vpxorq       xmm7, xmm7, xmm19
+    vpxorq       xmm19, xmm8, [rsi + 88]
+    vpandq       xmm19, xmm19, xmm18
+    vpxorq       xmm25, xmm19, [rsi + 88]
+    vpxorq       xmm8, xmm8, xmm19
+    vpxorq       xmm19, xmm1, xmm9
+    vpandq       xmm18, xmm19, xmm18
+    vpxorq       xmm1, xmm1, xmm18
+    vpxorq       xmm9, xmm9, xmm18
+    vpclmulqdq   xmm18, xmm20, xmm6, 0
+    vpclmulqdq   xmm19, xmm20, xmm6, 17
+    vpshufd      xmm26, xmm20, 78
+    vpxorq       xmm26, xmm20, xmm26
+    vpshufd      xmm27, xmm6, 78
+    vpxorq       xmm27, xmm6, xmm27
+    vpclmulqdq   xmm26, xmm26, xmm27, 0
+    vpternlogq   xmm26, xmm18, xmm19, 150
+    vpclmulqdq   xmm27, xmm21, xmm7, 0
+    vpclmulqdq   xmm28, xmm21, xmm7, 17
+    vpshufd      xmm29, xmm21, 78
+    vpxorq       xmm29, xmm21, xmm29
+    vpshufd      xmm30, xmm7, 78
+    vpxorq       xmm30, xmm7, xmm30
+    vpclmulqdq   xmm29, xmm29, xmm30, 0
+    vpternlogq   xmm29, xmm27, xmm28, 150
+    vpxorq       xmm30, xmm20, xmm21
+    vpxorq       xmm31, xmm6, xmm7
+    vmovdqa64    [rsp], xmm13                        ; spill
+    vpclmulqdq   xmm13, xmm30, xmm31, 0
+    vmovdqa64    [rsp + 32], xmm12                   ; spill
+    vpclmulqdq   xmm12, xmm30, xmm31, 17
+    vmovdqa64    [rsp + 64], xmm11                   ; spill
+    vpshufd      xmm11, xmm30, 78
+    vpxorq       xmm11, xmm30, xmm11
+    vpshufd      xmm30, xmm31, 78
+    vpxorq       xmm30, xmm31, xmm30
+    vpclmulqdq   xmm11, xmm11, xmm30, 0
+    vpternlogq   xmm11, xmm13, xmm12, 150
+    vpxorq       xmm19, xmm19, xmm27
+    vpxorq       xmm13, xmm18, xmm13
+    vpxorq       xmm13, xmm13, xmm19
+    vpternlogq   xmm11, xmm26, xmm29, 150
+    vpxorq       xmm12, xmm12, xmm28
+    vpclmulqdq   xmm27, xmm22, xmm8, 0
+    vpclmulqdq   xmm30, xmm22, xmm8, 17
+    vpshufd      xmm31, xmm22, 78
+    vpxorq       xmm31, xmm22, xmm31
+    vmovdqa64    [rsp + 96], xmm10                   ; spill
+    vpshufd      xmm10, xmm8, 78
+    vpxorq       xmm10, xmm8, xmm10
+    vpclmulqdq   xmm10, xmm31, xmm10, 0
+    vpternlogq   xmm10, xmm27, xmm30, 150
+    vpclmulqdq   xmm31, xmm0, xmm9, 0
+    vmovdqa64    [rsp + 128], xmm17                  ; spill
+    vpxorq       xmm17, xmm22, xmm0
+    vmovdqa64    [rsp + 160], xmm16                  ; spill
+    vpxorq       xmm16, xmm8, xmm9
+    vmovdqa64    [rsp + 192], xmm15                  ; spill
+    vpclmulqdq   xmm15, xmm17, xmm16, 0
+    vmovdqa64    [rsp + 224], xmm14                  ; spill
+    vpclmulqdq   xmm14, xmm17, xmm16, 17
+    vmovdqa64    [rsp + 256], xmm1                   ; spill
+    vpshufd      xmm1, xmm17, 78
+    vpxorq       xmm1, xmm17, xmm1
+    vpshufd      xmm17, xmm16, 78
+    vpxorq       xmm16, xmm16, xmm17
+    vpclmulqdq   xmm1, xmm1, xmm16, 0
+    vpternlogq   xmm1, xmm15, xmm14, 150
+    vpxorq       xmm16, xmm30, xmm31
+    vpxorq       xmm15, xmm27, xmm15
+    vpxorq       xmm1, xmm10, xmm1
+    vpxorq       xmm14, xmm14, xmm16
+    vpxorq       xmm17, xmm20, xmm22
+    vpxorq       xmm30, xmm21, xmm0
+    vpxorq       xmm6, xmm6, xmm8
+    vpxorq       xmm7, xmm7, xmm9
+    vpclmulqdq   xmm8, xmm17, xmm6, 0
+    vpclmulqdq   xmm9, xmm17, xmm6, 17
+    vpshufd      xmm31, xmm17, 78
+    vpxorq       xmm31, xmm17, xmm31
+    vmovdqa64    [rsp + 288], xmm20                  ; spill
+    vpshufd      xmm20, xmm6, 78
+    vpxorq       xmm20, xmm6, xmm20
+    vpclmulqdq   xmm20, xmm31, xmm20, 0
+    vpternlogq   xmm20, xmm8, xmm9, 150
+    vpclmulqdq   xmm31, xmm30, xmm7, 0
+    vmovdqa64    [rsp + 320], xmm21                  ; spill
+    vpclmulqdq   xmm21, xmm30, xmm7, 17
+    vmovdqa64    [rsp + 352], xmm22                  ; spill
+    vpshufd      xmm22, xmm30, 78
+    vpxorq       xmm22, xmm30, xmm22
+    vmovdqa64    [rsp + 384], xmm0                   ; spill
+    vpshufd      xmm0, xmm7, 78
+    vpxorq       xmm0, xmm7, xmm0
+    vpclmulqdq   xmm0, xmm22, xmm0, 0
+    vpternlogq   xmm0, xmm31, xmm21, 150
+    vpxorq       xmm17, xmm17, xmm30
+    vpxorq       xmm6, xmm6, xmm7
+    vpclmulqdq   xmm7, xmm17, xmm6, 0
+    vpclmulqdq   xmm22, xmm17, xmm6, 17
+    vpshufd      xmm30, xmm17, 78
+    vpxorq       xmm17, xmm17, xmm30
+    vpshufd      xmm30, xmm6, 78
+    vpxorq       xmm6, xmm6, xmm30
+    vpclmulqdq   xmm6, xmm17, xmm6, 0
+    vpternlogq   xmm6, xmm7, xmm22, 150
+    vpxorq       xmm9, xmm9, xmm31
+    vpxorq       xmm7, xmm8, xmm7
+    vpternlogq   xmm6, xmm20, xmm0, 150
+    vpxorq       xmm17, xmm22, xmm21
+    vpternlogq   xmm12, xmm19, xmm27, 150
+    vpxorq       xmm10, xmm29, xmm10
+    vpternlogq   xmm15, xmm16, xmm28, 150
+    vpxorq       xmm8, xmm18, xmm8
+    vpxorq       xmm16, xmm26, xmm20
+    vpxorq       xmm16, xmm16, xmm10
+    vpternlogq   xmm7, xmm9, xmm13, 150
+    vpternlogq   xmm6, xmm11, xmm1, 150
+    vpternlogq   xmm17, xmm9, xmm14, 150
+    vpxorq       xmm0, xmm0, xmm10
+    vpslldq      xmm9, xmm26, 8
+    vpalignr     xmm10, xmm11, xmm26, 8
+    vpalignr     xmm11, xmm16, xmm11, 8
+    vpternlogq   xmm8, xmm12, xmm11, 150
+    vpalignr     xmm11, xmm6, xmm16, 8
+    vpternlogq   xmm7, xmm15, xmm11, 150
+    vpalignr     xmm6, xmm0, xmm6, 8
+    vpternlogq   xmm17, xmm12, xmm6, 150
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpternlogq   xmm0, xmm21, xmm15, 150
+    vpsrldq      xmm1, xmm1, 8
+    vpxorq       xmm1, xmm14, xmm1
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm14, xmm0, 39
+    vpsrlq       xmm15, xmm0, 25
+    vpsllq       xmm16, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm19, xmm1, 8
+    vpxorq       xmm17, xmm17, xmm19
+    vpsllq       xmm19, xmm17, 39
+    vpsrlq       xmm20, xmm17, 25
+    vpsllq       xmm21, xmm17, 62
+    vpsrlq       xmm17, xmm17, 2
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm7, xmm11, xmm12, 150
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxorq       xmm1, xmm7, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpternlogq   xmm9, xmm18, xmm6, 150
+    vpternlogq   xmm19, xmm11, xmm12, 150
+    vpternlogq   xmm10, xmm13, xmm20, 150
+    vpternlogq   xmm21, xmm1, xmm10, 150
+    vpxorq       xmm1, xmm14, xmm17
+    vpternlogq   xmm8, xmm15, xmm16, 150
+    vpslldq      xmm6, xmm19, 8
+    vpxorq       xmm6, xmm9, xmm6
+    vpalignr     xmm9, xmm1, xmm19, 8
+    vpxorq       xmm9, xmm21, xmm9
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxorq       xmm1, xmm8, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpternlogq   xmm0, xmm7, [rax - 128], 40
+    vpclmulqdq   xmm7, xmm2, xmm23, 0
+    vpclmulqdq   xmm8, xmm2, xmm23, 17
+    vpshufd      xmm10, xmm2, 78
+    vpxorq       xmm10, xmm2, xmm10
+    vpshufd      xmm11, xmm23, 78
+    vpxorq       xmm11, xmm23, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm7, xmm8, 150
+    vpclmulqdq   xmm11, xmm3, xmm24, 0
+    vpclmulqdq   xmm12, xmm3, xmm24, 17
+    vpshufd      xmm13, xmm3, 78
+    vpxorq       xmm13, xmm3, xmm13
+    vpshufd      xmm14, xmm24, 78
+    vpxorq       xmm14, xmm24, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm2, xmm3
+    vpxorq       xmm15, xmm23, xmm24
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm8, xmm8, xmm11
+    vpxorq       xmm11, xmm7, xmm16
+    vpxorq       xmm11, xmm11, xmm8
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm4, xmm25, 0
+    vpclmulqdq   xmm17, xmm4, xmm25, 17
+    vpshufd      xmm18, xmm4, 78
+    vpxorq       xmm18, xmm4, xmm18
+    vpshufd      xmm19, xmm25, 78
+    vpxorq       xmm19, xmm25, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm5, [rsp + 256], 0
+    vpxorq       xmm20, xmm4, xmm5
+    vpxorq       xmm21, xmm25, [rsp + 256]
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm26, xmm20, xmm21, 17
+    vpshufd      xmm27, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm27
+    vpshufd      xmm27, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm27
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm26, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm26, xmm17
+    vpxorq       xmm2, xmm2, xmm4
+    vpxorq       xmm3, xmm3, xmm5
+    vpxorq       xmm4, xmm23, xmm25
+    vpxorq       xmm5, xmm24, [rsp + 256]
+    vpclmulqdq   xmm22, xmm2, xmm4, 0
+    vpclmulqdq   xmm26, xmm2, xmm4, 17
+    vpshufd      xmm27, xmm2, 78
+    vpxorq       xmm27, xmm2, xmm27
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm28, xmm4, xmm28
+    vpclmulqdq   xmm27, xmm27, xmm28, 0
+    vpternlogq   xmm27, xmm22, xmm26, 150
+    vpclmulqdq   xmm28, xmm3, xmm5, 0
+    vpclmulqdq   xmm29, xmm3, xmm5, 17
+    vpshufd      xmm30, xmm3, 78
+    vpxorq       xmm30, xmm3, xmm30
+    vpshufd      xmm31, xmm5, 78
+    vpxorq       xmm31, xmm5, xmm31
+    vpclmulqdq   xmm30, xmm30, xmm31, 0
+    vpternlogq   xmm30, xmm28, xmm29, 150
+    vpxorq       xmm2, xmm2, xmm3
+    vpxorq       xmm3, xmm4, xmm5
+    vpclmulqdq   xmm4, xmm2, xmm3, 0
+    vpclmulqdq   xmm5, xmm2, xmm3, 17
+    vpshufd      xmm31, xmm2, 78
+    vpxorq       xmm2, xmm2, xmm31
+    vpshufd      xmm31, xmm3, 78
+    vpxorq       xmm3, xmm3, xmm31
+    vpclmulqdq   xmm2, xmm2, xmm3, 0
+    vpternlogq   xmm2, xmm4, xmm5, 150
+    vpxorq       xmm3, xmm26, xmm28
+    vpxorq       xmm4, xmm22, xmm4
+    vpternlogq   xmm2, xmm27, xmm30, 150
+    vpxorq       xmm5, xmm5, xmm29
+    vpternlogq   xmm15, xmm8, xmm16, 150
+    vpxorq       xmm8, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm12, xmm7, xmm22
+    vpxorq       xmm13, xmm10, xmm27
+    vpxorq       xmm13, xmm13, xmm8
+    vpternlogq   xmm4, xmm3, xmm11, 150
+    vpternlogq   xmm2, xmm14, xmm20, 150
+    vpternlogq   xmm5, xmm3, xmm21, 150
+    vpxorq       xmm3, xmm30, xmm8
+    vpslldq      xmm8, xmm10, 8
+    vpalignr     xmm10, xmm14, xmm10, 8
+    vpalignr     xmm14, xmm13, xmm14, 8
+    vpternlogq   xmm12, xmm15, xmm14, 150
+    vpalignr     xmm13, xmm2, xmm13, 8
+    vpternlogq   xmm4, xmm19, xmm13, 150
+    vpalignr     xmm2, xmm3, xmm2, 8
+    vpternlogq   xmm5, xmm15, xmm2, 150
+    vpalignr     xmm2, xmm20, xmm3, 8
+    vpternlogq   xmm2, xmm29, xmm19, 150
+    vpsrldq      xmm3, xmm20, 8
+    vpxorq       xmm3, xmm21, xmm3
+    vpsllq       xmm13, xmm3, 39
+    vpsrlq       xmm14, xmm3, 25
+    vpsllq       xmm15, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm16, xmm2, 39
+    vpsrlq       xmm17, xmm2, 25
+    vpsllq       xmm18, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsrldq      xmm19, xmm3, 8
+    vpxorq       xmm5, xmm5, xmm19
+    vpsllq       xmm19, xmm5, 39
+    vpsrlq       xmm20, xmm5, 25
+    vpsllq       xmm21, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpxorq       xmm2, xmm13, xmm2
+    vpternlogq   xmm4, xmm14, xmm15, 150
+    vpalignr     xmm3, xmm3, xmm2, 8
+    vpxorq       xmm3, xmm4, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm13, xmm3, 39
+    vpsrlq       xmm14, xmm3, 25
+    vpsllq       xmm15, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm8, xmm7, xmm13, 150
+    vpternlogq   xmm19, xmm14, xmm15, 150
+    vpternlogq   xmm10, xmm11, xmm20, 150
+    vpternlogq   xmm21, xmm3, xmm10, 150
+    vpxorq       xmm3, xmm16, xmm5
+    vpternlogq   xmm12, xmm17, xmm18, 150
+    vpslldq      xmm5, xmm19, 8
+    vpxorq       xmm5, xmm8, xmm5
+    vpalignr     xmm7, xmm3, xmm19, 8
+    vpxorq       xmm7, xmm21, xmm7
+    vpalignr     xmm3, xmm2, xmm3, 8
+    vpxorq       xmm3, xmm12, xmm3
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm2, xmm4, [rax - 128], 40
+    vmovdqa64    xmm4, [rsp + 384]                   ; reload
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vmovdqa64    xmm8, [rsp + 352]                   ; reload
+    vpclmulqdq   xmm10, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vmovdqa64    xmm11, [rsp + 320]                  ; reload
+    vpclmulqdq   xmm12, xmm11, xmm11, 17
+    vpclmulqdq   xmm11, xmm11, xmm11, 0
+    vmovdqa64    xmm13, [rsp + 288]                  ; reload
+    vpclmulqdq   xmm14, xmm13, xmm13, 17
+    vpclmulqdq   xmm13, xmm13, xmm13, 0
+    vpsllq       xmm15, xmm4, 39
+    vpsrlq       xmm16, xmm4, 25
+    vpsllq       xmm17, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsllq       xmm18, xmm10, 39
+    vpsrlq       xmm19, xmm10, 25
+    vpsllq       xmm20, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsrldq      xmm21, xmm4, 8
+    vpxorq       xmm8, xmm8, xmm21
+    vpsllq       xmm21, xmm8, 39
+    vpsrlq       xmm22, xmm8, 25
+    vpsllq       xmm26, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpxorq       xmm10, xmm15, xmm10
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm4, xmm4, xmm10, 8
+    vpxorq       xmm4, xmm12, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpsllq       xmm15, xmm4, 39
+    vpsrlq       xmm16, xmm4, 25
+    vpsllq       xmm17, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm4, xmm26, xmm4
+    vpternlogq   xmm14, xmm22, xmm4, 150
+    vpxorq       xmm4, xmm18, xmm8
+    vpternlogq   xmm11, xmm19, xmm20, 150
+    vpslldq      xmm8, xmm21, 8
+    vpternlogq   xmm13, xmm15, xmm8, 150
+    vpalignr     xmm8, xmm4, xmm21, 8
+    vpxorq       xmm8, xmm14, xmm8
+    vpalignr     xmm4, xmm10, xmm4, 8
+    vpxorq       xmm4, xmm11, xmm4
+    vpsrldq      xmm10, xmm10, 8
+    vpternlogq   xmm10, xmm12, [rax - 128], 40
+    vmovdqa64    xmm11, [rsp + 256]                  ; reload
+    vpclmulqdq   xmm11, xmm11, xmm11, 0
+    vpclmulqdq   xmm12, xmm25, xmm25, 17
+    vpclmulqdq   xmm14, xmm25, xmm25, 0
+    vpclmulqdq   xmm15, xmm24, xmm24, 17
+    vpclmulqdq   xmm16, xmm24, xmm24, 0
+    vpclmulqdq   xmm17, xmm23, xmm23, 17
+    vpclmulqdq   xmm18, xmm23, xmm23, 0
+    vpsllq       xmm19, xmm11, 39
+    vpsrlq       xmm20, xmm11, 25
+    vpsllq       xmm21, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsllq       xmm22, xmm12, 39
+    vpsrlq       xmm23, xmm12, 25
+    vpsllq       xmm24, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpsrldq      xmm25, xmm11, 8
+    vpxorq       xmm14, xmm14, xmm25
+    vpsllq       xmm25, xmm14, 39
+    vpsrlq       xmm26, xmm14, 25
+    vpsllq       xmm27, xmm14, 62
+    vpsrlq       xmm14, xmm14, 2
+    vpxorq       xmm12, xmm19, xmm12
+    vpternlogq   xmm15, xmm20, xmm21, 150
+    vpalignr     xmm11, xmm11, xmm12, 8
+    vpxorq       xmm11, xmm15, xmm11
+    vpsrldq      xmm11, xmm11, 8
+    vpsllq       xmm19, xmm11, 39
+    vpsrlq       xmm20, xmm11, 25
+    vpsllq       xmm21, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpternlogq   xmm25, xmm20, xmm21, 150
+    vpxorq       xmm11, xmm27, xmm11
+    vpternlogq   xmm17, xmm26, xmm11, 150
+    vpxorq       xmm11, xmm22, xmm14
+    vpternlogq   xmm16, xmm23, xmm24, 150
+    vpslldq      xmm14, xmm25, 8
+    vpternlogq   xmm18, xmm19, xmm14, 150
+    vpalignr     xmm14, xmm11, xmm25, 8
+    vpxorq       xmm14, xmm17, xmm14
+    vpalignr     xmm11, xmm12, xmm11, 8
+    vpxorq       xmm11, xmm16, xmm11
+    vpsrldq      xmm12, xmm12, 8
+    vpternlogq   xmm12, xmm15, [rax - 128], 40
+    vpxorq       xmm15, xmm6, xmm5
+    vpxorq       xmm16, xmm9, xmm7
+    vpxorq       xmm17, xmm1, xmm3
+    vpxorq       xmm19, xmm0, xmm2
+    vpclmulqdq   xmm19, xmm19, xmm19, 0
+    vpclmulqdq   xmm20, xmm17, xmm17, 17
+    vpclmulqdq   xmm17, xmm17, xmm17, 0
+    vpclmulqdq   xmm21, xmm16, xmm16, 17
+    vpclmulqdq   xmm16, xmm16, xmm16, 0
+    vpclmulqdq   xmm22, xmm15, xmm15, 17
+    vpclmulqdq   xmm15, xmm15, xmm15, 0
+    vpsllq       xmm23, xmm19, 39
+    vpsrlq       xmm24, xmm19, 25
+    vpsllq       xmm25, xmm19, 62
+    vpsrlq       xmm19, xmm19, 2
+    vpsllq       xmm26, xmm20, 39
+    vpsrlq       xmm27, xmm20, 25
+    vpsllq       xmm28, xmm20, 62
+    vpsrlq       xmm20, xmm20, 2
+    vpsrldq      xmm29, xmm19, 8
+    vpxorq       xmm17, xmm17, xmm29
+    vpsllq       xmm29, xmm17, 39
+    vpsrlq       xmm30, xmm17, 25
+    vpsllq       xmm31, xmm17, 62
+    vpsrlq       xmm17, xmm17, 2
+    vpxorq       xmm20, xmm23, xmm20
+    vpternlogq   xmm21, xmm24, xmm25, 150
+    vpalignr     xmm19, xmm19, xmm20, 8
+    vpxorq       xmm19, xmm21, xmm19
+    vpsrldq      xmm19, xmm19, 8
+    vpsllq       xmm23, xmm19, 39
+    vpsrlq       xmm24, xmm19, 25
+    vpsllq       xmm25, xmm19, 62
+    vpsrlq       xmm19, xmm19, 2
+    vpternlogq   xmm29, xmm24, xmm25, 150
+    vpxorq       xmm19, xmm31, xmm19
+    vpternlogq   xmm22, xmm30, xmm19, 150
+    vpxorq       xmm17, xmm26, xmm17
+    vpternlogq   xmm16, xmm27, xmm28, 150
+    vpslldq      xmm19, xmm29, 8
+    vpternlogq   xmm15, xmm23, xmm19, 150
+    vpalignr     xmm19, xmm17, xmm29, 8
+    vpxorq       xmm19, xmm22, xmm19
+    vpalignr     xmm17, xmm20, xmm17, 8
+    vpxorq       xmm16, xmm16, xmm17
+    vpsrldq      xmm17, xmm20, 8
+    vpternlogq   xmm17, xmm21, [rax - 128], 40
+    vpclmulqdq   xmm20, xmm13, xmm18, 0
+    vpclmulqdq   xmm21, xmm13, xmm18, 17
+    vpshufd      xmm22, xmm13, 78
+    vpxorq       xmm22, xmm13, xmm22
+    vpshufd      xmm23, xmm18, 78
+    vpxorq       xmm23, xmm18, xmm23
+    vpclmulqdq   xmm22, xmm22, xmm23, 0
+    vpternlogq   xmm22, xmm20, xmm21, 150
+    vpclmulqdq   xmm23, xmm8, xmm14, 0
+    vpclmulqdq   xmm24, xmm8, xmm14, 17
+    vpshufd      xmm25, xmm8, 78
+    vpxorq       xmm25, xmm8, xmm25
+    vpshufd      xmm26, xmm14, 78
+    vpxorq       xmm26, xmm14, xmm26
+    vpclmulqdq   xmm25, xmm25, xmm26, 0
+    vpternlogq   xmm25, xmm23, xmm24, 150
+    vpxorq       xmm26, xmm13, xmm8
+    vpxorq       xmm27, xmm18, xmm14
+    vpclmulqdq   xmm28, xmm26, xmm27, 0
+    vpclmulqdq   xmm29, xmm26, xmm27, 17
+    vpshufd      xmm30, xmm26, 78
+    vpxorq       xmm26, xmm26, xmm30
+    vpshufd      xmm30, xmm27, 78
+    vpxorq       xmm27, xmm27, xmm30
+    vpclmulqdq   xmm26, xmm26, xmm27, 0
+    vpternlogq   xmm26, xmm28, xmm29, 150
+    vpxorq       xmm21, xmm21, xmm23
+    vpxorq       xmm23, xmm20, xmm28
+    vpxorq       xmm23, xmm23, xmm21
+    vpternlogq   xmm26, xmm22, xmm25, 150
+    vpxorq       xmm27, xmm29, xmm24
+    vpclmulqdq   xmm28, xmm4, xmm11, 0
+    vpclmulqdq   xmm29, xmm4, xmm11, 17
+    vpshufd      xmm30, xmm4, 78
+    vpxorq       xmm30, xmm4, xmm30
+    vpshufd      xmm31, xmm11, 78
+    vpxorq       xmm31, xmm11, xmm31
+    vpclmulqdq   xmm30, xmm30, xmm31, 0
+    vpternlogq   xmm30, xmm28, xmm29, 150
+    vpclmulqdq   xmm31, xmm10, xmm12, 0
+    vmovdqa64    [rsp + 256], xmm0                   ; spill
+    vpxorq       xmm0, xmm4, xmm10
+    vmovdqa64    [rsp + 288], xmm2                   ; spill
+    vpxorq       xmm2, xmm11, xmm12
+    vmovdqa64    [rsp + 320], xmm1                   ; spill
+    vpclmulqdq   xmm1, xmm0, xmm2, 0
+    vmovdqa64    [rsp + 352], xmm3                   ; spill
+    vpclmulqdq   xmm3, xmm0, xmm2, 17
+    vmovdqa64    [rsp + 384], xmm7                   ; spill
+    vpshufd      xmm7, xmm0, 78
+    vpxorq       xmm0, xmm0, xmm7
+    vpshufd      xmm7, xmm2, 78
+    vpxorq       xmm2, xmm2, xmm7
+    vpclmulqdq   xmm0, xmm0, xmm2, 0
+    vpternlogq   xmm0, xmm1, xmm3, 150
+    vpxorq       xmm2, xmm29, xmm31
+    vpxorq       xmm1, xmm28, xmm1
+    vpxorq       xmm0, xmm30, xmm0
+    vpxorq       xmm3, xmm3, xmm2
+    vpxorq       xmm7, xmm13, xmm4
+    vpxorq       xmm29, xmm8, xmm10
+    vpxorq       xmm31, xmm18, xmm11
+    vmovdqa64    [rsp + 416], xmm9                   ; spill
+    vpxorq       xmm9, xmm14, xmm12
+    vmovdqa64    [rsp + 448], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm7, xmm31, 0
+    vmovdqa64    [rsp + 480], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm7, xmm31, 17
+    vmovdqa64    [rsp + 512], xmm17                  ; spill
+    vpshufd      xmm17, xmm7, 78
+    vpxorq       xmm17, xmm7, xmm17
+    vmovdqa64    [rsp + 544], xmm16                  ; spill
+    vpshufd      xmm16, xmm31, 78
+    vpxorq       xmm16, xmm31, xmm16
+    vpclmulqdq   xmm16, xmm17, xmm16, 0
+    vpternlogq   xmm16, xmm5, xmm6, 150
+    vpclmulqdq   xmm17, xmm29, xmm9, 0
+    vmovdqa64    [rsp + 576], xmm19                  ; spill
+    vpclmulqdq   xmm19, xmm29, xmm9, 17
+    vmovdqa64    [rsp + 608], xmm15                  ; spill
+    vpshufd      xmm15, xmm29, 78
+    vpxorq       xmm15, xmm29, xmm15
+    vmovdqa64    [rsp + 640], xmm10                  ; spill
+    vpshufd      xmm10, xmm9, 78
+    vpxorq       xmm10, xmm9, xmm10
+    vpclmulqdq   xmm10, xmm15, xmm10, 0
+    vpternlogq   xmm10, xmm17, xmm19, 150
+    vpxorq       xmm7, xmm7, xmm29
+    vpxorq       xmm9, xmm31, xmm9
+    vpclmulqdq   xmm15, xmm7, xmm9, 0
+    vpclmulqdq   xmm29, xmm7, xmm9, 17
+    vpshufd      xmm31, xmm7, 78
+    vpxorq       xmm7, xmm7, xmm31
+    vpshufd      xmm31, xmm9, 78
+    vpxorq       xmm9, xmm9, xmm31
+    vpclmulqdq   xmm7, xmm7, xmm9, 0
+    vpternlogq   xmm7, xmm15, xmm29, 150
+    vpxorq       xmm6, xmm6, xmm17
+    vpxorq       xmm9, xmm5, xmm15
+    vpternlogq   xmm7, xmm16, xmm10, 150
+    vpxorq       xmm15, xmm29, xmm19
+    vpternlogq   xmm27, xmm21, xmm28, 150
+    vpxorq       xmm17, xmm25, xmm30
+    vpternlogq   xmm1, xmm2, xmm24, 150
+    vpxorq       xmm2, xmm20, xmm5
+    vpxorq       xmm5, xmm22, xmm16
+    vpxorq       xmm5, xmm5, xmm17
+    vpternlogq   xmm9, xmm6, xmm23, 150
+    vpternlogq   xmm7, xmm26, xmm0, 150
+    vpternlogq   xmm15, xmm6, xmm3, 150
+    vpxorq       xmm6, xmm10, xmm17
+    vpslldq      xmm10, xmm22, 8
+    vpalignr     xmm16, xmm26, xmm22, 8
+    vpalignr     xmm17, xmm5, xmm26, 8
+    vpternlogq   xmm2, xmm27, xmm17, 150
+    vpalignr     xmm5, xmm7, xmm5, 8
+    vpternlogq   xmm9, xmm1, xmm5, 150
+    vpalignr     xmm5, xmm6, xmm7, 8
+    vpternlogq   xmm15, xmm27, xmm5, 150
+    vpalignr     xmm5, xmm0, xmm6, 8
+    vpternlogq   xmm5, xmm19, xmm1, 150
+    vpsrldq      xmm0, xmm0, 8
+    vpxorq       xmm0, xmm3, xmm0
+    vpsllq       xmm1, xmm0, 39
+    vpsrlq       xmm3, xmm0, 25
+    vpsllq       xmm6, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm7, xmm5, 39
+    vpsrlq       xmm17, xmm5, 25
+    vpsllq       xmm19, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpsrldq      xmm21, xmm0, 8
+    vpxorq       xmm15, xmm15, xmm21
+    vpsllq       xmm21, xmm15, 39
+    vpsrlq       xmm22, xmm15, 25
+    vpsllq       xmm24, xmm15, 62
+    vpsrlq       xmm15, xmm15, 2
+    vpxorq       xmm1, xmm1, xmm5
+    vpternlogq   xmm9, xmm3, xmm6, 150
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpxorq       xmm0, xmm9, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpsllq       xmm3, xmm0, 39
+    vpsrlq       xmm5, xmm0, 25
+    vpsllq       xmm6, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpternlogq   xmm10, xmm20, xmm3, 150
+    vpternlogq   xmm21, xmm5, xmm6, 150
+    vpternlogq   xmm16, xmm23, xmm22, 150
+    vpternlogq   xmm24, xmm0, xmm16, 150
+    vpxorq       xmm0, xmm7, xmm15
+    vpternlogq   xmm2, xmm17, xmm19, 150
+    vpslldq      xmm3, xmm21, 8
+    vpalignr     xmm5, xmm0, xmm21, 8
+    vpxorq       xmm5, xmm24, xmm5
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxorq       xmm0, xmm2, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm1, xmm9, [rax - 128], 40
+    vmovdqa64    xmm2, [rsp + 224]                   ; reload
+    vpclmulqdq   xmm6, xmm2, xmm18, 0
+    vpclmulqdq   xmm7, xmm2, xmm18, 17
+    vpshufd      xmm9, xmm2, 78
+    vpxorq       xmm9, xmm2, xmm9
+    vpshufd      xmm15, xmm18, 78
+    vpxorq       xmm15, xmm18, xmm15
+    vpclmulqdq   xmm9, xmm9, xmm15, 0
+    vpternlogq   xmm9, xmm6, xmm7, 150
+    vmovdqa64    xmm15, [rsp + 192]                  ; reload
+    vpclmulqdq   xmm16, xmm15, xmm14, 0
+    vpclmulqdq   xmm17, xmm15, xmm14, 17
+    vpshufd      xmm19, xmm15, 78
+    vpxorq       xmm19, xmm15, xmm19
+    vpshufd      xmm20, xmm14, 78
+    vpxorq       xmm20, xmm14, xmm20
+    vpclmulqdq   xmm19, xmm19, xmm20, 0
+    vpternlogq   xmm19, xmm16, xmm17, 150
+    vpxorq       xmm20, xmm2, xmm15
+    vpxorq       xmm21, xmm18, xmm14
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm7, xmm7, xmm16
+    vpxorq       xmm16, xmm6, xmm22
+    vpxorq       xmm16, xmm16, xmm7
+    vpternlogq   xmm20, xmm9, xmm19, 150
+    vpxorq       xmm21, xmm23, xmm17
+    vmovdqa64    xmm22, [rsp + 160]                  ; reload
+    vpclmulqdq   xmm23, xmm22, xmm11, 0
+    vpclmulqdq   xmm24, xmm22, xmm11, 17
+    vpshufd      xmm25, xmm22, 78
+    vpxorq       xmm25, xmm22, xmm25
+    vpshufd      xmm26, xmm11, 78
+    vpxorq       xmm26, xmm11, xmm26
+    vpclmulqdq   xmm25, xmm25, xmm26, 0
+    vpternlogq   xmm25, xmm23, xmm24, 150
+    vmovdqa64    xmm26, [rsp + 128]                  ; reload
+    vpclmulqdq   xmm27, xmm26, xmm12, 0
+    vpxorq       xmm28, xmm22, xmm26
+    vpxorq       xmm29, xmm11, xmm12
+    vpclmulqdq   xmm30, xmm28, xmm29, 0
+    vpclmulqdq   xmm31, xmm28, xmm29, 17
+    vmovdqa64    [rsp + 672], xmm0                   ; spill
+    vpshufd      xmm0, xmm28, 78
+    vpxorq       xmm0, xmm28, xmm0
+    vpshufd      xmm28, xmm29, 78
+    vpxorq       xmm28, xmm29, xmm28
+    vpclmulqdq   xmm0, xmm0, xmm28, 0
+    vpternlogq   xmm0, xmm30, xmm31, 150
+    vpxorq       xmm24, xmm24, xmm27
+    vpxorq       xmm27, xmm23, xmm30
+    vpxorq       xmm0, xmm25, xmm0
+    vpxorq       xmm28, xmm31, xmm24
+    vpxorq       xmm2, xmm2, xmm22
+    vpxorq       xmm15, xmm15, xmm26
+    vpxorq       xmm11, xmm18, xmm11
+    vpxorq       xmm12, xmm14, xmm12
+    vpclmulqdq   xmm14, xmm2, xmm11, 0
+    vpclmulqdq   xmm18, xmm2, xmm11, 17
+    vpshufd      xmm22, xmm2, 78
+    vpxorq       xmm22, xmm2, xmm22
+    vpshufd      xmm26, xmm11, 78
+    vpxorq       xmm26, xmm11, xmm26
+    vpclmulqdq   xmm22, xmm22, xmm26, 0
+    vpternlogq   xmm22, xmm14, xmm18, 150
+    vpclmulqdq   xmm26, xmm15, xmm12, 0
+    vpclmulqdq   xmm29, xmm15, xmm12, 17
+    vpshufd      xmm30, xmm15, 78
+    vpxorq       xmm30, xmm15, xmm30
+    vpshufd      xmm31, xmm12, 78
+    vpxorq       xmm31, xmm12, xmm31
+    vpclmulqdq   xmm30, xmm30, xmm31, 0
+    vpternlogq   xmm30, xmm26, xmm29, 150
+    vpxorq       xmm2, xmm2, xmm15
+    vpxorq       xmm11, xmm11, xmm12
+    vpclmulqdq   xmm12, xmm2, xmm11, 0
+    vpclmulqdq   xmm15, xmm2, xmm11, 17
+    vpshufd      xmm31, xmm2, 78
+    vpxorq       xmm2, xmm2, xmm31
+    vpshufd      xmm31, xmm11, 78
+    vpxorq       xmm11, xmm11, xmm31
+    vpclmulqdq   xmm2, xmm2, xmm11, 0
+    vpternlogq   xmm2, xmm12, xmm15, 150
+    vpxorq       xmm11, xmm18, xmm26
+    vpxorq       xmm12, xmm14, xmm12
+    vpternlogq   xmm2, xmm22, xmm30, 150
+    vpxorq       xmm15, xmm15, xmm29
+    vpternlogq   xmm21, xmm7, xmm23, 150
+    vpxorq       xmm7, xmm19, xmm25
+    vpternlogq   xmm27, xmm24, xmm17, 150
+    vpxorq       xmm14, xmm6, xmm14
+    vpxorq       xmm17, xmm9, xmm22
+    vpxorq       xmm17, xmm17, xmm7
+    vpternlogq   xmm12, xmm11, xmm16, 150
+    vpternlogq   xmm2, xmm20, xmm0, 150
+    vpternlogq   xmm15, xmm11, xmm28, 150
+    vpxorq       xmm7, xmm30, xmm7
+    vpslldq      xmm11, xmm9, 8
+    vpalignr     xmm9, xmm20, xmm9, 8
+    vpalignr     xmm18, xmm17, xmm20, 8
+    vpternlogq   xmm14, xmm21, xmm18, 150
+    vpalignr     xmm17, xmm2, xmm17, 8
+    vpternlogq   xmm12, xmm27, xmm17, 150
+    vpalignr     xmm2, xmm7, xmm2, 8
+    vpternlogq   xmm15, xmm21, xmm2, 150
+    vpalignr     xmm2, xmm0, xmm7, 8
+    vpternlogq   xmm2, xmm29, xmm27, 150
+    vpsrldq      xmm0, xmm0, 8
+    vpxorq       xmm0, xmm28, xmm0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm17, xmm0, 25
+    vpsllq       xmm18, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm19, xmm2, 39
+    vpsrlq       xmm20, xmm2, 25
+    vpsllq       xmm21, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsrldq      xmm22, xmm0, 8
+    vpxorq       xmm15, xmm15, xmm22
+    vpsllq       xmm22, xmm15, 39
+    vpsrlq       xmm23, xmm15, 25
+    vpsllq       xmm24, xmm15, 62
+    vpsrlq       xmm15, xmm15, 2
+    vpxorq       xmm2, xmm7, xmm2
+    vpternlogq   xmm12, xmm17, xmm18, 150
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxorq       xmm0, xmm12, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm17, xmm0, 25
+    vpsllq       xmm18, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpternlogq   xmm11, xmm6, xmm7, 150
+    vpternlogq   xmm22, xmm17, xmm18, 150
+    vpternlogq   xmm9, xmm16, xmm23, 150
+    vpternlogq   xmm24, xmm0, xmm9, 150
+    vpxorq       xmm0, xmm19, xmm15
+    vpternlogq   xmm14, xmm20, xmm21, 150
+    vpslldq      xmm6, xmm22, 8
+    vpalignr     xmm7, xmm0, xmm22, 8
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm2, xmm12, [rax - 128], 40
+    vpternlogq   xmm11, xmm6, xmm13, 150
+    vpternlogq   xmm24, xmm7, xmm8, 150
+    vpternlogq   xmm14, xmm0, xmm4, 150
+    vmovdqa64    xmm0, [rsp + 640]                   ; reload
+    vpxorq       xmm0, xmm0, xmm2
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm2, xmm14, xmm14, 17
+    vpclmulqdq   xmm4, xmm14, xmm14, 0
+    vpclmulqdq   xmm6, xmm24, xmm24, 17
+    vpclmulqdq   xmm7, xmm24, xmm24, 0
+    vpclmulqdq   xmm8, xmm11, xmm11, 17
+    vpclmulqdq   xmm9, xmm11, xmm11, 0
+    vpsllq       xmm11, xmm0, 39
+    vpsrlq       xmm12, xmm0, 25
+    vpsllq       xmm13, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm14, xmm2, 39
+    vpsrlq       xmm15, xmm2, 25
+    vpsllq       xmm16, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsrldq      xmm17, xmm0, 8
+    vpxorq       xmm4, xmm4, xmm17
+    vpsllq       xmm17, xmm4, 39
+    vpsrlq       xmm18, xmm4, 25
+    vpsllq       xmm19, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpxorq       xmm2, xmm11, xmm2
+    vpternlogq   xmm6, xmm12, xmm13, 150
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxorq       xmm0, xmm6, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpsllq       xmm11, xmm0, 39
+    vpsrlq       xmm12, xmm0, 25
+    vpsllq       xmm13, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpternlogq   xmm17, xmm12, xmm13, 150
+    vpxorq       xmm0, xmm19, xmm0
+    vpternlogq   xmm8, xmm18, xmm0, 150
+    vpxorq       xmm0, xmm14, xmm4
+    vpternlogq   xmm7, xmm15, xmm16, 150
+    vpslldq      xmm4, xmm17, 8
+    vpternlogq   xmm9, xmm11, xmm4, 150
+    vpalignr     xmm4, xmm0, xmm17, 8
+    vpxorq       xmm4, xmm8, xmm4
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm2, xmm6, [rax - 128], 40
+    vmovdqa64    xmm6, [rsp + 96]                    ; reload
+    vpclmulqdq   xmm7, xmm6, [rsp + 608], 0
+    vpclmulqdq   xmm8, xmm6, [rsp + 608], 17
+    vpshufd      xmm11, xmm6, 78
+    vpxorq       xmm11, xmm6, xmm11
+    vpshufd      xmm12, [rsp + 608], 78
+    vmovdqa64    xmm13, [rsp + 608]                  ; reload
+    vpxorq       xmm12, xmm13, xmm12
+    vpclmulqdq   xmm11, xmm11, xmm12, 0
+    vpternlogq   xmm11, xmm7, xmm8, 150
+    vmovdqa64    xmm12, [rsp + 64]                   ; reload
+    vpclmulqdq   xmm14, xmm12, [rsp + 576], 0
+    vpclmulqdq   xmm15, xmm12, [rsp + 576], 17
+    vpshufd      xmm16, xmm12, 78
+    vpxorq       xmm16, xmm12, xmm16
+    vpshufd      xmm17, [rsp + 576], 78
+    vmovdqa64    xmm18, [rsp + 576]                  ; reload
+    vpxorq       xmm17, xmm18, xmm17
+    vpclmulqdq   xmm16, xmm16, xmm17, 0
+    vpternlogq   xmm16, xmm14, xmm15, 150
+    vpxorq       xmm17, xmm6, xmm12
+    vpxorq       xmm19, xmm13, xmm18
+    vpclmulqdq   xmm20, xmm17, xmm19, 0
+    vpclmulqdq   xmm21, xmm17, xmm19, 17
+    vpshufd      xmm22, xmm17, 78
+    vpxorq       xmm17, xmm17, xmm22
+    vpshufd      xmm22, xmm19, 78
+    vpxorq       xmm19, xmm19, xmm22
+    vpclmulqdq   xmm17, xmm17, xmm19, 0
+    vpternlogq   xmm17, xmm20, xmm21, 150
+    vpxorq       xmm8, xmm8, xmm14
+    vpxorq       xmm14, xmm7, xmm20
+    vpxorq       xmm14, xmm14, xmm8
+    vpternlogq   xmm17, xmm11, xmm16, 150
+    vpxorq       xmm19, xmm21, xmm15
+    vmovdqa64    xmm20, [rsp + 32]                   ; reload
+    vpclmulqdq   xmm21, xmm20, [rsp + 544], 0
+    vpclmulqdq   xmm22, xmm20, [rsp + 544], 17
+    vpshufd      xmm23, xmm20, 78
+    vpxorq       xmm23, xmm20, xmm23
+    vpshufd      xmm24, [rsp + 544], 78
+    vmovdqa64    xmm25, [rsp + 544]                  ; reload
+    vpxorq       xmm24, xmm25, xmm24
+    vpclmulqdq   xmm23, xmm23, xmm24, 0
+    vpternlogq   xmm23, xmm21, xmm22, 150
+    vmovdqa64    xmm24, [rsp]                        ; reload
+    vpclmulqdq   xmm26, xmm24, [rsp + 512], 0
+    vpxorq       xmm27, xmm20, xmm24
+    vpxorq       xmm28, xmm25, [rsp + 512]
+    vpclmulqdq   xmm29, xmm27, xmm28, 0
+    vpclmulqdq   xmm30, xmm27, xmm28, 17
+    vpshufd      xmm31, xmm27, 78
+    vpxorq       xmm27, xmm27, xmm31
+    vpshufd      xmm31, xmm28, 78
+    vpxorq       xmm28, xmm28, xmm31
+    vpclmulqdq   xmm27, xmm27, xmm28, 0
+    vpternlogq   xmm27, xmm29, xmm30, 150
+    vpxorq       xmm22, xmm22, xmm26
+    vpxorq       xmm26, xmm21, xmm29
+    vpxorq       xmm27, xmm23, xmm27
+    vpxorq       xmm28, xmm30, xmm22
+    vpxorq       xmm6, xmm6, xmm20
+    vpxorq       xmm12, xmm12, xmm24
+    vpxorq       xmm20, xmm13, xmm25
+    vpxorq       xmm24, xmm18, [rsp + 512]
+    vpclmulqdq   xmm29, xmm6, xmm20, 0
+    vpclmulqdq   xmm30, xmm6, xmm20, 17
+    vpshufd      xmm31, xmm6, 78
+    vpxorq       xmm31, xmm6, xmm31
+    vpshufd      xmm25, xmm20, 78
+    vpxorq       xmm25, xmm20, xmm25
+    vpclmulqdq   xmm25, xmm31, xmm25, 0
+    vpternlogq   xmm25, xmm29, xmm30, 150
+    vpclmulqdq   xmm31, xmm12, xmm24, 0
+    vpclmulqdq   xmm18, xmm12, xmm24, 17
+    vpshufd      xmm13, xmm12, 78
+    vpxorq       xmm13, xmm12, xmm13
+    vmovdqa64    [rsp], xmm5                         ; spill
+    vpshufd      xmm5, xmm24, 78
+    vpxorq       xmm5, xmm24, xmm5
+    vpclmulqdq   xmm5, xmm13, xmm5, 0
+    vpternlogq   xmm5, xmm31, xmm18, 150
+    vpxorq       xmm6, xmm6, xmm12
+    vpxorq       xmm12, xmm20, xmm24
+    vpclmulqdq   xmm13, xmm6, xmm12, 0
+    vpclmulqdq   xmm20, xmm6, xmm12, 17
+    vpshufd      xmm24, xmm6, 78
+    vpxorq       xmm6, xmm6, xmm24
+    vpshufd      xmm24, xmm12, 78
+    vpxorq       xmm12, xmm12, xmm24
+    vpclmulqdq   xmm6, xmm6, xmm12, 0
+    vpternlogq   xmm6, xmm13, xmm20, 150
+    vpxorq       xmm12, xmm30, xmm31
+    vpxorq       xmm13, xmm29, xmm13
+    vpternlogq   xmm6, xmm25, xmm5, 150
+    vpxorq       xmm20, xmm20, xmm18
+    vpternlogq   xmm19, xmm8, xmm21, 150
+    vpxorq       xmm8, xmm16, xmm23
+    vpternlogq   xmm26, xmm22, xmm15, 150
+    vpxorq       xmm15, xmm7, xmm29
+    vpxorq       xmm16, xmm11, xmm25
+    vpternlogq   xmm13, xmm12, xmm14, 150
+    vpternlogq   xmm6, xmm17, xmm27, 150
+    vpternlogq   xmm20, xmm12, xmm28, 150
+    vmovdqa64    xmm12, [rsp + 480]                  ; reload
+    vpclmulqdq   xmm21, xmm12, [rsp + 448], 0
+    vpclmulqdq   xmm22, xmm12, [rsp + 448], 17
+    vpshufd      xmm23, xmm12, 78
+    vpxorq       xmm23, xmm12, xmm23
+    vpshufd      xmm24, [rsp + 448], 78
+    vmovdqa64    xmm25, [rsp + 448]                  ; reload
+    vpxorq       xmm24, xmm25, xmm24
+    vpclmulqdq   xmm23, xmm23, xmm24, 0
+    vpternlogq   xmm23, xmm21, xmm22, 150
+    vmovdqa64    xmm24, [rsp + 416]                  ; reload
+    vpclmulqdq   xmm29, xmm24, [rsp + 384], 0
+    vpclmulqdq   xmm30, xmm24, [rsp + 384], 17
+    vpshufd      xmm31, xmm24, 78
+    vpxorq       xmm31, xmm24, xmm31
+    vmovdqa64    [rsp + 64], xmm3                    ; spill
+    vpshufd      xmm3, [rsp + 384], 78
+    vmovdqa64    [rsp + 32], xmm10                   ; spill
+    vmovdqa64    xmm10, [rsp + 384]                  ; reload
+    vpxorq       xmm3, xmm10, xmm3
+    vpclmulqdq   xmm3, xmm31, xmm3, 0
+    vpternlogq   xmm3, xmm29, xmm30, 150
+    vpxorq       xmm31, xmm12, xmm24
+    vmovdqa64    [rsp + 96], xmm1                    ; spill
+    vpxorq       xmm1, xmm25, xmm10
+    vmovdqa64    [rsp + 640], xmm0                   ; spill
+    vpclmulqdq   xmm0, xmm31, xmm1, 0
+    vmovdqa64    [rsp + 128], xmm4                   ; spill
+    vpclmulqdq   xmm4, xmm31, xmm1, 17
+    vmovdqa64    [rsp + 192], xmm9                   ; spill
+    vpshufd      xmm9, xmm31, 78
+    vpxorq       xmm9, xmm31, xmm9
+    vpshufd      xmm31, xmm1, 78
+    vpxorq       xmm1, xmm1, xmm31
+    vpclmulqdq   xmm1, xmm9, xmm1, 0
+    vpternlogq   xmm1, xmm0, xmm4, 150
+    vpxorq       xmm9, xmm22, xmm29
+    vpxorq       xmm0, xmm21, xmm0
+    vpxorq       xmm0, xmm0, xmm9
+    vpternlogq   xmm1, xmm23, xmm3, 150
+    vpxorq       xmm4, xmm4, xmm30
+    vmovdqa64    xmm22, [rsp + 320]                  ; reload
+    vpclmulqdq   xmm29, xmm22, [rsp + 352], 0
+    vpclmulqdq   xmm31, xmm22, [rsp + 352], 17
+    vmovdqa64    [rsp + 160], xmm2                   ; spill
+    vpshufd      xmm2, xmm22, 78
+    vpxorq       xmm2, xmm22, xmm2
+    vmovdqa64    [rsp + 224], xmm28                  ; spill
+    vpshufd      xmm28, [rsp + 352], 78
+    vmovdqa64    [rsp + 704], xmm14                  ; spill
+    vmovdqa64    xmm14, [rsp + 352]                  ; reload
+    vpxorq       xmm28, xmm14, xmm28
+    vpclmulqdq   xmm2, xmm2, xmm28, 0
+    vpternlogq   xmm2, xmm29, xmm31, 150
+    vmovdqa64    xmm28, [rsp + 256]                  ; reload
+    vmovdqa64    [rsp + 736], xmm7                   ; spill
+    vpclmulqdq   xmm7, xmm28, [rsp + 288], 0
+    vmovdqa64    [rsp + 768], xmm27                  ; spill
+    vpxorq       xmm27, xmm22, xmm28
+    vmovdqa64    [rsp + 800], xmm18                  ; spill
+    vpxorq       xmm18, xmm14, [rsp + 288]
+    vmovdqa64    [rsp + 832], xmm5                   ; spill
+    vpclmulqdq   xmm5, xmm27, xmm18, 0
+    vmovdqa64    [rsp + 864], xmm20                  ; spill
+    vpclmulqdq   xmm20, xmm27, xmm18, 17
+    vmovdqa64    [rsp + 896], xmm6                   ; spill
+    vpshufd      xmm6, xmm27, 78
+    vpxorq       xmm6, xmm27, xmm6
+    vpshufd      xmm27, xmm18, 78
+    vpxorq       xmm18, xmm18, xmm27
+    vpclmulqdq   xmm6, xmm6, xmm18, 0
+    vpternlogq   xmm6, xmm5, xmm20, 150
+    vpxorq       xmm7, xmm31, xmm7
+    vpxorq       xmm5, xmm29, xmm5
+    vpxorq       xmm6, xmm2, xmm6
+    vpxorq       xmm18, xmm20, xmm7
+    vpxorq       xmm12, xmm12, xmm22
+    vpxorq       xmm20, xmm24, xmm28
+    vpxorq       xmm14, xmm25, xmm14
+    vpxorq       xmm10, xmm10, [rsp + 288]
+    vpclmulqdq   xmm22, xmm12, xmm14, 0
+    vpclmulqdq   xmm24, xmm12, xmm14, 17
+    vpshufd      xmm25, xmm12, 78
+    vpxorq       xmm25, xmm12, xmm25
+    vpshufd      xmm27, xmm14, 78
+    vpxorq       xmm27, xmm14, xmm27
+    vpclmulqdq   xmm25, xmm25, xmm27, 0
+    vpternlogq   xmm25, xmm22, xmm24, 150
+    vpclmulqdq   xmm27, xmm20, xmm10, 0
+    vpclmulqdq   xmm28, xmm20, xmm10, 17
+    vpshufd      xmm31, xmm20, 78
+    vpxorq       xmm31, xmm20, xmm31
+    vmovdqa64    [rsp + 288], xmm13                  ; spill
+    vpshufd      xmm13, xmm10, 78
+    vpxorq       xmm13, xmm10, xmm13
+    vpclmulqdq   xmm13, xmm31, xmm13, 0
+    vpternlogq   xmm13, xmm27, xmm28, 150
+    vpxorq       xmm12, xmm12, xmm20
+    vpxorq       xmm10, xmm14, xmm10
+    vpclmulqdq   xmm14, xmm12, xmm10, 0
+    vpclmulqdq   xmm20, xmm12, xmm10, 17
+    vpshufd      xmm31, xmm12, 78
+    vpxorq       xmm12, xmm12, xmm31
+    vpshufd      xmm31, xmm10, 78
+    vpxorq       xmm10, xmm10, xmm31
+    vpclmulqdq   xmm10, xmm12, xmm10, 0
+    vpternlogq   xmm10, xmm14, xmm20, 150
+    vpxorq       xmm12, xmm24, xmm27
+    vpxorq       xmm14, xmm22, xmm14
+    vpternlogq   xmm10, xmm25, xmm13, 150
+    vpxorq       xmm20, xmm20, xmm28
+    vpternlogq   xmm4, xmm9, xmm29, 150
+    vpxorq       xmm2, xmm3, xmm2
+    vpternlogq   xmm5, xmm7, xmm30, 150
+    vpxorq       xmm3, xmm21, xmm22
+    vpxorq       xmm3, xmm3, xmm4
+    vpxorq       xmm7, xmm23, xmm25
+    vpxorq       xmm7, xmm7, xmm2
+    vpternlogq   xmm14, xmm12, xmm0, 150
+    vpxorq       xmm9, xmm14, xmm5
+    vpternlogq   xmm10, xmm1, xmm6, 150
+    vpternlogq   xmm20, xmm12, xmm18, 150
+    vpxorq       xmm4, xmm20, xmm4
+    vpxorq       xmm2, xmm13, xmm2
+    vpxorq       xmm5, xmm28, xmm5
+    vpxorq       xmm11, xmm11, xmm23
+    vpxorq       xmm1, xmm17, xmm1
+    vpternlogq   xmm15, xmm19, xmm3, 150
+    vpternlogq   xmm16, xmm8, xmm7, 150
+    vmovdqa64    xmm3, [rsp + 288]                   ; reload
+    vpternlogq   xmm3, xmm26, xmm9, 150
+    vmovdqa64    xmm7, [rsp + 896]                   ; reload
+    vpxorq       xmm7, xmm7, xmm10
+    vmovdqa64    xmm9, [rsp + 864]                   ; reload
+    vpternlogq   xmm9, xmm19, xmm4, 150
+    vmovdqa64    xmm4, [rsp + 832]                   ; reload
+    vpternlogq   xmm2, xmm4, xmm8, 150
+    vmovdqa64    xmm4, [rsp + 800]                   ; reload
+    vpternlogq   xmm5, xmm4, xmm26, 150
+    vmovdqa64    xmm4, [rsp + 768]                   ; reload
+    vpxorq       xmm4, xmm4, xmm6
+    vpslldq      xmm6, xmm11, 8
+    vmovdqa64    xmm8, [rsp + 736]                   ; reload
+    vpternlogq   xmm6, xmm8, xmm21, 150
+    vpalignr     xmm8, xmm1, xmm11, 8
+    vmovdqa64    xmm10, [rsp + 704]                  ; reload
+    vpternlogq   xmm8, xmm10, xmm0, 150
+    vpalignr     xmm0, xmm16, xmm1, 8
+    vpalignr     xmm1, xmm7, xmm16, 8
+    vpalignr     xmm7, xmm2, xmm7, 8
+    vpalignr     xmm2, xmm4, xmm2, 8
+    vpxorq       xmm2, xmm5, xmm2
+    vpsrldq      xmm4, xmm4, 8
+    vmovdqa64    xmm5, [rsp + 224]                   ; reload
+    vpternlogq   xmm4, xmm5, xmm18, 150
+    vpsllq       xmm5, xmm4, 39
+    vpsrlq       xmm10, xmm4, 25
+    vpsllq       xmm11, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsllq       xmm12, xmm2, 39
+    vpsrlq       xmm13, xmm2, 25
+    vpsllq       xmm14, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsrldq      xmm16, xmm4, 8
+    vpternlogq   xmm9, xmm7, xmm16, 150
+    vpsllq       xmm7, xmm9, 39
+    vpsrlq       xmm16, xmm9, 25
+    vpsllq       xmm17, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpxorq       xmm2, xmm5, xmm2
+    vpternlogq   xmm3, xmm1, xmm10, 150
+    vpxorq       xmm1, xmm3, xmm11
+    vpalignr     xmm3, xmm4, xmm2, 8
+    vpxorq       xmm3, xmm1, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm4, xmm3, 39
+    vpsrlq       xmm5, xmm3, 25
+    vpsllq       xmm10, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm7, xmm5, xmm10, 150
+    vpxorq       xmm3, xmm17, xmm3
+    vpternlogq   xmm8, xmm16, xmm3, 150
+    vpxorq       xmm3, xmm12, xmm9
+    vpternlogq   xmm15, xmm0, xmm13, 150
+    vpslldq      xmm0, xmm7, 8
+    vpternlogq   xmm6, xmm4, xmm0, 150
+    vpalignr     xmm0, xmm3, xmm7, 8
+    vpxorq       xmm0, xmm8, xmm0
+    vpalignr     xmm3, xmm2, xmm3, 8
+    vpternlogq   xmm15, xmm14, xmm3, 150
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm2, xmm1, [rax - 128], 40
+    vmovdqa64    xmm1, [rsp + 160]                   ; reload
+    vpsrlq       xmm3, xmm1, 25
+    vpsllq       xmm4, xmm3, 23
+    lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
+    vpandq       xmm1, xmm1, [rax - 128]
+    vpunpcklqdq  xmm3, xmm3, xmm4
+    vmovdqa64    xmm4, [rsp + 192]                   ; reload
+    vpxorq       xmm3, xmm4, xmm3
+    vmovdqu64    [rdi], xmm3
+    vmovdqa64    xmm3, [rsp + 128]                   ; reload
+    vmovdqu64    [rdi + 16], xmm3
+    vmovdqa64    xmm3, [rsp + 640]                   ; reload
+    vmovdqu64    [rdi + 32], xmm3
+    vmovq        qword [rdi + 48], xmm1
+    vmovdqa64    xmm1, [rsp + 96]                    ; reload
+    vpsrlq       xmm3, xmm1, 25
+    vpsllq       xmm4, xmm3, 23
+    vpandq       xmm1, xmm1, [rax - 128]
+    vpunpcklqdq  xmm3, xmm3, xmm4
+    vmovdqa64    xmm4, [rsp + 32]                    ; reload
+    vmovdqa64    xmm5, [rsp + 64]                    ; reload
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vmovdqu64    [rdi + 56], xmm4
+    vmovdqa64    xmm3, [rsp]                         ; reload
+    vmovdqu64    [rdi + 72], xmm3
+    vmovdqa64    xmm3, [rsp + 672]                   ; reload
+    vmovdqu64    [rdi + 88], xmm3
+    vmovq        qword [rdi + 104], xmm1
+    vpsrlq       xmm1, xmm2, 25
+    vpsllq       xmm3, xmm1, 23
+    vpandq       xmm2, xmm2, [rax - 128]
+    vpunpcklqdq  xmm1, xmm1, xmm3
+    vpxorq       xmm1, xmm6, xmm1
+    vmovdqu64    [rdi + 112], xmm1
+    vmovdqu64    [rdi + 128], xmm0
+    vmovdqu64    [rdi + 144], xmm15
+    vmovq        qword [rdi + 160], xmm2
+    vmovdqa64    xmm0, [rsp + 512]                   ; reload
+    vpsrlq       xmm1, xmm0, 25
+    vpsllq       xmm2, xmm1, 23
+    vpandq       xmm0, xmm0, [rax - 128]
+    vpunpcklqdq  xmm1, xmm1, xmm2
+    vmovdqa64    xmm2, [rsp + 608]                   ; reload
+    vpxorq       xmm1, xmm2, xmm1
+    vmovdqu64    [rdi + 168], xmm1
+    vmovdqa64    xmm1, [rsp + 576]                   ; reload
+    vmovdqu64    [rdi + 184], xmm1
+    vmovdqa64    xmm1, [rsp + 544]                   ; reload
+    vmovdqu64    [rdi + 200], xmm1
+    vmovq        qword [rdi + 216], xmm0
+    mov rsp, rbp
+    pop rbp
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_ladder_step2_avx512: one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^409) (two operations per ymm lane pair; needs VPCLMULQDQ)
+;
+;   requires: st = (X0, Z0, X1, Z1), four elements of 7 limbs each, degree < 409 (fully reduced mod f)
+;   requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 409 (fully reduced mod f)); swap[0] = 0 or all ones
+;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 409 (fully reduced mod f)
+;   out may be the same buffer as st (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-31}, rax, flags
+; ---------------------------------------------------------------------------
+global kg_gf2m409_ladder_step2_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step2_avx512.end - kg_gf2m409_ladder_step2_avx512)
+align 32
+kg_gf2m409_ladder_step2_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 160
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vmovdqu64    xmm4, [rsi + 56]
+    vmovdqu64    xmm5, [rsi + 72]
+    vmovdqu64    xmm6, [rsi + 88]
+    vmovq        xmm7, qword [rsi + 104]
+    vmovdqu64    xmm8, [rsi + 112]
+    vmovdqu64    xmm9, [rsi + 128]
+    vmovdqu64    xmm10, [rsi + 144]
+    vmovq        xmm11, qword [rsi + 160]
+    vmovdqu64    xmm12, [rsi + 168]
+    vmovdqu64    xmm13, [rsi + 184]
+    vmovdqu64    xmm14, [rsi + 200]
+    vmovq        xmm15, qword [rsi + 216]
+    vmovdqu64    xmm16, [rdx]
+    vmovdqu64    xmm17, [rdx + 16]
+    vmovdqu64    xmm18, [rdx + 32]
+    vmovq        xmm19, qword [rdx + 48]
+    vmovdqu64    xmm20, [rcx]
+    vmovdqu64    xmm21, [rcx + 16]
+    vmovdqu64    xmm22, [rcx + 32]
+    vmovq        xmm23, qword [rcx + 48]
+    vmovdqu64    ymm24, [rel gf2m_zero_x2]
+    vinserti64x2 ymm0, ymm24, xmm0, 0
+    vinserti64x2 ymm0, ymm0, xmm4, 1
+    vinserti64x2 ymm1, ymm24, xmm1, 0
+    vinserti64x2 ymm1, ymm1, xmm5, 1
+    vinserti64x2 ymm2, ymm24, xmm2, 0
+    vinserti64x2 ymm2, ymm2, xmm6, 1
+    vinserti64x2 ymm3, ymm24, xmm3, 0
+    vinserti64x2 ymm3, ymm3, xmm7, 1
+    vinserti64x2 ymm4, ymm24, xmm8, 0
+    vinserti64x2 ymm4, ymm4, xmm12, 1
+    vinserti64x2 ymm5, ymm24, xmm9, 0
+    vinserti64x2 ymm5, ymm5, xmm13, 1
+    vinserti64x2 ymm6, ymm24, xmm10, 0
+    vinserti64x2 ymm6, ymm6, xmm14, 1
+    vinserti64x2 ymm7, ymm24, xmm11, 0
+    vinserti64x2 ymm7, ymm7, xmm15, 1
+    vpbroadcastq ymm8, qword [r8]
+    vpxorq       ymm9, ymm0, ymm4
+    vpandq       ymm9, ymm9, ymm8
+    vpxorq       ymm0, ymm0, ymm9
+    vpxorq       ymm4, ymm4, ymm9
+    vpxorq       ymm9, ymm1, ymm5
+    vpandq       ymm9, ymm9, ymm8
+    vpxorq       ymm1, ymm1, ymm9
+    vpxorq       ymm5, ymm5, ymm9
+    vpxorq       ymm9, ymm2, ymm6
+    vpandq       ymm9, ymm9, ymm8
+    vpxorq       ymm2, ymm2, ymm9
+    vpxorq       ymm6, ymm6, ymm9
+    vpxorq       ymm9, ymm3, ymm7
+    vpandq       ymm8, ymm9, ymm8
+    vpxorq       ymm3, ymm3, ymm8
+    vpxorq       ymm7, ymm7, ymm8
+    vshufi64x2   ymm8, ymm0, ymm4, 0
+    vshufi64x2   ymm9, ymm1, ymm5, 0
+    vshufi64x2   ymm10, ymm2, ymm6, 0
+    vshufi64x2   ymm11, ymm3, ymm7, 0
+    vshufi64x2   ymm4, ymm4, ymm0, 3
+    vshufi64x2   ymm5, ymm5, ymm1, 3
+    vshufi64x2   ymm6, ymm6, ymm2, 3
+    vshufi64x2   ymm7, ymm7, ymm3, 3
+    vpclmulqdq   ymm12, ymm8, ymm4, 0
+    vpclmulqdq   ymm13, ymm8, ymm4, 17
+    vpshufd      ymm14, ymm8, 78
+    vpxorq       ymm14, ymm8, ymm14
+    vpshufd      ymm15, ymm4, 78
+    vpxorq       ymm15, ymm4, ymm15
+    vpclmulqdq   ymm14, ymm14, ymm15, 0
+    vpternlogq   ymm14, ymm12, ymm13, 150
+    vpclmulqdq   ymm15, ymm9, ymm5, 0
+    vpclmulqdq   ymm24, ymm9, ymm5, 17
+    vpshufd      ymm25, ymm9, 78
+    vpxorq       ymm25, ymm9, ymm25
+    vpshufd      ymm26, ymm5, 78
+    vpxorq       ymm26, ymm5, ymm26
+    vpclmulqdq   ymm25, ymm25, ymm26, 0
+    vpternlogq   ymm25, ymm15, ymm24, 150
+    vpxorq       ymm26, ymm8, ymm9
+    vpxorq       ymm27, ymm4, ymm5
+    vpclmulqdq   ymm28, ymm26, ymm27, 0
+    vpclmulqdq   ymm29, ymm26, ymm27, 17
+    vpshufd      ymm30, ymm26, 78
+    vpxorq       ymm26, ymm26, ymm30
+    vpshufd      ymm30, ymm27, 78
+    vpxorq       ymm27, ymm27, ymm30
+    vpclmulqdq   ymm26, ymm26, ymm27, 0
+    vpternlogq   ymm26, ymm28, ymm29, 150
+    vpxorq       ymm13, ymm13, ymm15
+    vpxorq       ymm15, ymm12, ymm28
+    vpxorq       ymm15, ymm15, ymm13
+    vpternlogq   ymm26, ymm14, ymm25, 150
+    vpxorq       ymm27, ymm29, ymm24
+    vpclmulqdq   ymm28, ymm10, ymm6, 0
+    vpclmulqdq   ymm29, ymm10, ymm6, 17
+    vpshufd      ymm30, ymm10, 78
+    vpxorq       ymm30, ymm10, ymm30
+    vpshufd      ymm31, ymm6, 78
+    vpxorq       ymm31, ymm6, ymm31
+    vpclmulqdq   ymm30, ymm30, ymm31, 0
+    vpternlogq   ymm30, ymm28, ymm29, 150
+    vpclmulqdq   ymm31, ymm11, ymm7, 0
+    vmovdqa64    [rsp], xmm19                        ; spill
+    vpxorq       ymm19, ymm10, ymm11
+    vmovdqa64    [rsp + 32], xmm18                   ; spill
+    vpxorq       ymm18, ymm6, ymm7
+    vmovdqa64    [rsp + 64], xmm17                   ; spill
+    vpclmulqdq   ymm17, ymm19, ymm18, 0
+    vmovdqa64    [rsp + 96], xmm16                   ; spill
+    vpclmulqdq   ymm16, ymm19, ymm18, 17
+    vmovdqa64    [rsp + 128], xmm23                  ; spill
+    vpshufd      ymm23, ymm19, 78
+    vpxorq       ymm19, ymm19, ymm23
+    vpshufd      ymm23, ymm18, 78
+    vpxorq       ymm18, ymm18, ymm23
+    vpclmulqdq   ymm18, ymm19, ymm18, 0
+    vpternlogq   ymm18, ymm17, ymm16, 150
+    vpxorq       ymm19, ymm29, ymm31
+    vpxorq       ymm17, ymm28, ymm17
+    vpxorq       ymm18, ymm30, ymm18
+    vpxorq       ymm16, ymm16, ymm19
+    vpxorq       ymm8, ymm8, ymm10
+    vpxorq       ymm9, ymm9, ymm11
+    vpxorq       ymm4, ymm4, ymm6
+    vpxorq       ymm5, ymm5, ymm7
+    vpclmulqdq   ymm6, ymm8, ymm4, 0
+    vpclmulqdq   ymm7, ymm8, ymm4, 17
+    vpshufd      ymm10, ymm8, 78
+    vpxorq       ymm10, ymm8, ymm10
+    vpshufd      ymm11, ymm4, 78
+    vpxorq       ymm11, ymm4, ymm11
+    vpclmulqdq   ymm10, ymm10, ymm11, 0
+    vpternlogq   ymm10, ymm6, ymm7, 150
+    vpclmulqdq   ymm11, ymm9, ymm5, 0
+    vpclmulqdq   ymm23, ymm9, ymm5, 17
+    vpshufd      ymm29, ymm9, 78
+    vpxorq       ymm29, ymm9, ymm29
+    vpshufd      ymm31, ymm5, 78
+    vpxorq       ymm31, ymm5, ymm31
+    vpclmulqdq   ymm29, ymm29, ymm31, 0
+    vpternlogq   ymm29, ymm11, ymm23, 150
+    vpxorq       ymm8, ymm8, ymm9
+    vpxorq       ymm4, ymm4, ymm5
+    vpclmulqdq   ymm5, ymm8, ymm4, 0
+    vpclmulqdq   ymm9, ymm8, ymm4, 17
+    vpshufd      ymm31, ymm8, 78
+    vpxorq       ymm8, ymm8, ymm31
+    vpshufd      ymm31, ymm4, 78
+    vpxorq       ymm4, ymm4, ymm31
+    vpclmulqdq   ymm4, ymm8, ymm4, 0
+    vpternlogq   ymm4, ymm5, ymm9, 150
+    vpxorq       ymm7, ymm7, ymm11
+    vpxorq       ymm5, ymm6, ymm5
+    vpternlogq   ymm4, ymm10, ymm29, 150
+    vpxorq       ymm8, ymm9, ymm23
+    vpternlogq   ymm27, ymm13, ymm28, 150
+    vpxorq       ymm9, ymm25, ymm30
+    vpternlogq   ymm17, ymm19, ymm24, 150
+    vpxorq       ymm6, ymm12, ymm6
+    vpxorq       ymm10, ymm14, ymm10
+    vpxorq       ymm10, ymm10, ymm9
+    vpternlogq   ymm5, ymm7, ymm15, 150
+    vpternlogq   ymm4, ymm26, ymm18, 150
+    vpternlogq   ymm8, ymm7, ymm16, 150
+    vpxorq       ymm7, ymm29, ymm9
+    vpslldq      ymm9, ymm14, 8
+    vpalignr     ymm11, ymm26, ymm14, 8
+    vpalignr     ymm13, ymm10, ymm26, 8
+    vpternlogq   ymm6, ymm27, ymm13, 150
+    vpalignr     ymm10, ymm4, ymm10, 8
+    vpternlogq   ymm5, ymm17, ymm10, 150
+    vpalignr     ymm4, ymm7, ymm4, 8
+    vpternlogq   ymm8, ymm27, ymm4, 150
+    vpalignr     ymm4, ymm18, ymm7, 8
+    vpternlogq   ymm4, ymm23, ymm17, 150
+    vpsrldq      ymm7, ymm18, 8
+    vpxorq       ymm7, ymm16, ymm7
+    vpsllq       ymm10, ymm7, 39
+    vpsrlq       ymm13, ymm7, 25
+    vpsllq       ymm14, ymm7, 62
+    vpsrlq       ymm7, ymm7, 2
+    vpsllq       ymm16, ymm4, 39
+    vpsrlq       ymm17, ymm4, 25
+    vpsllq       ymm18, ymm4, 62
+    vpsrlq       ymm4, ymm4, 2
+    vpsrldq      ymm19, ymm7, 8
+    vpxorq       ymm8, ymm8, ymm19
+    vpsllq       ymm19, ymm8, 39
+    vpsrlq       ymm23, ymm8, 25
+    vpsllq       ymm24, ymm8, 62
+    vpsrlq       ymm8, ymm8, 2
+    vpxorq       ymm4, ymm10, ymm4
+    vpternlogq   ymm5, ymm13, ymm14, 150
+    vpalignr     ymm7, ymm7, ymm4, 8
+    vpxorq       ymm7, ymm5, ymm7
+    vpsrldq      ymm7, ymm7, 8
+    vpsllq       ymm10, ymm7, 39
+    vpsrlq       ymm13, ymm7, 25
+    vpsllq       ymm14, ymm7, 62
+    vpsrlq       ymm7, ymm7, 2
+    vpternlogq   ymm9, ymm12, ymm10, 150
+    vpternlogq   ymm19, ymm13, ymm14, 150
+    vpternlogq   ymm11, ymm15, ymm23, 150
+    vpternlogq   ymm24, ymm7, ymm11, 150
+    vpxorq       ymm7, ymm16, ymm8
+    vpternlogq   ymm6, ymm17, ymm18, 150
+    vpslldq      ymm8, ymm19, 8
+    vpxorq       ymm8, ymm9, ymm8
+    vpalignr     ymm9, ymm7, ymm19, 8
+    vpxorq       ymm9, ymm24, ymm9
+    vpalignr     ymm7, ymm4, ymm7, 8
+    vpxorq       ymm6, ymm6, ymm7
+    vpsrldq      ymm4, ymm4, 8
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
+    vpternlogq   ymm4, ymm5, [rax - 128], 40
+    vpclmulqdq   ymm3, ymm3, ymm3, 0
+    vpclmulqdq   ymm5, ymm2, ymm2, 17
+    vpclmulqdq   ymm2, ymm2, ymm2, 0
+    vpclmulqdq   ymm7, ymm1, ymm1, 17
+    vpclmulqdq   ymm1, ymm1, ymm1, 0
+    vpclmulqdq   ymm10, ymm0, ymm0, 17
+    vpclmulqdq   ymm0, ymm0, ymm0, 0
+    vpsllq       ymm11, ymm3, 39
+    vpsrlq       ymm12, ymm3, 25
+    vpsllq       ymm13, ymm3, 62
+    vpsrlq       ymm3, ymm3, 2
+    vpsllq       ymm14, ymm5, 39
+    vpsrlq       ymm15, ymm5, 25
+    vpsllq       ymm16, ymm5, 62
+    vpsrlq       ymm5, ymm5, 2
+    vpsrldq      ymm17, ymm3, 8
+    vpxorq       ymm2, ymm2, ymm17
+    vpsllq       ymm17, ymm2, 39
+    vpsrlq       ymm18, ymm2, 25
+    vpsllq       ymm19, ymm2, 62
+    vpsrlq       ymm2, ymm2, 2
+    vpxorq       ymm5, ymm11, ymm5
+    vpternlogq   ymm7, ymm12, ymm13, 150
+    vpalignr     ymm3, ymm3, ymm5, 8
+    vpxorq       ymm3, ymm7, ymm3
+    vpsrldq      ymm3, ymm3, 8
+    vpsllq       ymm11, ymm3, 39
+    vpsrlq       ymm12, ymm3, 25
+    vpsllq       ymm13, ymm3, 62
+    vpsrlq       ymm3, ymm3, 2
+    vpternlogq   ymm17, ymm12, ymm13, 150
+    vpxorq       ymm3, ymm19, ymm3
+    vpternlogq   ymm10, ymm18, ymm3, 150
+    vpxorq       ymm2, ymm14, ymm2
+    vpternlogq   ymm1, ymm15, ymm16, 150
+    vpslldq      ymm3, ymm17, 8
+    vpternlogq   ymm0, ymm11, ymm3, 150
+    vpalignr     ymm3, ymm2, ymm17, 8
+    vpxorq       ymm3, ymm10, ymm3
+    vpalignr     ymm2, ymm5, ymm2, 8
+    vpxorq       ymm1, ymm1, ymm2
+    vpsrldq      ymm2, ymm5, 8
+    vpternlogq   ymm2, ymm7, [rax - 128], 40
+    vinserti64x2 ymm5, ymm0, xmm20, 1
+    vinserti64x2 ymm7, ymm3, xmm21, 1
+    vinserti64x2 ymm10, ymm1, xmm22, 1
+    vinserti64x2 ymm11, ymm2, [rsp + 128], 1
+    vshufi64x2   ymm12, ymm0, ymm0, 3
+    vshufi64x2   ymm13, ymm3, ymm3, 3
+    vshufi64x2   ymm14, ymm1, ymm1, 3
+    vshufi64x2   ymm15, ymm2, ymm2, 3
+    vpclmulqdq   ymm16, ymm5, ymm12, 0
+    vpclmulqdq   ymm17, ymm5, ymm12, 17
+    vpshufd      ymm18, ymm5, 78
+    vpxorq       ymm18, ymm5, ymm18
+    vpshufd      ymm19, ymm12, 78
+    vpxorq       ymm19, ymm12, ymm19
+    vpclmulqdq   ymm18, ymm18, ymm19, 0
+    vpternlogq   ymm18, ymm16, ymm17, 150
+    vpclmulqdq   ymm19, ymm7, ymm13, 0
+    vpclmulqdq   ymm20, ymm7, ymm13, 17
+    vpshufd      ymm21, ymm7, 78
+    vpxorq       ymm21, ymm7, ymm21
+    vpshufd      ymm22, ymm13, 78
+    vpxorq       ymm22, ymm13, ymm22
+    vpclmulqdq   ymm21, ymm21, ymm22, 0
+    vpternlogq   ymm21, ymm19, ymm20, 150
+    vpxorq       ymm22, ymm5, ymm7
+    vpxorq       ymm23, ymm12, ymm13
+    vpclmulqdq   ymm24, ymm22, ymm23, 0
+    vpclmulqdq   ymm25, ymm22, ymm23, 17
+    vpshufd      ymm26, ymm22, 78
+    vpxorq       ymm22, ymm22, ymm26
+    vpshufd      ymm26, ymm23, 78
+    vpxorq       ymm23, ymm23, ymm26
+    vpclmulqdq   ymm22, ymm22, ymm23, 0
+    vpternlogq   ymm22, ymm24, ymm25, 150
+    vpxorq       ymm17, ymm17, ymm19
+    vpxorq       ymm19, ymm16, ymm24
+    vpxorq       ymm19, ymm19, ymm17
+    vpternlogq   ymm22, ymm18, ymm21, 150
+    vpxorq       ymm23, ymm25, ymm20
+    vpclmulqdq   ymm24, ymm10, ymm14, 0
+    vpclmulqdq   ymm25, ymm10, ymm14, 17
+    vpshufd      ymm26, ymm10, 78
+    vpxorq       ymm26, ymm10, ymm26
+    vpshufd      ymm27, ymm14, 78
+    vpxorq       ymm27, ymm14, ymm27
+    vpclmulqdq   ymm26, ymm26, ymm27, 0
+    vpternlogq   ymm26, ymm24, ymm25, 150
+    vpclmulqdq   ymm27, ymm11, ymm15, 0
+    vpxorq       ymm28, ymm10, ymm11
+    vpxorq       ymm29, ymm14, ymm15
+    vpclmulqdq   ymm30, ymm28, ymm29, 0
+    vpclmulqdq   ymm31, ymm28, ymm29, 17
+    vmovdqa64    [rsp + 128], ymm2                   ; spill
+    vpshufd      ymm2, ymm28, 78
+    vpxorq       ymm2, ymm28, ymm2
+    vpshufd      ymm28, ymm29, 78
+    vpxorq       ymm28, ymm29, ymm28
+    vpclmulqdq   ymm2, ymm2, ymm28, 0
+    vpternlogq   ymm2, ymm30, ymm31, 150
+    vpxorq       ymm25, ymm25, ymm27
+    vpxorq       ymm27, ymm24, ymm30
+    vpxorq       ymm2, ymm26, ymm2
+    vpxorq       ymm28, ymm31, ymm25
+    vpxorq       ymm5, ymm5, ymm10
+    vpxorq       ymm7, ymm7, ymm11
+    vpxorq       ymm10, ymm12, ymm14
+    vpxorq       ymm11, ymm13, ymm15
+    vpclmulqdq   ymm12, ymm5, ymm10, 0
+    vpclmulqdq   ymm13, ymm5, ymm10, 17
+    vpshufd      ymm14, ymm5, 78
+    vpxorq       ymm14, ymm5, ymm14
+    vpshufd      ymm15, ymm10, 78
+    vpxorq       ymm15, ymm10, ymm15
+    vpclmulqdq   ymm14, ymm14, ymm15, 0
+    vpternlogq   ymm14, ymm12, ymm13, 150
+    vpclmulqdq   ymm15, ymm7, ymm11, 0
+    vpclmulqdq   ymm29, ymm7, ymm11, 17
+    vpshufd      ymm30, ymm7, 78
+    vpxorq       ymm30, ymm7, ymm30
+    vpshufd      ymm31, ymm11, 78
+    vpxorq       ymm31, ymm11, ymm31
+    vpclmulqdq   ymm30, ymm30, ymm31, 0
+    vpternlogq   ymm30, ymm15, ymm29, 150
+    vpxorq       ymm5, ymm5, ymm7
+    vpxorq       ymm7, ymm10, ymm11
+    vpclmulqdq   ymm10, ymm5, ymm7, 0
+    vpclmulqdq   ymm11, ymm5, ymm7, 17
+    vpshufd      ymm31, ymm5, 78
+    vpxorq       ymm5, ymm5, ymm31
+    vpshufd      ymm31, ymm7, 78
+    vpxorq       ymm7, ymm7, ymm31
+    vpclmulqdq   ymm5, ymm5, ymm7, 0
+    vpternlogq   ymm5, ymm10, ymm11, 150
+    vpxorq       ymm7, ymm13, ymm15
+    vpxorq       ymm10, ymm12, ymm10
+    vpternlogq   ymm5, ymm14, ymm30, 150
+    vpxorq       ymm11, ymm11, ymm29
+    vpternlogq   ymm23, ymm17, ymm24, 150
+    vpxorq       ymm13, ymm21, ymm26
+    vpternlogq   ymm27, ymm25, ymm20, 150
+    vpxorq       ymm12, ymm16, ymm12
+    vpxorq       ymm14, ymm18, ymm14
+    vpxorq       ymm14, ymm14, ymm13
+    vpternlogq   ymm10, ymm7, ymm19, 150
+    vpternlogq   ymm5, ymm22, ymm2, 150
+    vpternlogq   ymm11, ymm7, ymm28, 150
+    vpxorq       ymm7, ymm30, ymm13
+    vpslldq      ymm13, ymm18, 8
+    vpalignr     ymm15, ymm22, ymm18, 8
+    vpalignr     ymm17, ymm14, ymm22, 8
+    vpternlogq   ymm12, ymm23, ymm17, 150
+    vpalignr     ymm14, ymm5, ymm14, 8
+    vpternlogq   ymm10, ymm27, ymm14, 150
+    vpalignr     ymm5, ymm7, ymm5, 8
+    vpternlogq   ymm11, ymm23, ymm5, 150
+    vpalignr     ymm5, ymm2, ymm7, 8
+    vpternlogq   ymm5, ymm29, ymm27, 150
+    vpsrldq      ymm2, ymm2, 8
+    vpxorq       ymm2, ymm28, ymm2
+    vpsllq       ymm7, ymm2, 39
+    vpsrlq       ymm14, ymm2, 25
+    vpsllq       ymm17, ymm2, 62
+    vpsrlq       ymm2, ymm2, 2
+    vpsllq       ymm18, ymm5, 39
+    vpsrlq       ymm20, ymm5, 25
+    vpsllq       ymm21, ymm5, 62
+    vpsrlq       ymm5, ymm5, 2
+    vpsrldq      ymm22, ymm2, 8
+    vpxorq       ymm11, ymm11, ymm22
+    vpsllq       ymm22, ymm11, 39
+    vpsrlq       ymm23, ymm11, 25
+    vpsllq       ymm24, ymm11, 62
+    vpsrlq       ymm11, ymm11, 2
+    vpxorq       ymm5, ymm7, ymm5
+    vpternlogq   ymm10, ymm14, ymm17, 150
+    vpalignr     ymm2, ymm2, ymm5, 8
+    vpxorq       ymm2, ymm10, ymm2
+    vpsrldq      ymm2, ymm2, 8
+    vpsllq       ymm7, ymm2, 39
+    vpsrlq       ymm14, ymm2, 25
+    vpsllq       ymm17, ymm2, 62
+    vpsrlq       ymm2, ymm2, 2
+    vpternlogq   ymm13, ymm16, ymm7, 150
+    vpternlogq   ymm22, ymm14, ymm17, 150
+    vpternlogq   ymm15, ymm19, ymm23, 150
+    vpternlogq   ymm24, ymm2, ymm15, 150
+    vpxorq       ymm2, ymm18, ymm11
+    vpternlogq   ymm12, ymm20, ymm21, 150
+    vpslldq      ymm7, ymm22, 8
+    vpxorq       ymm7, ymm13, ymm7
+    vpalignr     ymm11, ymm2, ymm22, 8
+    vpxorq       ymm11, ymm24, ymm11
+    vpalignr     ymm2, ymm5, ymm2, 8
+    vpxorq       ymm2, ymm12, ymm2
+    vpsrldq      ymm5, ymm5, 8
+    vpternlogq   ymm5, ymm10, [rax - 128], 40
+    vshufi64x2   ymm10, ymm8, ymm7, 2
+    vshufi64x2   ymm0, ymm8, ymm0, 1
+    vpxorq       ymm0, ymm10, ymm0
+    vshufi64x2   ymm10, ymm9, ymm11, 2
+    vshufi64x2   ymm3, ymm9, ymm3, 1
+    vpxorq       ymm3, ymm10, ymm3
+    vshufi64x2   ymm10, ymm6, ymm2, 2
+    vshufi64x2   ymm1, ymm6, ymm1, 1
+    vpxorq       ymm1, ymm10, ymm1
+    vshufi64x2   ymm10, ymm4, ymm5, 2
+    vshufi64x2   ymm12, ymm4, [rsp + 128], 1
+    vpxorq       ymm10, ymm10, ymm12
+    vpclmulqdq   ymm10, ymm10, ymm10, 0
+    vpclmulqdq   ymm12, ymm1, ymm1, 17
+    vpclmulqdq   ymm1, ymm1, ymm1, 0
+    vpclmulqdq   ymm13, ymm3, ymm3, 17
+    vpclmulqdq   ymm3, ymm3, ymm3, 0
+    vpclmulqdq   ymm14, ymm0, ymm0, 17
+    vpclmulqdq   ymm0, ymm0, ymm0, 0
+    vpsllq       ymm15, ymm10, 39
+    vpsrlq       ymm16, ymm10, 25
+    vpsllq       ymm17, ymm10, 62
+    vpsrlq       ymm10, ymm10, 2
+    vpsllq       ymm18, ymm12, 39
+    vpsrlq       ymm19, ymm12, 25
+    vpsllq       ymm20, ymm12, 62
+    vpsrlq       ymm12, ymm12, 2
+    vpsrldq      ymm21, ymm10, 8
+    vpxorq       ymm1, ymm1, ymm21
+    vpsllq       ymm21, ymm1, 39
+    vpsrlq       ymm22, ymm1, 25
+    vpsllq       ymm23, ymm1, 62
+    vpsrlq       ymm1, ymm1, 2
+    vpxorq       ymm12, ymm15, ymm12
+    vpternlogq   ymm13, ymm16, ymm17, 150
+    vpalignr     ymm10, ymm10, ymm12, 8
+    vpxorq       ymm10, ymm13, ymm10
+    vpsrldq      ymm10, ymm10, 8
+    vpsllq       ymm15, ymm10, 39
+    vpsrlq       ymm16, ymm10, 25
+    vpsllq       ymm17, ymm10, 62
+    vpsrlq       ymm10, ymm10, 2
+    vpternlogq   ymm21, ymm16, ymm17, 150
+    vpxorq       ymm10, ymm23, ymm10
+    vpternlogq   ymm14, ymm22, ymm10, 150
+    vpxorq       ymm1, ymm18, ymm1
+    vpternlogq   ymm3, ymm19, ymm20, 150
+    vpslldq      ymm10, ymm21, 8
+    vpternlogq   ymm0, ymm15, ymm10, 150
+    vpalignr     ymm10, ymm1, ymm21, 8
+    vpxorq       ymm10, ymm14, ymm10
+    vpalignr     ymm1, ymm12, ymm1, 8
+    vpxorq       ymm1, ymm3, ymm1
+    vpsrldq      ymm3, ymm12, 8
+    vpternlogq   ymm3, ymm13, [rax - 128], 40
+    vinserti64x2 ymm12, ymm8, [rsp + 96], 1
+    vinserti64x2 ymm13, ymm9, [rsp + 64], 1
+    vinserti64x2 ymm14, ymm6, [rsp + 32], 1
+    vinserti64x2 ymm15, ymm4, [rsp], 1
+    vshufi64x2   ymm8, ymm8, ymm0, 1
+    vshufi64x2   ymm9, ymm9, ymm10, 1
+    vshufi64x2   ymm6, ymm6, ymm1, 1
+    vshufi64x2   ymm4, ymm4, ymm3, 1
+    vpclmulqdq   ymm16, ymm12, ymm8, 0
+    vpclmulqdq   ymm17, ymm12, ymm8, 17
+    vpshufd      ymm18, ymm12, 78
+    vpxorq       ymm18, ymm12, ymm18
+    vpshufd      ymm19, ymm8, 78
+    vpxorq       ymm19, ymm8, ymm19
+    vpclmulqdq   ymm18, ymm18, ymm19, 0
+    vpternlogq   ymm18, ymm16, ymm17, 150
+    vpclmulqdq   ymm19, ymm13, ymm9, 0
+    vpclmulqdq   ymm20, ymm13, ymm9, 17
+    vpshufd      ymm21, ymm13, 78
+    vpxorq       ymm21, ymm13, ymm21
+    vpshufd      ymm22, ymm9, 78
+    vpxorq       ymm22, ymm9, ymm22
+    vpclmulqdq   ymm21, ymm21, ymm22, 0
+    vpternlogq   ymm21, ymm19, ymm20, 150
+    vpxorq       ymm22, ymm12, ymm13
+    vpxorq       ymm23, ymm8, ymm9
+    vpclmulqdq   ymm24, ymm22, ymm23, 0
+    vpclmulqdq   ymm25, ymm22, ymm23, 17
+    vpshufd      ymm26, ymm22, 78
+    vpxorq       ymm22, ymm22, ymm26
+    vpshufd      ymm26, ymm23, 78
+    vpxorq       ymm23, ymm23, ymm26
+    vpclmulqdq   ymm22, ymm22, ymm23, 0
+    vpternlogq   ymm22, ymm24, ymm25, 150
+    vpxorq       ymm17, ymm17, ymm19
+    vpxorq       ymm19, ymm16, ymm24
+    vpxorq       ymm19, ymm19, ymm17
+    vpternlogq   ymm22, ymm18, ymm21, 150
+    vpxorq       ymm23, ymm25, ymm20
+    vpclmulqdq   ymm24, ymm14, ymm6, 0
+    vpclmulqdq   ymm25, ymm14, ymm6, 17
+    vpshufd      ymm26, ymm14, 78
+    vpxorq       ymm26, ymm14, ymm26
+    vpshufd      ymm27, ymm6, 78
+    vpxorq       ymm27, ymm6, ymm27
+    vpclmulqdq   ymm26, ymm26, ymm27, 0
+    vpternlogq   ymm26, ymm24, ymm25, 150
+    vpclmulqdq   ymm27, ymm15, ymm4, 0
+    vpxorq       ymm28, ymm14, ymm15
+    vpxorq       ymm29, ymm6, ymm4
+    vpclmulqdq   ymm30, ymm28, ymm29, 0
+    vpclmulqdq   ymm31, ymm28, ymm29, 17
+    vmovdqa64    [rsp], ymm2                         ; spill
+    vpshufd      ymm2, ymm28, 78
+    vpxorq       ymm2, ymm28, ymm2
+    vpshufd      ymm28, ymm29, 78
+    vpxorq       ymm28, ymm29, ymm28
+    vpclmulqdq   ymm2, ymm2, ymm28, 0
+    vpternlogq   ymm2, ymm30, ymm31, 150
+    vpxorq       ymm25, ymm25, ymm27
+    vpxorq       ymm27, ymm24, ymm30
+    vpxorq       ymm2, ymm26, ymm2
+    vpxorq       ymm28, ymm31, ymm25
+    vpxorq       ymm12, ymm12, ymm14
+    vpxorq       ymm13, ymm13, ymm15
+    vpxorq       ymm6, ymm8, ymm6
+    vpxorq       ymm4, ymm9, ymm4
+    vpclmulqdq   ymm8, ymm12, ymm6, 0
+    vpclmulqdq   ymm9, ymm12, ymm6, 17
+    vpshufd      ymm14, ymm12, 78
+    vpxorq       ymm14, ymm12, ymm14
+    vpshufd      ymm15, ymm6, 78
+    vpxorq       ymm15, ymm6, ymm15
+    vpclmulqdq   ymm14, ymm14, ymm15, 0
+    vpternlogq   ymm14, ymm8, ymm9, 150
+    vpclmulqdq   ymm15, ymm13, ymm4, 0
+    vpclmulqdq   ymm29, ymm13, ymm4, 17
+    vpshufd      ymm30, ymm13, 78
+    vpxorq       ymm30, ymm13, ymm30
+    vpshufd      ymm31, ymm4, 78
+    vpxorq       ymm31, ymm4, ymm31
+    vpclmulqdq   ymm30, ymm30, ymm31, 0
+    vpternlogq   ymm30, ymm15, ymm29, 150
+    vpxorq       ymm12, ymm12, ymm13
+    vpxorq       ymm4, ymm6, ymm4
+    vpclmulqdq   ymm6, ymm12, ymm4, 0
+    vpclmulqdq   ymm13, ymm12, ymm4, 17
+    vpshufd      ymm31, ymm12, 78
+    vpxorq       ymm12, ymm12, ymm31
+    vpshufd      ymm31, ymm4, 78
+    vpxorq       ymm4, ymm4, ymm31
+    vpclmulqdq   ymm4, ymm12, ymm4, 0
+    vpternlogq   ymm4, ymm6, ymm13, 150
+    vpxorq       ymm9, ymm9, ymm15
+    vpxorq       ymm6, ymm8, ymm6
+    vpternlogq   ymm4, ymm14, ymm30, 150
+    vpxorq       ymm12, ymm13, ymm29
+    vpternlogq   ymm23, ymm17, ymm24, 150
+    vpxorq       ymm13, ymm21, ymm26
+    vpternlogq   ymm27, ymm25, ymm20, 150
+    vpxorq       ymm8, ymm16, ymm8
+    vpxorq       ymm8, ymm8, ymm23
+    vpxorq       ymm14, ymm18, ymm14
+    vpxorq       ymm14, ymm14, ymm13
+    vpternlogq   ymm6, ymm9, ymm19, 150
+    vpxorq       ymm6, ymm6, ymm27
+    vpternlogq   ymm4, ymm22, ymm2, 150
+    vpternlogq   ymm12, ymm9, ymm28, 150
+    vpxorq       ymm9, ymm12, ymm23
+    vpxorq       ymm12, ymm30, ymm13
+    vpxorq       ymm13, ymm29, ymm27
+    vextracti64x2 xmm15, ymm16, 0
+    vextracti64x2 xmm16, ymm16, 1
+    vextracti64x2 xmm17, ymm18, 0
+    vextracti64x2 xmm18, ymm18, 1
+    vpxorq       xmm17, xmm17, xmm18
+    vextracti64x2 xmm18, ymm19, 0
+    vextracti64x2 xmm19, ymm19, 1
+    vextracti64x2 xmm20, ymm22, 0
+    vextracti64x2 xmm21, ymm22, 1
+    vpxorq       xmm20, xmm20, xmm21
+    vextracti64x2 xmm21, ymm8, 0
+    vextracti64x2 xmm8, ymm8, 1
+    vextracti64x2 xmm22, ymm14, 0
+    vextracti64x2 xmm14, ymm14, 1
+    vpxorq       xmm14, xmm22, xmm14
+    vextracti64x2 xmm22, ymm6, 0
+    vextracti64x2 xmm6, ymm6, 1
+    vextracti64x2 xmm23, ymm4, 0
+    vextracti64x2 xmm4, ymm4, 1
+    vpxorq       xmm4, xmm23, xmm4
+    vextracti64x2 xmm23, ymm9, 0
+    vextracti64x2 xmm9, ymm9, 1
+    vextracti64x2 xmm24, ymm12, 0
+    vextracti64x2 xmm12, ymm12, 1
+    vpxorq       xmm12, xmm24, xmm12
+    vextracti64x2 xmm24, ymm13, 0
+    vextracti64x2 xmm13, ymm13, 1
+    vextracti64x2 xmm25, ymm2, 0
+    vextracti64x2 xmm2, ymm2, 1
+    vpxorq       xmm2, xmm25, xmm2
+    vextracti64x2 xmm25, ymm28, 0
+    vextracti64x2 xmm26, ymm28, 1
+    vpslldq      xmm27, xmm17, 8
+    vpternlogq   xmm15, xmm16, xmm27, 150
+    vpalignr     xmm16, xmm20, xmm17, 8
+    vpternlogq   xmm18, xmm19, xmm16, 150
+    vpalignr     xmm16, xmm14, xmm20, 8
+    vpternlogq   xmm21, xmm8, xmm16, 150
+    vpalignr     xmm8, xmm4, xmm14, 8
+    vpternlogq   xmm22, xmm6, xmm8, 150
+    vpalignr     xmm4, xmm12, xmm4, 8
+    vpternlogq   xmm23, xmm9, xmm4, 150
+    vpalignr     xmm4, xmm2, xmm12, 8
+    vpternlogq   xmm24, xmm13, xmm4, 150
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm25, xmm26, xmm2, 150
+    vpsllq       xmm2, xmm25, 39
+    vpsrlq       xmm4, xmm25, 25
+    vpsllq       xmm6, xmm25, 62
+    vpsrlq       xmm8, xmm25, 2
+    vpsllq       xmm9, xmm24, 39
+    vpsrlq       xmm12, xmm24, 25
+    vpsllq       xmm13, xmm24, 62
+    vpsrlq       xmm14, xmm24, 2
+    vpsrldq      xmm16, xmm8, 8
+    vpxorq       xmm16, xmm23, xmm16
+    vpsllq       xmm17, xmm16, 39
+    vpsrlq       xmm19, xmm16, 25
+    vpsllq       xmm20, xmm16, 62
+    vpsrlq       xmm16, xmm16, 2
+    vpxorq       xmm2, xmm2, xmm14
+    vpternlogq   xmm22, xmm4, xmm6, 150
+    vpalignr     xmm4, xmm8, xmm2, 8
+    vpxorq       xmm4, xmm22, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpsllq       xmm6, xmm4, 39
+    vpsrlq       xmm8, xmm4, 25
+    vpsllq       xmm14, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpternlogq   xmm17, xmm8, xmm14, 150
+    vpxorq       xmm4, xmm20, xmm4
+    vpternlogq   xmm18, xmm19, xmm4, 150
+    vpxorq       xmm4, xmm9, xmm16
+    vpternlogq   xmm21, xmm12, xmm13, 150
+    vpslldq      xmm8, xmm17, 8
+    vpternlogq   xmm15, xmm6, xmm8, 150
+    vpalignr     xmm6, xmm4, xmm17, 8
+    vpxorq       xmm6, xmm18, xmm6
+    vpalignr     xmm4, xmm2, xmm4, 8
+    vpxorq       xmm4, xmm21, xmm4
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm2, xmm22, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       ymm8, ymm3, 25
+    vpsllq       ymm9, ymm8, 23
+    vpandq       ymm3, ymm3, [rel gf2m_mask_1ffffff_0_x2]
+    vpunpcklqdq  ymm8, ymm8, ymm9
+    vpxorq       ymm0, ymm0, ymm8
+    vpsrlq       ymm8, ymm5, 25
+    vpsllq       ymm9, ymm8, 23
+    vpandq       ymm5, ymm5, [rel gf2m_mask_1ffffff_0_x2]
+    vpunpcklqdq  ymm8, ymm8, ymm9
+    vpxorq       ymm7, ymm7, ymm8
+    vpsrlq       xmm8, xmm2, 25
+    vpsllq       xmm9, xmm8, 23
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm8, xmm8, xmm9
+    vpxorq       xmm8, xmm15, xmm8
+    vextracti64x2 xmm9, ymm0, 1
+    vextracti64x2 xmm12, ymm10, 1
+    vextracti64x2 xmm13, ymm1, 1
+    vextracti64x2 xmm14, ymm3, 1
+    vextracti64x2 xmm7, ymm7, 0
+    vextracti64x2 xmm11, ymm11, 0
+    vmovdqa64    ymm15, [rsp]                        ; reload
+    vextracti64x2 xmm15, ymm15, 0
+    vextracti64x2 xmm5, ymm5, 0
+    vextracti64x2 xmm0, ymm0, 0
+    vextracti64x2 xmm10, ymm10, 0
+    vextracti64x2 xmm1, ymm1, 0
+    vextracti64x2 xmm3, ymm3, 0
+    vmovdqu64    [rdi], xmm9
+    vmovdqu64    [rdi + 16], xmm12
+    vmovdqu64    [rdi + 32], xmm13
+    vmovq        qword [rdi + 48], xmm14
+    vmovdqu64    [rdi + 56], xmm7
+    vmovdqu64    [rdi + 72], xmm11
+    vmovdqu64    [rdi + 88], xmm15
+    vmovq        qword [rdi + 104], xmm5
+    vmovdqu64    [rdi + 112], xmm8
+    vmovdqu64    [rdi + 128], xmm6
+    vmovdqu64    [rdi + 144], xmm4
+    vmovq        qword [rdi + 160], xmm2
+    vmovdqu64    [rdi + 168], xmm0
+    vmovdqu64    [rdi + 184], xmm10
+    vmovdqu64    [rdi + 200], xmm1
+    vmovq        qword [rdi + 216], xmm3
+    mov rsp, rbp
+    pop rbp
+    vzeroupper
+    ret
+.end:
+
+
+; ---------------------------------------------------------------------------
+; kg_gf2m409_inv_avx512: out = a^-1 mod f in GF(2^409) (Itoh-Tsujii: 11 multiplications; a^(2^k) as a linear map for k in [51, 102, 204], squarings otherwise)
+;
+;   requires: a: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
+;   out may be the same buffer as any input (all inputs are read before out is written)
+;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
+;   clobbers: zmm{0-29}, k{1-2}, rax, rcx, r11, flags
+;   loops: 2 x 86 and 5 x 86 and 12 x 86 instructions (repeated groups rolled: 7769 instructions run, 6783 written)
+; ---------------------------------------------------------------------------
+global kg_gf2m409_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_inv_avx512.end - kg_gf2m409_inv_avx512)
+align 32
+kg_gf2m409_inv_avx512:
+    endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm29, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 62 times
+    vmovdqu64    xmm0, [rsi]
+    vmovdqu64    xmm1, [rsi + 16]
+    vmovdqu64    xmm2, [rsi + 32]
+    vmovq        xmm3, qword [rsi + 48]
+    vpclmulqdq   xmm4, xmm3, xmm3, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm6, xmm2, xmm2, 0
+    vpclmulqdq   xmm7, xmm1, xmm1, 17
+    vpclmulqdq   xmm8, xmm1, xmm1, 0
+    vpclmulqdq   xmm9, xmm0, xmm0, 17
+    vpclmulqdq   xmm10, xmm0, xmm0, 0
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm15, xmm5, 25
+    vpsllq       xmm16, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpsrldq      xmm17, xmm4, 8
+    vpxorq       xmm6, xmm6, xmm17
+    vpsllq       xmm17, xmm6, 39
+    vpsrlq       xmm18, xmm6, 25
+    vpsllq       xmm19, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm5, xmm11, xmm5
+    vpternlogq   xmm7, xmm12, xmm13, 150
+    vpalignr     xmm4, xmm4, xmm5, 8
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpternlogq   xmm17, xmm12, xmm13, 150
+    vpxorq       xmm4, xmm19, xmm4
+    vpternlogq   xmm9, xmm18, xmm4, 150
+    vpxorq       xmm4, xmm14, xmm6
+    vpternlogq   xmm8, xmm15, xmm16, 150
+    vpslldq      xmm6, xmm17, 8
+    vpternlogq   xmm10, xmm11, xmm6, 150
+    vpalignr     xmm6, xmm4, xmm17, 8
+    vpxorq       xmm6, xmm9, xmm6
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpxorq       xmm4, xmm8, xmm4
+    vpsrldq      xmm5, xmm5, 8
+    vpternlogq   xmm5, xmm7, xmm29, 40
+    vpclmulqdq   xmm7, xmm10, xmm0, 0
+    vpclmulqdq   xmm8, xmm10, xmm0, 17
+    vpshufd      xmm9, xmm10, 78
+    vpxorq       xmm9, xmm10, xmm9
+    vpshufd      xmm11, xmm0, 78
+    vpxorq       xmm11, xmm0, xmm11
+    vpclmulqdq   xmm9, xmm9, xmm11, 0
+    vpternlogq   xmm9, xmm7, xmm8, 150
+    vpclmulqdq   xmm11, xmm6, xmm1, 0
+    vpclmulqdq   xmm12, xmm6, xmm1, 17
+    vpshufd      xmm13, xmm6, 78
+    vpxorq       xmm13, xmm6, xmm13
+    vpshufd      xmm14, xmm1, 78
+    vpxorq       xmm14, xmm1, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm10, xmm6
+    vpxorq       xmm15, xmm0, xmm1
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm8, xmm8, xmm11
+    vpxorq       xmm11, xmm7, xmm16
+    vpxorq       xmm11, xmm11, xmm8
+    vpternlogq   xmm14, xmm9, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm4, xmm2, 0
+    vpclmulqdq   xmm17, xmm4, xmm2, 17
+    vpshufd      xmm18, xmm4, 78
+    vpxorq       xmm18, xmm4, xmm18
+    vpshufd      xmm19, xmm2, 78
+    vpxorq       xmm19, xmm2, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm5, xmm3, 0
+    vpxorq       xmm20, xmm4, xmm5
+    vpxorq       xmm21, xmm2, xmm3
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm4, xmm10, xmm4
+    vpxorq       xmm5, xmm6, xmm5
+    vpxorq       xmm6, xmm0, xmm2
+    vpxorq       xmm10, xmm1, xmm3
+    vpclmulqdq   xmm22, xmm4, xmm6, 0
+    vpclmulqdq   xmm23, xmm4, xmm6, 17
+    vpshufd      xmm24, xmm4, 78
+    vpxorq       xmm24, xmm4, xmm24
+    vpshufd      xmm25, xmm6, 78
+    vpxorq       xmm25, xmm6, xmm25
+    vpclmulqdq   xmm24, xmm24, xmm25, 0
+    vpternlogq   xmm24, xmm22, xmm23, 150
+    vpclmulqdq   xmm25, xmm5, xmm10, 0
+    vpclmulqdq   xmm26, xmm5, xmm10, 17
+    vpshufd      xmm27, xmm5, 78
+    vpxorq       xmm27, xmm5, xmm27
+    vpshufd      xmm28, xmm10, 78
+    vpxorq       xmm28, xmm10, xmm28
+    vpclmulqdq   xmm27, xmm27, xmm28, 0
+    vpternlogq   xmm27, xmm25, xmm26, 150
+    vpxorq       xmm4, xmm4, xmm5
+    vpxorq       xmm5, xmm6, xmm10
+    vpclmulqdq   xmm6, xmm4, xmm5, 0
+    vpclmulqdq   xmm10, xmm4, xmm5, 17
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm4, xmm4, xmm28
+    vpshufd      xmm28, xmm5, 78
+    vpxorq       xmm5, xmm5, xmm28
+    vpclmulqdq   xmm4, xmm4, xmm5, 0
+    vpternlogq   xmm4, xmm6, xmm10, 150
+    vpxorq       xmm5, xmm23, xmm25
+    vpxorq       xmm6, xmm22, xmm6
+    vpternlogq   xmm4, xmm24, xmm27, 150
+    vpxorq       xmm10, xmm10, xmm26
+    vpternlogq   xmm15, xmm8, xmm16, 150
+    vpxorq       xmm8, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm12, xmm7, xmm22
+    vpxorq       xmm13, xmm9, xmm24
+    vpxorq       xmm13, xmm13, xmm8
+    vpternlogq   xmm6, xmm5, xmm11, 150
+    vpternlogq   xmm4, xmm14, xmm20, 150
+    vpternlogq   xmm10, xmm5, xmm21, 150
+    vpxorq       xmm5, xmm27, xmm8
+    vpslldq      xmm8, xmm9, 8
+    vpalignr     xmm9, xmm14, xmm9, 8
+    vpalignr     xmm14, xmm13, xmm14, 8
+    vpternlogq   xmm12, xmm15, xmm14, 150
+    vpalignr     xmm13, xmm4, xmm13, 8
+    vpternlogq   xmm6, xmm19, xmm13, 150
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpternlogq   xmm10, xmm15, xmm4, 150
+    vpalignr     xmm4, xmm20, xmm5, 8
+    vpternlogq   xmm4, xmm26, xmm19, 150
+    vpsrldq      xmm5, xmm20, 8
+    vpxorq       xmm5, xmm21, xmm5
+    vpsllq       xmm13, xmm5, 39
+    vpsrlq       xmm14, xmm5, 25
+    vpsllq       xmm15, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpsllq       xmm16, xmm4, 39
+    vpsrlq       xmm17, xmm4, 25
+    vpsllq       xmm18, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm19, xmm5, 8
+    vpxorq       xmm10, xmm10, xmm19
+    vpsllq       xmm19, xmm10, 39
+    vpsrlq       xmm20, xmm10, 25
+    vpsllq       xmm21, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpxorq       xmm4, xmm13, xmm4
+    vpternlogq   xmm6, xmm14, xmm15, 150
+    vpalignr     xmm5, xmm5, xmm4, 8
+    vpxorq       xmm5, xmm6, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpsllq       xmm13, xmm5, 39
+    vpsrlq       xmm14, xmm5, 25
+    vpsllq       xmm15, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpternlogq   xmm8, xmm7, xmm13, 150
+    vpternlogq   xmm19, xmm14, xmm15, 150
+    vpternlogq   xmm9, xmm11, xmm20, 150
+    vpternlogq   xmm21, xmm5, xmm9, 150
+    vpxorq       xmm5, xmm16, xmm10
+    vpternlogq   xmm12, xmm17, xmm18, 150
+    vpslldq      xmm7, xmm19, 8
+    vpxorq       xmm7, xmm8, xmm7
+    vpalignr     xmm8, xmm5, xmm19, 8
+    vpxorq       xmm8, xmm21, xmm8
+    vpalignr     xmm5, xmm4, xmm5, 8
+    vpxorq       xmm5, xmm12, xmm5
+    vpsrldq      xmm4, xmm4, 8
+    vpternlogq   xmm4, xmm6, xmm29, 40
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm6, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm9, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vpclmulqdq   xmm10, xmm7, xmm7, 17
+    vpclmulqdq   xmm7, xmm7, xmm7, 0
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsllq       xmm14, xmm6, 39
+    vpsrlq       xmm15, xmm6, 25
+    vpsllq       xmm16, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpsrldq      xmm17, xmm4, 8
+    vpxorq       xmm5, xmm5, xmm17
+    vpsllq       xmm17, xmm5, 39
+    vpsrlq       xmm18, xmm5, 25
+    vpsllq       xmm19, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpxorq       xmm6, xmm11, xmm6
+    vpternlogq   xmm9, xmm12, xmm13, 150
+    vpalignr     xmm4, xmm4, xmm6, 8
+    vpxorq       xmm4, xmm9, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpternlogq   xmm17, xmm12, xmm13, 150
+    vpxorq       xmm4, xmm19, xmm4
+    vpternlogq   xmm10, xmm18, xmm4, 150
+    vpxorq       xmm4, xmm14, xmm5
+    vpternlogq   xmm8, xmm15, xmm16, 150
+    vpslldq      xmm5, xmm17, 8
+    vpternlogq   xmm7, xmm11, xmm5, 150
+    vpalignr     xmm5, xmm4, xmm17, 8
+    vpxorq       xmm5, xmm10, xmm5
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpxorq       xmm4, xmm8, xmm4
+    vpsrldq      xmm6, xmm6, 8
+    vpternlogq   xmm6, xmm9, xmm29, 40
+    vpclmulqdq   xmm8, xmm7, xmm0, 0
+    vpclmulqdq   xmm9, xmm7, xmm0, 17
+    vpshufd      xmm10, xmm7, 78
+    vpxorq       xmm10, xmm7, xmm10
+    vpshufd      xmm11, xmm0, 78
+    vpxorq       xmm11, xmm0, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm8, xmm9, 150
+    vpclmulqdq   xmm11, xmm5, xmm1, 0
+    vpclmulqdq   xmm12, xmm5, xmm1, 17
+    vpshufd      xmm13, xmm5, 78
+    vpxorq       xmm13, xmm5, xmm13
+    vpshufd      xmm14, xmm1, 78
+    vpxorq       xmm14, xmm1, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm7, xmm5
+    vpxorq       xmm15, xmm0, xmm1
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm11
+    vpxorq       xmm11, xmm8, xmm16
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm4, xmm2, 0
+    vpclmulqdq   xmm17, xmm4, xmm2, 17
+    vpshufd      xmm18, xmm4, 78
+    vpxorq       xmm18, xmm4, xmm18
+    vpshufd      xmm19, xmm2, 78
+    vpxorq       xmm19, xmm2, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm6, xmm3, 0
+    vpxorq       xmm20, xmm4, xmm6
+    vpxorq       xmm21, xmm2, xmm3
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm4, xmm7, xmm4
+    vpxorq       xmm5, xmm5, xmm6
+    vpxorq       xmm6, xmm0, xmm2
+    vpxorq       xmm7, xmm1, xmm3
+    vpclmulqdq   xmm22, xmm4, xmm6, 0
+    vpclmulqdq   xmm23, xmm4, xmm6, 17
+    vpshufd      xmm24, xmm4, 78
+    vpxorq       xmm24, xmm4, xmm24
+    vpshufd      xmm25, xmm6, 78
+    vpxorq       xmm25, xmm6, xmm25
+    vpclmulqdq   xmm24, xmm24, xmm25, 0
+    vpternlogq   xmm24, xmm22, xmm23, 150
+    vpclmulqdq   xmm25, xmm5, xmm7, 0
+    vpclmulqdq   xmm26, xmm5, xmm7, 17
+    vpshufd      xmm27, xmm5, 78
+    vpxorq       xmm27, xmm5, xmm27
+    vpshufd      xmm28, xmm7, 78
+    vpxorq       xmm28, xmm7, xmm28
+    vpclmulqdq   xmm27, xmm27, xmm28, 0
+    vpternlogq   xmm27, xmm25, xmm26, 150
+    vpxorq       xmm4, xmm4, xmm5
+    vpxorq       xmm5, xmm6, xmm7
+    vpclmulqdq   xmm6, xmm4, xmm5, 0
+    vpclmulqdq   xmm7, xmm4, xmm5, 17
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm4, xmm4, xmm28
+    vpshufd      xmm28, xmm5, 78
+    vpxorq       xmm5, xmm5, xmm28
+    vpclmulqdq   xmm4, xmm4, xmm5, 0
+    vpternlogq   xmm4, xmm6, xmm7, 150
+    vpxorq       xmm5, xmm23, xmm25
+    vpxorq       xmm6, xmm22, xmm6
+    vpternlogq   xmm4, xmm24, xmm27, 150
+    vpxorq       xmm7, xmm7, xmm26
+    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpxorq       xmm9, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm12, xmm8, xmm22
+    vpxorq       xmm13, xmm10, xmm24
+    vpxorq       xmm13, xmm13, xmm9
+    vpternlogq   xmm6, xmm5, xmm11, 150
+    vpternlogq   xmm4, xmm14, xmm20, 150
+    vpternlogq   xmm7, xmm5, xmm21, 150
+    vpxorq       xmm5, xmm27, xmm9
+    vpslldq      xmm9, xmm10, 8
+    vpalignr     xmm10, xmm14, xmm10, 8
+    vpalignr     xmm14, xmm13, xmm14, 8
+    vpternlogq   xmm12, xmm15, xmm14, 150
+    vpalignr     xmm13, xmm4, xmm13, 8
+    vpternlogq   xmm6, xmm19, xmm13, 150
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpternlogq   xmm7, xmm15, xmm4, 150
+    vpalignr     xmm4, xmm20, xmm5, 8
+    vpternlogq   xmm4, xmm26, xmm19, 150
+    vpsrldq      xmm5, xmm20, 8
+    vpxorq       xmm5, xmm21, xmm5
+    vpsllq       xmm13, xmm5, 39
+    vpsrlq       xmm14, xmm5, 25
+    vpsllq       xmm15, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpsllq       xmm16, xmm4, 39
+    vpsrlq       xmm17, xmm4, 25
+    vpsllq       xmm18, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm19, xmm5, 8
+    vpxorq       xmm7, xmm7, xmm19
+    vpsllq       xmm19, xmm7, 39
+    vpsrlq       xmm20, xmm7, 25
+    vpsllq       xmm21, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpxorq       xmm4, xmm13, xmm4
+    vpternlogq   xmm6, xmm14, xmm15, 150
+    vpalignr     xmm5, xmm5, xmm4, 8
+    vpxorq       xmm5, xmm6, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpsllq       xmm13, xmm5, 39
+    vpsrlq       xmm14, xmm5, 25
+    vpsllq       xmm15, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpternlogq   xmm9, xmm8, xmm13, 150
+    vpternlogq   xmm19, xmm14, xmm15, 150
+    vpternlogq   xmm10, xmm11, xmm20, 150
+    vpternlogq   xmm21, xmm5, xmm10, 150
+    vpxorq       xmm5, xmm16, xmm7
+    vpternlogq   xmm12, xmm17, xmm18, 150
+    vpslldq      xmm7, xmm19, 8
+    vpxorq       xmm7, xmm9, xmm7
+    vpalignr     xmm8, xmm5, xmm19, 8
+    vpxorq       xmm8, xmm21, xmm8
+    vpalignr     xmm5, xmm4, xmm5, 8
+    vpxorq       xmm5, xmm12, xmm5
+    vpsrldq      xmm4, xmm4, 8
+    vpternlogq   xmm4, xmm6, xmm29, 40
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm9, xmm5, xmm5, 17
+    vpclmulqdq   xmm10, xmm5, xmm5, 0
+    vpclmulqdq   xmm11, xmm8, xmm8, 17
+    vpclmulqdq   xmm12, xmm8, xmm8, 0
+    vpclmulqdq   xmm13, xmm7, xmm7, 17
+    vpclmulqdq   xmm14, xmm7, xmm7, 0
+    vpsllq       xmm15, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpsllq       xmm18, xmm9, 39
+    vpsrlq       xmm19, xmm9, 25
+    vpsllq       xmm20, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpsrldq      xmm21, xmm6, 8
+    vpxorq       xmm10, xmm10, xmm21
+    vpsllq       xmm21, xmm10, 39
+    vpsrlq       xmm22, xmm10, 25
+    vpsllq       xmm23, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpxorq       xmm9, xmm15, xmm9
+    vpternlogq   xmm11, xmm16, xmm17, 150
+    vpalignr     xmm6, xmm6, xmm9, 8
+    vpxorq       xmm6, xmm11, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpsllq       xmm15, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm6, xmm23, xmm6
+    vpternlogq   xmm13, xmm22, xmm6, 150
+    vpxorq       xmm6, xmm18, xmm10
+    vpternlogq   xmm12, xmm19, xmm20, 150
+    vpslldq      xmm10, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm10, 150
+    vpalignr     xmm10, xmm6, xmm21, 8
+    vpxorq       xmm10, xmm13, xmm10
+    vpalignr     xmm6, xmm9, xmm6, 8
+    vpxorq       xmm6, xmm12, xmm6
+    vpsrldq      xmm9, xmm9, 8
+    vpternlogq   xmm9, xmm11, xmm29, 40
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpclmulqdq   xmm11, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm12, xmm10, xmm10, 17
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm9, 39
+    vpsrlq       xmm16, xmm9, 25
+    vpsllq       xmm17, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm9, 8
+    vpxorq       xmm6, xmm6, xmm21
+    vpsllq       xmm21, xmm6, 39
+    vpsrlq       xmm22, xmm6, 25
+    vpsllq       xmm23, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm9, xmm9, xmm11, 8
+    vpxorq       xmm9, xmm12, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpsllq       xmm15, xmm9, 39
+    vpsrlq       xmm16, xmm9, 25
+    vpsllq       xmm17, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm23, xmm9
+    vpternlogq   xmm13, xmm22, xmm9, 150
+    vpxorq       xmm6, xmm18, xmm6
+    vpternlogq   xmm10, xmm19, xmm20, 150
+    vpslldq      xmm9, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm9, 150
+    vpalignr     xmm9, xmm6, xmm21, 8
+    vpxorq       xmm9, xmm13, xmm9
+    vpalignr     xmm6, xmm11, xmm6, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsrldq      xmm10, xmm11, 8
+    vpternlogq   xmm10, xmm12, xmm29, 40
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm11, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm12, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm10, 39
+    vpsrlq       xmm16, xmm10, 25
+    vpsllq       xmm17, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm10, 8
+    vpxorq       xmm6, xmm6, xmm21
+    vpsllq       xmm21, xmm6, 39
+    vpsrlq       xmm22, xmm6, 25
+    vpsllq       xmm23, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm10, xmm10, xmm11, 8
+    vpxorq       xmm10, xmm12, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpsllq       xmm15, xmm10, 39
+    vpsrlq       xmm16, xmm10, 25
+    vpsllq       xmm17, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm10, xmm23, xmm10
+    vpternlogq   xmm13, xmm22, xmm10, 150
+    vpxorq       xmm6, xmm18, xmm6
+    vpternlogq   xmm9, xmm19, xmm20, 150
+    vpslldq      xmm10, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm10, 150
+    vpalignr     xmm10, xmm6, xmm21, 8
+    vpxorq       xmm10, xmm13, xmm10
+    vpalignr     xmm6, xmm11, xmm6, 8
+    vpxorq       xmm6, xmm9, xmm6
+    vpsrldq      xmm9, xmm11, 8
+    vpternlogq   xmm9, xmm12, xmm29, 40
+    vpclmulqdq   xmm11, xmm14, xmm7, 0
+    vpclmulqdq   xmm12, xmm14, xmm7, 17
+    vpshufd      xmm13, xmm14, 78
+    vpxorq       xmm13, xmm14, xmm13
+    vpshufd      xmm15, xmm7, 78
+    vpxorq       xmm15, xmm7, xmm15
+    vpclmulqdq   xmm13, xmm13, xmm15, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpclmulqdq   xmm15, xmm10, xmm8, 0
+    vpclmulqdq   xmm16, xmm10, xmm8, 17
+    vpshufd      xmm17, xmm10, 78
+    vpxorq       xmm17, xmm10, xmm17
+    vpshufd      xmm18, xmm8, 78
+    vpxorq       xmm18, xmm8, xmm18
+    vpclmulqdq   xmm17, xmm17, xmm18, 0
+    vpternlogq   xmm17, xmm15, xmm16, 150
+    vpxorq       xmm18, xmm14, xmm10
+    vpxorq       xmm19, xmm7, xmm8
+    vpclmulqdq   xmm20, xmm18, xmm19, 0
+    vpclmulqdq   xmm21, xmm18, xmm19, 17
+    vpshufd      xmm22, xmm18, 78
+    vpxorq       xmm18, xmm18, xmm22
+    vpshufd      xmm22, xmm19, 78
+    vpxorq       xmm19, xmm19, xmm22
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm20, xmm21, 150
+    vpxorq       xmm12, xmm12, xmm15
+    vpxorq       xmm15, xmm11, xmm20
+    vpxorq       xmm15, xmm15, xmm12
+    vpternlogq   xmm18, xmm13, xmm17, 150
+    vpxorq       xmm19, xmm21, xmm16
+    vpclmulqdq   xmm20, xmm6, xmm5, 0
+    vpclmulqdq   xmm21, xmm6, xmm5, 17
+    vpshufd      xmm22, xmm6, 78
+    vpxorq       xmm22, xmm6, xmm22
+    vpshufd      xmm23, xmm5, 78
+    vpxorq       xmm23, xmm5, xmm23
+    vpclmulqdq   xmm22, xmm22, xmm23, 0
+    vpternlogq   xmm22, xmm20, xmm21, 150
+    vpclmulqdq   xmm23, xmm9, xmm4, 0
+    vpxorq       xmm24, xmm6, xmm9
+    vpxorq       xmm25, xmm5, xmm4
+    vpclmulqdq   xmm26, xmm24, xmm25, 0
+    vpclmulqdq   xmm27, xmm24, xmm25, 17
+    vpshufd      xmm28, xmm24, 78
+    vpxorq       xmm24, xmm24, xmm28
+    vpshufd      xmm28, xmm25, 78
+    vpxorq       xmm25, xmm25, xmm28
+    vpclmulqdq   xmm24, xmm24, xmm25, 0
+    vpternlogq   xmm24, xmm26, xmm27, 150
+    vpxorq       xmm21, xmm21, xmm23
+    vpxorq       xmm23, xmm20, xmm26
+    vpxorq       xmm24, xmm22, xmm24
+    vpxorq       xmm25, xmm27, xmm21
+    vpxorq       xmm6, xmm14, xmm6
+    vpxorq       xmm9, xmm10, xmm9
+    vpxorq       xmm5, xmm7, xmm5
+    vpxorq       xmm4, xmm8, xmm4
+    vpclmulqdq   xmm7, xmm6, xmm5, 0
+    vpclmulqdq   xmm8, xmm6, xmm5, 17
+    vpshufd      xmm10, xmm6, 78
+    vpxorq       xmm10, xmm6, xmm10
+    vpshufd      xmm14, xmm5, 78
+    vpxorq       xmm14, xmm5, xmm14
+    vpclmulqdq   xmm10, xmm10, xmm14, 0
+    vpternlogq   xmm10, xmm7, xmm8, 150
+    vpclmulqdq   xmm14, xmm9, xmm4, 0
+    vpclmulqdq   xmm26, xmm9, xmm4, 17
+    vpshufd      xmm27, xmm9, 78
+    vpxorq       xmm27, xmm9, xmm27
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm28, xmm4, xmm28
+    vpclmulqdq   xmm27, xmm27, xmm28, 0
+    vpternlogq   xmm27, xmm14, xmm26, 150
+    vpxorq       xmm6, xmm6, xmm9
+    vpxorq       xmm4, xmm5, xmm4
+    vpclmulqdq   xmm5, xmm6, xmm4, 0
+    vpclmulqdq   xmm9, xmm6, xmm4, 17
+    vpshufd      xmm28, xmm6, 78
+    vpxorq       xmm6, xmm6, xmm28
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm4, xmm4, xmm28
+    vpclmulqdq   xmm4, xmm6, xmm4, 0
+    vpternlogq   xmm4, xmm5, xmm9, 150
+    vpxorq       xmm6, xmm8, xmm14
+    vpxorq       xmm5, xmm7, xmm5
+    vpternlogq   xmm4, xmm10, xmm27, 150
+    vpxorq       xmm8, xmm9, xmm26
+    vpternlogq   xmm19, xmm12, xmm20, 150
+    vpxorq       xmm9, xmm17, xmm22
+    vpternlogq   xmm23, xmm21, xmm16, 150
+    vpxorq       xmm7, xmm11, xmm7
+    vpxorq       xmm10, xmm13, xmm10
+    vpxorq       xmm10, xmm10, xmm9
+    vpternlogq   xmm5, xmm6, xmm15, 150
+    vpternlogq   xmm4, xmm18, xmm24, 150
+    vpternlogq   xmm8, xmm6, xmm25, 150
+    vpxorq       xmm6, xmm27, xmm9
+    vpslldq      xmm9, xmm13, 8
+    vpalignr     xmm12, xmm18, xmm13, 8
+    vpalignr     xmm13, xmm10, xmm18, 8
+    vpternlogq   xmm7, xmm19, xmm13, 150
+    vpalignr     xmm10, xmm4, xmm10, 8
+    vpternlogq   xmm5, xmm23, xmm10, 150
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpternlogq   xmm8, xmm19, xmm4, 150
+    vpalignr     xmm4, xmm24, xmm6, 8
+    vpternlogq   xmm4, xmm26, xmm23, 150
+    vpsrldq      xmm6, xmm24, 8
+    vpxorq       xmm6, xmm25, xmm6
+    vpsllq       xmm10, xmm6, 39
+    vpsrlq       xmm13, xmm6, 25
+    vpsllq       xmm14, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpsllq       xmm16, xmm4, 39
+    vpsrlq       xmm17, xmm4, 25
+    vpsllq       xmm18, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm19, xmm6, 8
+    vpxorq       xmm8, xmm8, xmm19
+    vpsllq       xmm19, xmm8, 39
+    vpsrlq       xmm20, xmm8, 25
+    vpsllq       xmm21, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpxorq       xmm4, xmm10, xmm4
+    vpternlogq   xmm5, xmm13, xmm14, 150
+    vpalignr     xmm6, xmm6, xmm4, 8
+    vpxorq       xmm6, xmm5, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpsllq       xmm10, xmm6, 39
+    vpsrlq       xmm13, xmm6, 25
+    vpsllq       xmm14, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpternlogq   xmm9, xmm11, xmm10, 150
+    vpternlogq   xmm19, xmm13, xmm14, 150
+    vpternlogq   xmm12, xmm15, xmm20, 150
+    vpternlogq   xmm21, xmm6, xmm12, 150
+    vpxorq       xmm6, xmm16, xmm8
+    vpternlogq   xmm7, xmm17, xmm18, 150
+    vpslldq      xmm8, xmm19, 8
+    vpxorq       xmm8, xmm9, xmm8
+    vpalignr     xmm9, xmm6, xmm19, 8
+    vpxorq       xmm9, xmm21, xmm9
+    vpalignr     xmm6, xmm4, xmm6, 8
+    vpxorq       xmm6, xmm7, xmm6
+    vpsrldq      xmm4, xmm4, 8
+    vpternlogq   xmm4, xmm5, xmm29, 40
+    vpclmulqdq   xmm5, xmm4, xmm4, 0
+    vpclmulqdq   xmm7, xmm6, xmm6, 17
+    vpclmulqdq   xmm10, xmm6, xmm6, 0
+    vpclmulqdq   xmm11, xmm9, xmm9, 17
+    vpclmulqdq   xmm12, xmm9, xmm9, 0
+    vpclmulqdq   xmm13, xmm8, xmm8, 17
+    vpclmulqdq   xmm14, xmm8, xmm8, 0
+    vpsllq       xmm15, xmm5, 39
+    vpsrlq       xmm16, xmm5, 25
+    vpsllq       xmm17, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpsllq       xmm18, xmm7, 39
+    vpsrlq       xmm19, xmm7, 25
+    vpsllq       xmm20, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpsrldq      xmm21, xmm5, 8
+    vpxorq       xmm10, xmm10, xmm21
+    vpsllq       xmm21, xmm10, 39
+    vpsrlq       xmm22, xmm10, 25
+    vpsllq       xmm23, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpxorq       xmm7, xmm15, xmm7
+    vpternlogq   xmm11, xmm16, xmm17, 150
+    vpalignr     xmm5, xmm5, xmm7, 8
+    vpxorq       xmm5, xmm11, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpsllq       xmm15, xmm5, 39
+    vpsrlq       xmm16, xmm5, 25
+    vpsllq       xmm17, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm5, xmm23, xmm5
+    vpternlogq   xmm13, xmm22, xmm5, 150
+    vpxorq       xmm5, xmm18, xmm10
+    vpternlogq   xmm12, xmm19, xmm20, 150
+    vpslldq      xmm10, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm10, 150
+    vpalignr     xmm10, xmm5, xmm21, 8
+    vpxorq       xmm10, xmm13, xmm10
+    vpalignr     xmm5, xmm7, xmm5, 8
+    vpxorq       xmm5, xmm12, xmm5
+    vpsrldq      xmm7, xmm7, 8
+    vpternlogq   xmm7, xmm11, xmm29, 40
+    mov          rax, 2
+    .repeat1:
+    vpclmulqdq   xmm7, xmm7, xmm7, 0
+    vpclmulqdq   xmm11, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm12, xmm10, xmm10, 17
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm7, 39
+    vpsrlq       xmm16, xmm7, 25
+    vpsllq       xmm17, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm7, 8
+    vpxorq       xmm5, xmm5, xmm21
+    vpsllq       xmm21, xmm5, 39
+    vpsrlq       xmm22, xmm5, 25
+    vpsllq       xmm23, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm7, xmm7, xmm11, 8
+    vpxorq       xmm7, xmm12, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpsllq       xmm15, xmm7, 39
+    vpsrlq       xmm16, xmm7, 25
+    vpsllq       xmm17, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm7, xmm23, xmm7
+    vpternlogq   xmm13, xmm22, xmm7, 150
+    vpxorq       xmm5, xmm18, xmm5
+    vpternlogq   xmm10, xmm19, xmm20, 150
+    vpslldq      xmm7, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm7, 150
+    vpalignr     xmm7, xmm5, xmm21, 8
+    vpxorq       xmm7, xmm13, xmm7
+    vpalignr     xmm5, xmm11, xmm5, 8
+    vpxorq       xmm5, xmm10, xmm5
+    vpsrldq      xmm10, xmm11, 8
+    vpternlogq   xmm10, xmm12, xmm29, 40
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm11, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm12, xmm7, xmm7, 17
+    vpclmulqdq   xmm7, xmm7, xmm7, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm10, 39
+    vpsrlq       xmm16, xmm10, 25
+    vpsllq       xmm17, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm10, 8
+    vpxorq       xmm5, xmm5, xmm21
+    vpsllq       xmm21, xmm5, 39
+    vpsrlq       xmm22, xmm5, 25
+    vpsllq       xmm23, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm10, xmm10, xmm11, 8
+    vpxorq       xmm10, xmm12, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpsllq       xmm15, xmm10, 39
+    vpsrlq       xmm16, xmm10, 25
+    vpsllq       xmm17, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm10, xmm23, xmm10
+    vpternlogq   xmm13, xmm22, xmm10, 150
+    vpxorq       xmm5, xmm18, xmm5
+    vpternlogq   xmm7, xmm19, xmm20, 150
+    vpslldq      xmm10, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm10, 150
+    vpalignr     xmm10, xmm5, xmm21, 8
+    vpxorq       xmm10, xmm13, xmm10
+    vpalignr     xmm5, xmm11, xmm5, 8
+    vpxorq       xmm5, xmm7, xmm5
+    vpsrldq      xmm7, xmm11, 8
+    vpternlogq   xmm7, xmm12, xmm29, 40
+    dec          rax
+    jnz          .repeat1
+    vpclmulqdq   xmm7, xmm7, xmm7, 0
+    vpclmulqdq   xmm11, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm12, xmm10, xmm10, 17
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm7, 39
+    vpsrlq       xmm16, xmm7, 25
+    vpsllq       xmm17, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm7, 8
+    vpxorq       xmm5, xmm5, xmm21
+    vpsllq       xmm21, xmm5, 39
+    vpsrlq       xmm22, xmm5, 25
+    vpsllq       xmm23, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm7, xmm7, xmm11, 8
+    vpxorq       xmm7, xmm12, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpsllq       xmm15, xmm7, 39
+    vpsrlq       xmm16, xmm7, 25
+    vpsllq       xmm17, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm7, xmm23, xmm7
+    vpternlogq   xmm13, xmm22, xmm7, 150
+    vpxorq       xmm5, xmm18, xmm5
+    vpternlogq   xmm10, xmm19, xmm20, 150
+    vpslldq      xmm7, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm7, 150
+    vpalignr     xmm7, xmm5, xmm21, 8
+    vpxorq       xmm7, xmm13, xmm7
+    vpalignr     xmm5, xmm11, xmm5, 8
+    vpxorq       xmm5, xmm10, xmm5
+    vpsrldq      xmm10, xmm11, 8
+    vpternlogq   xmm10, xmm12, xmm29, 40
+    vpclmulqdq   xmm11, xmm14, xmm8, 0
+    vpclmulqdq   xmm12, xmm14, xmm8, 17
+    vpshufd      xmm13, xmm14, 78
+    vpxorq       xmm13, xmm14, xmm13
+    vpshufd      xmm15, xmm8, 78
+    vpxorq       xmm15, xmm8, xmm15
+    vpclmulqdq   xmm13, xmm13, xmm15, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpclmulqdq   xmm15, xmm7, xmm9, 0
+    vpclmulqdq   xmm16, xmm7, xmm9, 17
+    vpshufd      xmm17, xmm7, 78
+    vpxorq       xmm17, xmm7, xmm17
+    vpshufd      xmm18, xmm9, 78
+    vpxorq       xmm18, xmm9, xmm18
+    vpclmulqdq   xmm17, xmm17, xmm18, 0
+    vpternlogq   xmm17, xmm15, xmm16, 150
+    vpxorq       xmm18, xmm14, xmm7
+    vpxorq       xmm19, xmm8, xmm9
+    vpclmulqdq   xmm20, xmm18, xmm19, 0
+    vpclmulqdq   xmm21, xmm18, xmm19, 17
+    vpshufd      xmm22, xmm18, 78
+    vpxorq       xmm18, xmm18, xmm22
+    vpshufd      xmm22, xmm19, 78
+    vpxorq       xmm19, xmm19, xmm22
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm20, xmm21, 150
+    vpxorq       xmm12, xmm12, xmm15
+    vpxorq       xmm15, xmm11, xmm20
+    vpxorq       xmm15, xmm15, xmm12
+    vpternlogq   xmm18, xmm13, xmm17, 150
+    vpxorq       xmm19, xmm21, xmm16
+    vpclmulqdq   xmm20, xmm5, xmm6, 0
+    vpclmulqdq   xmm21, xmm5, xmm6, 17
+    vpshufd      xmm22, xmm5, 78
+    vpxorq       xmm22, xmm5, xmm22
+    vpshufd      xmm23, xmm6, 78
+    vpxorq       xmm23, xmm6, xmm23
+    vpclmulqdq   xmm22, xmm22, xmm23, 0
+    vpternlogq   xmm22, xmm20, xmm21, 150
+    vpclmulqdq   xmm23, xmm10, xmm4, 0
+    vpxorq       xmm24, xmm5, xmm10
+    vpxorq       xmm25, xmm6, xmm4
+    vpclmulqdq   xmm26, xmm24, xmm25, 0
+    vpclmulqdq   xmm27, xmm24, xmm25, 17
+    vpshufd      xmm28, xmm24, 78
+    vpxorq       xmm24, xmm24, xmm28
+    vpshufd      xmm28, xmm25, 78
+    vpxorq       xmm25, xmm25, xmm28
+    vpclmulqdq   xmm24, xmm24, xmm25, 0
+    vpternlogq   xmm24, xmm26, xmm27, 150
+    vpxorq       xmm21, xmm21, xmm23
+    vpxorq       xmm23, xmm20, xmm26
+    vpxorq       xmm24, xmm22, xmm24
+    vpxorq       xmm25, xmm27, xmm21
+    vpxorq       xmm5, xmm14, xmm5
+    vpxorq       xmm7, xmm7, xmm10
+    vpxorq       xmm6, xmm8, xmm6
+    vpxorq       xmm4, xmm9, xmm4
+    vpclmulqdq   xmm8, xmm5, xmm6, 0
+    vpclmulqdq   xmm9, xmm5, xmm6, 17
+    vpshufd      xmm10, xmm5, 78
+    vpxorq       xmm10, xmm5, xmm10
+    vpshufd      xmm14, xmm6, 78
+    vpxorq       xmm14, xmm6, xmm14
+    vpclmulqdq   xmm10, xmm10, xmm14, 0
+    vpternlogq   xmm10, xmm8, xmm9, 150
+    vpclmulqdq   xmm14, xmm7, xmm4, 0
+    vpclmulqdq   xmm26, xmm7, xmm4, 17
+    vpshufd      xmm27, xmm7, 78
+    vpxorq       xmm27, xmm7, xmm27
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm28, xmm4, xmm28
+    vpclmulqdq   xmm27, xmm27, xmm28, 0
+    vpternlogq   xmm27, xmm14, xmm26, 150
+    vpxorq       xmm5, xmm5, xmm7
+    vpxorq       xmm4, xmm6, xmm4
+    vpclmulqdq   xmm6, xmm5, xmm4, 0
+    vpclmulqdq   xmm7, xmm5, xmm4, 17
+    vpshufd      xmm28, xmm5, 78
+    vpxorq       xmm5, xmm5, xmm28
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm4, xmm4, xmm28
+    vpclmulqdq   xmm4, xmm5, xmm4, 0
+    vpternlogq   xmm4, xmm6, xmm7, 150
+    vpxorq       xmm5, xmm9, xmm14
+    vpxorq       xmm6, xmm8, xmm6
+    vpternlogq   xmm4, xmm10, xmm27, 150
+    vpxorq       xmm7, xmm7, xmm26
+    vpternlogq   xmm19, xmm12, xmm20, 150
+    vpxorq       xmm9, xmm17, xmm22
+    vpternlogq   xmm23, xmm21, xmm16, 150
+    vpxorq       xmm8, xmm11, xmm8
+    vpxorq       xmm10, xmm13, xmm10
+    vpxorq       xmm10, xmm10, xmm9
+    vpternlogq   xmm6, xmm5, xmm15, 150
+    vpternlogq   xmm4, xmm18, xmm24, 150
+    vpternlogq   xmm7, xmm5, xmm25, 150
+    vpxorq       xmm5, xmm27, xmm9
+    vpslldq      xmm9, xmm13, 8
+    vpalignr     xmm12, xmm18, xmm13, 8
+    vpalignr     xmm13, xmm10, xmm18, 8
+    vpternlogq   xmm8, xmm19, xmm13, 150
+    vpalignr     xmm10, xmm4, xmm10, 8
+    vpternlogq   xmm6, xmm23, xmm10, 150
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpternlogq   xmm7, xmm19, xmm4, 150
+    vpalignr     xmm4, xmm24, xmm5, 8
+    vpternlogq   xmm4, xmm26, xmm23, 150
+    vpsrldq      xmm5, xmm24, 8
+    vpxorq       xmm5, xmm25, xmm5
+    vpsllq       xmm10, xmm5, 39
+    vpsrlq       xmm13, xmm5, 25
+    vpsllq       xmm14, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpsllq       xmm16, xmm4, 39
+    vpsrlq       xmm17, xmm4, 25
+    vpsllq       xmm18, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm19, xmm5, 8
+    vpxorq       xmm7, xmm7, xmm19
+    vpsllq       xmm19, xmm7, 39
+    vpsrlq       xmm20, xmm7, 25
+    vpsllq       xmm21, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpxorq       xmm4, xmm10, xmm4
+    vpternlogq   xmm6, xmm13, xmm14, 150
+    vpalignr     xmm5, xmm5, xmm4, 8
+    vpxorq       xmm5, xmm6, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpsllq       xmm10, xmm5, 39
+    vpsrlq       xmm13, xmm5, 25
+    vpsllq       xmm14, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpternlogq   xmm9, xmm11, xmm10, 150
+    vpternlogq   xmm19, xmm13, xmm14, 150
+    vpternlogq   xmm12, xmm15, xmm20, 150
+    vpternlogq   xmm21, xmm5, xmm12, 150
+    vpxorq       xmm5, xmm16, xmm7
+    vpternlogq   xmm8, xmm17, xmm18, 150
+    vpslldq      xmm7, xmm19, 8
+    vpxorq       xmm7, xmm9, xmm7
+    vpalignr     xmm9, xmm5, xmm19, 8
+    vpxorq       xmm9, xmm21, xmm9
+    vpalignr     xmm5, xmm4, xmm5, 8
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm4, xmm4, 8
+    vpternlogq   xmm4, xmm6, xmm29, 40
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm8, xmm5, xmm5, 17
+    vpclmulqdq   xmm10, xmm5, xmm5, 0
+    vpclmulqdq   xmm11, xmm9, xmm9, 17
+    vpclmulqdq   xmm12, xmm9, xmm9, 0
+    vpclmulqdq   xmm13, xmm7, xmm7, 17
+    vpclmulqdq   xmm14, xmm7, xmm7, 0
+    vpsllq       xmm15, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpsllq       xmm18, xmm8, 39
+    vpsrlq       xmm19, xmm8, 25
+    vpsllq       xmm20, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpsrldq      xmm21, xmm6, 8
+    vpxorq       xmm10, xmm10, xmm21
+    vpsllq       xmm21, xmm10, 39
+    vpsrlq       xmm22, xmm10, 25
+    vpsllq       xmm23, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpxorq       xmm8, xmm15, xmm8
+    vpternlogq   xmm11, xmm16, xmm17, 150
+    vpalignr     xmm6, xmm6, xmm8, 8
+    vpxorq       xmm6, xmm11, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpsllq       xmm15, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm6, xmm23, xmm6
+    vpternlogq   xmm13, xmm22, xmm6, 150
+    vpxorq       xmm6, xmm18, xmm10
+    vpternlogq   xmm12, xmm19, xmm20, 150
+    vpslldq      xmm10, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm10, 150
+    vpalignr     xmm10, xmm6, xmm21, 8
+    vpxorq       xmm10, xmm13, xmm10
+    vpalignr     xmm6, xmm8, xmm6, 8
+    vpxorq       xmm6, xmm12, xmm6
+    vpsrldq      xmm8, xmm8, 8
+    vpternlogq   xmm8, xmm11, xmm29, 40
+    mov          rax, 5
+    .repeat2:
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vpclmulqdq   xmm11, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm12, xmm10, xmm10, 17
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm8, 39
+    vpsrlq       xmm16, xmm8, 25
+    vpsllq       xmm17, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm8, 8
+    vpxorq       xmm6, xmm6, xmm21
+    vpsllq       xmm21, xmm6, 39
+    vpsrlq       xmm22, xmm6, 25
+    vpsllq       xmm23, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm8, xmm8, xmm11, 8
+    vpxorq       xmm8, xmm12, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpsllq       xmm15, xmm8, 39
+    vpsrlq       xmm16, xmm8, 25
+    vpsllq       xmm17, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm8, xmm23, xmm8
+    vpternlogq   xmm13, xmm22, xmm8, 150
+    vpxorq       xmm6, xmm18, xmm6
+    vpternlogq   xmm10, xmm19, xmm20, 150
+    vpslldq      xmm8, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm8, 150
+    vpalignr     xmm8, xmm6, xmm21, 8
+    vpxorq       xmm8, xmm13, xmm8
+    vpalignr     xmm6, xmm11, xmm6, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsrldq      xmm10, xmm11, 8
+    vpternlogq   xmm10, xmm12, xmm29, 40
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm11, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm12, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm10, 39
+    vpsrlq       xmm16, xmm10, 25
+    vpsllq       xmm17, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm10, 8
+    vpxorq       xmm6, xmm6, xmm21
+    vpsllq       xmm21, xmm6, 39
+    vpsrlq       xmm22, xmm6, 25
+    vpsllq       xmm23, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm10, xmm10, xmm11, 8
+    vpxorq       xmm10, xmm12, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpsllq       xmm15, xmm10, 39
+    vpsrlq       xmm16, xmm10, 25
+    vpsllq       xmm17, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm10, xmm23, xmm10
+    vpternlogq   xmm13, xmm22, xmm10, 150
+    vpxorq       xmm6, xmm18, xmm6
+    vpternlogq   xmm8, xmm19, xmm20, 150
+    vpslldq      xmm10, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm10, 150
+    vpalignr     xmm10, xmm6, xmm21, 8
+    vpxorq       xmm10, xmm13, xmm10
+    vpalignr     xmm6, xmm11, xmm6, 8
+    vpxorq       xmm6, xmm8, xmm6
+    vpsrldq      xmm8, xmm11, 8
+    vpternlogq   xmm8, xmm12, xmm29, 40
+    dec          rax
+    jnz          .repeat2
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vpclmulqdq   xmm11, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm12, xmm10, xmm10, 17
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm8, 39
+    vpsrlq       xmm16, xmm8, 25
+    vpsllq       xmm17, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm8, 8
+    vpxorq       xmm6, xmm6, xmm21
+    vpsllq       xmm21, xmm6, 39
+    vpsrlq       xmm22, xmm6, 25
+    vpsllq       xmm23, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm8, xmm8, xmm11, 8
+    vpxorq       xmm8, xmm12, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpsllq       xmm15, xmm8, 39
+    vpsrlq       xmm16, xmm8, 25
+    vpsllq       xmm17, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm8, xmm23, xmm8
+    vpternlogq   xmm13, xmm22, xmm8, 150
+    vpxorq       xmm6, xmm18, xmm6
+    vpternlogq   xmm10, xmm19, xmm20, 150
+    vpslldq      xmm8, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm8, 150
+    vpalignr     xmm8, xmm6, xmm21, 8
+    vpxorq       xmm8, xmm13, xmm8
+    vpalignr     xmm6, xmm11, xmm6, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsrldq      xmm10, xmm11, 8
+    vpternlogq   xmm10, xmm12, xmm29, 40
+    vpclmulqdq   xmm11, xmm14, xmm7, 0
+    vpclmulqdq   xmm12, xmm14, xmm7, 17
+    vpshufd      xmm13, xmm14, 78
+    vpxorq       xmm13, xmm14, xmm13
+    vpshufd      xmm15, xmm7, 78
+    vpxorq       xmm15, xmm7, xmm15
+    vpclmulqdq   xmm13, xmm13, xmm15, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpclmulqdq   xmm15, xmm8, xmm9, 0
+    vpclmulqdq   xmm16, xmm8, xmm9, 17
+    vpshufd      xmm17, xmm8, 78
+    vpxorq       xmm17, xmm8, xmm17
+    vpshufd      xmm18, xmm9, 78
+    vpxorq       xmm18, xmm9, xmm18
+    vpclmulqdq   xmm17, xmm17, xmm18, 0
+    vpternlogq   xmm17, xmm15, xmm16, 150
+    vpxorq       xmm18, xmm14, xmm8
+    vpxorq       xmm19, xmm7, xmm9
+    vpclmulqdq   xmm20, xmm18, xmm19, 0
+    vpclmulqdq   xmm21, xmm18, xmm19, 17
+    vpshufd      xmm22, xmm18, 78
+    vpxorq       xmm18, xmm18, xmm22
+    vpshufd      xmm22, xmm19, 78
+    vpxorq       xmm19, xmm19, xmm22
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm20, xmm21, 150
+    vpxorq       xmm12, xmm12, xmm15
+    vpxorq       xmm15, xmm11, xmm20
+    vpxorq       xmm15, xmm15, xmm12
+    vpternlogq   xmm18, xmm13, xmm17, 150
+    vpxorq       xmm19, xmm21, xmm16
+    vpclmulqdq   xmm20, xmm6, xmm5, 0
+    vpclmulqdq   xmm21, xmm6, xmm5, 17
+    vpshufd      xmm22, xmm6, 78
+    vpxorq       xmm22, xmm6, xmm22
+    vpshufd      xmm23, xmm5, 78
+    vpxorq       xmm23, xmm5, xmm23
+    vpclmulqdq   xmm22, xmm22, xmm23, 0
+    vpternlogq   xmm22, xmm20, xmm21, 150
+    vpclmulqdq   xmm23, xmm10, xmm4, 0
+    vpxorq       xmm24, xmm6, xmm10
+    vpxorq       xmm25, xmm5, xmm4
+    vpclmulqdq   xmm26, xmm24, xmm25, 0
+    vpclmulqdq   xmm27, xmm24, xmm25, 17
+    vpshufd      xmm28, xmm24, 78
+    vpxorq       xmm24, xmm24, xmm28
+    vpshufd      xmm28, xmm25, 78
+    vpxorq       xmm25, xmm25, xmm28
+    vpclmulqdq   xmm24, xmm24, xmm25, 0
+    vpternlogq   xmm24, xmm26, xmm27, 150
+    vpxorq       xmm21, xmm21, xmm23
+    vpxorq       xmm23, xmm20, xmm26
+    vpxorq       xmm24, xmm22, xmm24
+    vpxorq       xmm25, xmm27, xmm21
+    vpxorq       xmm6, xmm14, xmm6
+    vpxorq       xmm8, xmm8, xmm10
+    vpxorq       xmm5, xmm7, xmm5
+    vpxorq       xmm4, xmm9, xmm4
+    vpclmulqdq   xmm7, xmm6, xmm5, 0
+    vpclmulqdq   xmm9, xmm6, xmm5, 17
+    vpshufd      xmm10, xmm6, 78
+    vpxorq       xmm10, xmm6, xmm10
+    vpshufd      xmm14, xmm5, 78
+    vpxorq       xmm14, xmm5, xmm14
+    vpclmulqdq   xmm10, xmm10, xmm14, 0
+    vpternlogq   xmm10, xmm7, xmm9, 150
+    vpclmulqdq   xmm14, xmm8, xmm4, 0
+    vpclmulqdq   xmm26, xmm8, xmm4, 17
+    vpshufd      xmm27, xmm8, 78
+    vpxorq       xmm27, xmm8, xmm27
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm28, xmm4, xmm28
+    vpclmulqdq   xmm27, xmm27, xmm28, 0
+    vpternlogq   xmm27, xmm14, xmm26, 150
+    vpxorq       xmm6, xmm6, xmm8
+    vpxorq       xmm4, xmm5, xmm4
+    vpclmulqdq   xmm5, xmm6, xmm4, 0
+    vpclmulqdq   xmm8, xmm6, xmm4, 17
+    vpshufd      xmm28, xmm6, 78
+    vpxorq       xmm6, xmm6, xmm28
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm4, xmm4, xmm28
+    vpclmulqdq   xmm4, xmm6, xmm4, 0
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpxorq       xmm6, xmm9, xmm14
+    vpxorq       xmm5, xmm7, xmm5
+    vpternlogq   xmm4, xmm10, xmm27, 150
+    vpxorq       xmm8, xmm8, xmm26
+    vpternlogq   xmm19, xmm12, xmm20, 150
+    vpxorq       xmm9, xmm17, xmm22
+    vpternlogq   xmm23, xmm21, xmm16, 150
+    vpxorq       xmm7, xmm11, xmm7
+    vpxorq       xmm10, xmm13, xmm10
+    vpxorq       xmm10, xmm10, xmm9
+    vpternlogq   xmm5, xmm6, xmm15, 150
+    vpternlogq   xmm4, xmm18, xmm24, 150
+    vpternlogq   xmm8, xmm6, xmm25, 150
+    vpxorq       xmm6, xmm27, xmm9
+    vpslldq      xmm9, xmm13, 8
+    vpalignr     xmm12, xmm18, xmm13, 8
+    vpalignr     xmm13, xmm10, xmm18, 8
+    vpternlogq   xmm7, xmm19, xmm13, 150
+    vpalignr     xmm10, xmm4, xmm10, 8
+    vpternlogq   xmm5, xmm23, xmm10, 150
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpternlogq   xmm8, xmm19, xmm4, 150
+    vpalignr     xmm4, xmm24, xmm6, 8
+    vpternlogq   xmm4, xmm26, xmm23, 150
+    vpsrldq      xmm6, xmm24, 8
+    vpxorq       xmm6, xmm25, xmm6
+    vpsllq       xmm10, xmm6, 39
+    vpsrlq       xmm13, xmm6, 25
+    vpsllq       xmm14, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpsllq       xmm16, xmm4, 39
+    vpsrlq       xmm17, xmm4, 25
+    vpsllq       xmm18, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm19, xmm6, 8
+    vpxorq       xmm8, xmm8, xmm19
+    vpsllq       xmm19, xmm8, 39
+    vpsrlq       xmm20, xmm8, 25
+    vpsllq       xmm21, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpxorq       xmm4, xmm10, xmm4
+    vpternlogq   xmm5, xmm13, xmm14, 150
+    vpalignr     xmm6, xmm6, xmm4, 8
+    vpxorq       xmm6, xmm5, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpsllq       xmm10, xmm6, 39
+    vpsrlq       xmm13, xmm6, 25
+    vpsllq       xmm14, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpternlogq   xmm9, xmm11, xmm10, 150
+    vpternlogq   xmm19, xmm13, xmm14, 150
+    vpternlogq   xmm12, xmm15, xmm20, 150
+    vpternlogq   xmm21, xmm6, xmm12, 150
+    vpxorq       xmm6, xmm16, xmm8
+    vpternlogq   xmm7, xmm17, xmm18, 150
+    vpslldq      xmm8, xmm19, 8
+    vpxorq       xmm8, xmm9, xmm8
+    vpalignr     xmm9, xmm6, xmm19, 8
+    vpxorq       xmm9, xmm21, xmm9
+    vpalignr     xmm6, xmm4, xmm6, 8
+    vpxorq       xmm6, xmm7, xmm6
+    vpsrldq      xmm4, xmm4, 8
+    vpternlogq   xmm4, xmm5, xmm29, 40
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm7, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpclmulqdq   xmm10, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm15, xmm5, 25
+    vpsllq       xmm16, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpsrldq      xmm17, xmm4, 8
+    vpxorq       xmm6, xmm6, xmm17
+    vpsllq       xmm17, xmm6, 39
+    vpsrlq       xmm18, xmm6, 25
+    vpsllq       xmm19, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm5, xmm11, xmm5
+    vpternlogq   xmm7, xmm12, xmm13, 150
+    vpalignr     xmm4, xmm4, xmm5, 8
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpternlogq   xmm17, xmm12, xmm13, 150
+    vpxorq       xmm4, xmm19, xmm4
+    vpternlogq   xmm10, xmm18, xmm4, 150
+    vpxorq       xmm4, xmm14, xmm6
+    vpternlogq   xmm9, xmm15, xmm16, 150
+    vpslldq      xmm6, xmm17, 8
+    vpternlogq   xmm8, xmm11, xmm6, 150
+    vpalignr     xmm6, xmm4, xmm17, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpxorq       xmm4, xmm9, xmm4
+    vpsrldq      xmm5, xmm5, 8
+    vpternlogq   xmm5, xmm7, xmm29, 40
+    vpclmulqdq   xmm7, xmm8, xmm0, 0
+    vpclmulqdq   xmm9, xmm8, xmm0, 17
+    vpshufd      xmm10, xmm8, 78
+    vpxorq       xmm10, xmm8, xmm10
+    vpshufd      xmm11, xmm0, 78
+    vpxorq       xmm11, xmm0, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm7, xmm9, 150
+    vpclmulqdq   xmm11, xmm6, xmm1, 0
+    vpclmulqdq   xmm12, xmm6, xmm1, 17
+    vpshufd      xmm13, xmm6, 78
+    vpxorq       xmm13, xmm6, xmm13
+    vpshufd      xmm14, xmm1, 78
+    vpxorq       xmm14, xmm1, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm8, xmm6
+    vpxorq       xmm15, xmm0, xmm1
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm11
+    vpxorq       xmm11, xmm7, xmm16
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm4, xmm2, 0
+    vpclmulqdq   xmm17, xmm4, xmm2, 17
+    vpshufd      xmm18, xmm4, 78
+    vpxorq       xmm18, xmm4, xmm18
+    vpshufd      xmm19, xmm2, 78
+    vpxorq       xmm19, xmm2, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm5, xmm3, 0
+    vpxorq       xmm20, xmm4, xmm5
+    vpxorq       xmm21, xmm2, xmm3
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm4, xmm8, xmm4
+    vpxorq       xmm5, xmm6, xmm5
+    vpxorq       xmm6, xmm0, xmm2
+    vpxorq       xmm8, xmm1, xmm3
+    vpclmulqdq   xmm22, xmm4, xmm6, 0
+    vpclmulqdq   xmm23, xmm4, xmm6, 17
+    vpshufd      xmm24, xmm4, 78
+    vpxorq       xmm24, xmm4, xmm24
+    vpshufd      xmm25, xmm6, 78
+    vpxorq       xmm25, xmm6, xmm25
+    vpclmulqdq   xmm24, xmm24, xmm25, 0
+    vpternlogq   xmm24, xmm22, xmm23, 150
+    vpclmulqdq   xmm25, xmm5, xmm8, 0
+    vpclmulqdq   xmm26, xmm5, xmm8, 17
+    vpshufd      xmm27, xmm5, 78
+    vpxorq       xmm27, xmm5, xmm27
+    vpshufd      xmm28, xmm8, 78
+    vpxorq       xmm28, xmm8, xmm28
+    vpclmulqdq   xmm27, xmm27, xmm28, 0
+    vpternlogq   xmm27, xmm25, xmm26, 150
+    vpxorq       xmm4, xmm4, xmm5
+    vpxorq       xmm5, xmm6, xmm8
+    vpclmulqdq   xmm6, xmm4, xmm5, 0
+    vpclmulqdq   xmm8, xmm4, xmm5, 17
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm4, xmm4, xmm28
+    vpshufd      xmm28, xmm5, 78
+    vpxorq       xmm5, xmm5, xmm28
+    vpclmulqdq   xmm4, xmm4, xmm5, 0
+    vpternlogq   xmm4, xmm6, xmm8, 150
+    vpxorq       xmm5, xmm23, xmm25
+    vpxorq       xmm6, xmm22, xmm6
+    vpternlogq   xmm4, xmm24, xmm27, 150
+    vpxorq       xmm8, xmm8, xmm26
+    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpxorq       xmm9, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm12, xmm7, xmm22
+    vpxorq       xmm13, xmm10, xmm24
+    vpxorq       xmm13, xmm13, xmm9
+    vpternlogq   xmm6, xmm5, xmm11, 150
+    vpternlogq   xmm4, xmm14, xmm20, 150
+    vpternlogq   xmm8, xmm5, xmm21, 150
+    vpxorq       xmm5, xmm27, xmm9
+    vpslldq      xmm9, xmm10, 8
+    vpalignr     xmm10, xmm14, xmm10, 8
+    vpalignr     xmm14, xmm13, xmm14, 8
+    vpternlogq   xmm12, xmm15, xmm14, 150
+    vpalignr     xmm13, xmm4, xmm13, 8
+    vpternlogq   xmm6, xmm19, xmm13, 150
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpternlogq   xmm8, xmm15, xmm4, 150
+    vpalignr     xmm4, xmm20, xmm5, 8
+    vpternlogq   xmm4, xmm26, xmm19, 150
+    vpsrldq      xmm5, xmm20, 8
+    vpxorq       xmm5, xmm21, xmm5
+    vpsllq       xmm13, xmm5, 39
+    vpsrlq       xmm14, xmm5, 25
+    vpsllq       xmm15, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpsllq       xmm16, xmm4, 39
+    vpsrlq       xmm17, xmm4, 25
+    vpsllq       xmm18, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm19, xmm5, 8
+    vpxorq       xmm8, xmm8, xmm19
+    vpsllq       xmm19, xmm8, 39
+    vpsrlq       xmm20, xmm8, 25
+    vpsllq       xmm21, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpxorq       xmm4, xmm13, xmm4
+    vpternlogq   xmm6, xmm14, xmm15, 150
+    vpalignr     xmm5, xmm5, xmm4, 8
+    vpxorq       xmm5, xmm6, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpsllq       xmm13, xmm5, 39
+    vpsrlq       xmm14, xmm5, 25
+    vpsllq       xmm15, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpternlogq   xmm19, xmm14, xmm15, 150
+    vpternlogq   xmm10, xmm11, xmm20, 150
+    vpternlogq   xmm21, xmm5, xmm10, 150
+    vpxorq       xmm5, xmm16, xmm8
+    vpternlogq   xmm12, xmm17, xmm18, 150
+    vpslldq      xmm7, xmm19, 8
+    vpxorq       xmm7, xmm9, xmm7
+    vpalignr     xmm8, xmm5, xmm19, 8
+    vpxorq       xmm8, xmm21, xmm8
+    vpalignr     xmm5, xmm4, xmm5, 8
+    vpxorq       xmm5, xmm12, xmm5
+    vpsrldq      xmm4, xmm4, 8
+    vpternlogq   xmm4, xmm6, xmm29, 40
+    vpclmulqdq   xmm6, xmm4, xmm4, 0
+    vpclmulqdq   xmm9, xmm5, xmm5, 17
+    vpclmulqdq   xmm10, xmm5, xmm5, 0
+    vpclmulqdq   xmm11, xmm8, xmm8, 17
+    vpclmulqdq   xmm12, xmm8, xmm8, 0
+    vpclmulqdq   xmm13, xmm7, xmm7, 17
+    vpclmulqdq   xmm14, xmm7, xmm7, 0
+    vpsllq       xmm15, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpsllq       xmm18, xmm9, 39
+    vpsrlq       xmm19, xmm9, 25
+    vpsllq       xmm20, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpsrldq      xmm21, xmm6, 8
+    vpxorq       xmm10, xmm10, xmm21
+    vpsllq       xmm21, xmm10, 39
+    vpsrlq       xmm22, xmm10, 25
+    vpsllq       xmm23, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpxorq       xmm9, xmm15, xmm9
+    vpternlogq   xmm11, xmm16, xmm17, 150
+    vpalignr     xmm6, xmm6, xmm9, 8
+    vpxorq       xmm6, xmm11, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpsllq       xmm15, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm6, xmm23, xmm6
+    vpternlogq   xmm13, xmm22, xmm6, 150
+    vpxorq       xmm6, xmm18, xmm10
+    vpternlogq   xmm12, xmm19, xmm20, 150
+    vpslldq      xmm10, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm10, 150
+    vpalignr     xmm10, xmm6, xmm21, 8
+    vpxorq       xmm10, xmm13, xmm10
+    vpalignr     xmm6, xmm9, xmm6, 8
+    vpxorq       xmm6, xmm12, xmm6
+    vpsrldq      xmm9, xmm9, 8
+    vpternlogq   xmm9, xmm11, xmm29, 40
+    mov          rax, 12
+    .repeat3:
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpclmulqdq   xmm11, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm12, xmm10, xmm10, 17
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm9, 39
+    vpsrlq       xmm16, xmm9, 25
+    vpsllq       xmm17, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm9, 8
+    vpxorq       xmm6, xmm6, xmm21
+    vpsllq       xmm21, xmm6, 39
+    vpsrlq       xmm22, xmm6, 25
+    vpsllq       xmm23, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm9, xmm9, xmm11, 8
+    vpxorq       xmm9, xmm12, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpsllq       xmm15, xmm9, 39
+    vpsrlq       xmm16, xmm9, 25
+    vpsllq       xmm17, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm23, xmm9
+    vpternlogq   xmm13, xmm22, xmm9, 150
+    vpxorq       xmm6, xmm18, xmm6
+    vpternlogq   xmm10, xmm19, xmm20, 150
+    vpslldq      xmm9, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm9, 150
+    vpalignr     xmm9, xmm6, xmm21, 8
+    vpxorq       xmm9, xmm13, xmm9
+    vpalignr     xmm6, xmm11, xmm6, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsrldq      xmm10, xmm11, 8
+    vpternlogq   xmm10, xmm12, xmm29, 40
+    vpclmulqdq   xmm10, xmm10, xmm10, 0
+    vpclmulqdq   xmm11, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm12, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpclmulqdq   xmm13, xmm14, xmm14, 17
+    vpclmulqdq   xmm14, xmm14, xmm14, 0
+    vpsllq       xmm15, xmm10, 39
+    vpsrlq       xmm16, xmm10, 25
+    vpsllq       xmm17, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm18, xmm11, 39
+    vpsrlq       xmm19, xmm11, 25
+    vpsllq       xmm20, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpsrldq      xmm21, xmm10, 8
+    vpxorq       xmm6, xmm6, xmm21
+    vpsllq       xmm21, xmm6, 39
+    vpsrlq       xmm22, xmm6, 25
+    vpsllq       xmm23, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm11, xmm15, xmm11
+    vpternlogq   xmm12, xmm16, xmm17, 150
+    vpalignr     xmm10, xmm10, xmm11, 8
+    vpxorq       xmm10, xmm12, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpsllq       xmm15, xmm10, 39
+    vpsrlq       xmm16, xmm10, 25
+    vpsllq       xmm17, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
+    vpternlogq   xmm21, xmm16, xmm17, 150
+    vpxorq       xmm10, xmm23, xmm10
+    vpternlogq   xmm13, xmm22, xmm10, 150
+    vpxorq       xmm6, xmm18, xmm6
+    vpternlogq   xmm9, xmm19, xmm20, 150
+    vpslldq      xmm10, xmm21, 8
+    vpternlogq   xmm14, xmm15, xmm10, 150
+    vpalignr     xmm10, xmm6, xmm21, 8
+    vpxorq       xmm10, xmm13, xmm10
+    vpalignr     xmm6, xmm11, xmm6, 8
+    vpxorq       xmm6, xmm9, xmm6
+    vpsrldq      xmm9, xmm11, 8
+    vpternlogq   xmm9, xmm12, xmm29, 40
+    dec          rax
+    jnz          .repeat3
+    vpclmulqdq   xmm11, xmm14, xmm7, 0
+    vpclmulqdq   xmm12, xmm14, xmm7, 17
+    vpshufd      xmm13, xmm14, 78
+    vpxorq       xmm13, xmm14, xmm13
+    vpshufd      xmm15, xmm7, 78
+    vpxorq       xmm15, xmm7, xmm15
+    vpclmulqdq   xmm13, xmm13, xmm15, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpclmulqdq   xmm15, xmm10, xmm8, 0
+    vpclmulqdq   xmm16, xmm10, xmm8, 17
+    vpshufd      xmm17, xmm10, 78
+    vpxorq       xmm17, xmm10, xmm17
+    vpshufd      xmm18, xmm8, 78
+    vpxorq       xmm18, xmm8, xmm18
+    vpclmulqdq   xmm17, xmm17, xmm18, 0
+    vpternlogq   xmm17, xmm15, xmm16, 150
+    vpxorq       xmm18, xmm14, xmm10
+    vpxorq       xmm19, xmm7, xmm8
+    vpclmulqdq   xmm20, xmm18, xmm19, 0
+    vpclmulqdq   xmm21, xmm18, xmm19, 17
+    vpshufd      xmm22, xmm18, 78
+    vpxorq       xmm18, xmm18, xmm22
+    vpshufd      xmm22, xmm19, 78
+    vpxorq       xmm19, xmm19, xmm22
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm20, xmm21, 150
+    vpxorq       xmm12, xmm12, xmm15
+    vpxorq       xmm15, xmm11, xmm20
+    vpxorq       xmm15, xmm15, xmm12
+    vpternlogq   xmm18, xmm13, xmm17, 150
+    vpxorq       xmm19, xmm21, xmm16
+    vpclmulqdq   xmm20, xmm6, xmm5, 0
+    vpclmulqdq   xmm21, xmm6, xmm5, 17
+    vpshufd      xmm22, xmm6, 78
+    vpxorq       xmm22, xmm6, xmm22
+    vpshufd      xmm23, xmm5, 78
+    vpxorq       xmm23, xmm5, xmm23
+    vpclmulqdq   xmm22, xmm22, xmm23, 0
+    vpternlogq   xmm22, xmm20, xmm21, 150
+    vpclmulqdq   xmm23, xmm9, xmm4, 0
+    vpxorq       xmm24, xmm6, xmm9
+    vpxorq       xmm25, xmm5, xmm4
+    vpclmulqdq   xmm26, xmm24, xmm25, 0
+    vpclmulqdq   xmm27, xmm24, xmm25, 17
+    vpshufd      xmm28, xmm24, 78
+    vpxorq       xmm24, xmm24, xmm28
+    vpshufd      xmm28, xmm25, 78
+    vpxorq       xmm25, xmm25, xmm28
+    vpclmulqdq   xmm24, xmm24, xmm25, 0
+    vpternlogq   xmm24, xmm26, xmm27, 150
+    vpxorq       xmm21, xmm21, xmm23
+    vpxorq       xmm23, xmm20, xmm26
+    vpxorq       xmm24, xmm22, xmm24
+    vpxorq       xmm25, xmm27, xmm21
+    vpxorq       xmm6, xmm14, xmm6
+    vpxorq       xmm9, xmm10, xmm9
+    vpxorq       xmm5, xmm7, xmm5
+    vpxorq       xmm4, xmm8, xmm4
+    vpclmulqdq   xmm7, xmm6, xmm5, 0
+    vpclmulqdq   xmm8, xmm6, xmm5, 17
+    vpshufd      xmm10, xmm6, 78
+    vpxorq       xmm10, xmm6, xmm10
+    vpshufd      xmm14, xmm5, 78
+    vpxorq       xmm14, xmm5, xmm14
+    vpclmulqdq   xmm10, xmm10, xmm14, 0
+    vpternlogq   xmm10, xmm7, xmm8, 150
+    vpclmulqdq   xmm14, xmm9, xmm4, 0
+    vpclmulqdq   xmm26, xmm9, xmm4, 17
+    vpshufd      xmm27, xmm9, 78
+    vpxorq       xmm27, xmm9, xmm27
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm28, xmm4, xmm28
+    vpclmulqdq   xmm27, xmm27, xmm28, 0
+    vpternlogq   xmm27, xmm14, xmm26, 150
+    vpxorq       xmm6, xmm6, xmm9
+    vpxorq       xmm4, xmm5, xmm4
+    vpclmulqdq   xmm5, xmm6, xmm4, 0
+    vpclmulqdq   xmm9, xmm6, xmm4, 17
+    vpshufd      xmm28, xmm6, 78
+    vpxorq       xmm6, xmm6, xmm28
+    vpshufd      xmm28, xmm4, 78
+    vpxorq       xmm4, xmm4, xmm28
+    vpclmulqdq   xmm4, xmm6, xmm4, 0
+    vpternlogq   xmm4, xmm5, xmm9, 150
+    vpxorq       xmm6, xmm8, xmm14
+    vpxorq       xmm5, xmm7, xmm5
+    vpternlogq   xmm4, xmm10, xmm27, 150
+    vpxorq       xmm8, xmm9, xmm26
+    vpternlogq   xmm19, xmm12, xmm20, 150
+    vpxorq       xmm9, xmm17, xmm22
+    vpternlogq   xmm23, xmm21, xmm16, 150
+    vpxorq       xmm7, xmm11, xmm7
+    vpxorq       xmm10, xmm13, xmm10
+    vpxorq       xmm10, xmm10, xmm9
+    vpternlogq   xmm5, xmm6, xmm15, 150
+    vpternlogq   xmm4, xmm18, xmm24, 150
+    vpternlogq   xmm8, xmm6, xmm25, 150
+    vpxorq       xmm6, xmm27, xmm9
+    vpslldq      xmm9, xmm13, 8
+    vpalignr     xmm12, xmm18, xmm13, 8
+    vpalignr     xmm13, xmm10, xmm18, 8
+    vpternlogq   xmm7, xmm19, xmm13, 150
+    vpalignr     xmm10, xmm4, xmm10, 8
+    vpternlogq   xmm5, xmm23, xmm10, 150
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpternlogq   xmm8, xmm19, xmm4, 150
+    vpalignr     xmm4, xmm24, xmm6, 8
+    vpternlogq   xmm4, xmm26, xmm23, 150
+    vpsrldq      xmm6, xmm24, 8
+    vpxorq       xmm6, xmm25, xmm6
+    vpsllq       xmm10, xmm6, 39
+    vpsrlq       xmm13, xmm6, 25
+    vpsllq       xmm14, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpsllq       xmm16, xmm4, 39
+    vpsrlq       xmm17, xmm4, 25
+    vpsllq       xmm18, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsrldq      xmm19, xmm6, 8
+    vpxorq       xmm8, xmm8, xmm19
+    vpsllq       xmm19, xmm8, 39
+    vpsrlq       xmm20, xmm8, 25
+    vpsllq       xmm21, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpxorq       xmm4, xmm10, xmm4
+    vpternlogq   xmm5, xmm13, xmm14, 150
+    vpalignr     xmm6, xmm6, xmm4, 8
+    vpxorq       xmm6, xmm5, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpsllq       xmm10, xmm6, 39
+    vpsrlq       xmm13, xmm6, 25
+    vpsllq       xmm14, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpternlogq   xmm9, xmm11, xmm10, 150
+    vpternlogq   xmm19, xmm13, xmm14, 150
+    vpternlogq   xmm12, xmm15, xmm20, 150
+    vpternlogq   xmm21, xmm6, xmm12, 150
+    vpxorq       xmm6, xmm16, xmm8
+    vpternlogq   xmm7, xmm17, xmm18, 150
+    vpslldq      xmm8, xmm19, 8
+    vpxorq       xmm8, xmm9, xmm8
+    vpalignr     xmm9, xmm6, xmm19, 8
+    vpxorq       xmm9, xmm21, xmm9
+    vpalignr     xmm6, xmm4, xmm6, 8
+    vpxorq       xmm6, xmm7, xmm6
+    vpsrldq      xmm4, xmm4, 8
+    vpternlogq   xmm4, xmm5, xmm29, 40
+    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vpclmulqdq   xmm5, xmm6, xmm6, 17
+    vpclmulqdq   xmm6, xmm6, xmm6, 0
+    vpclmulqdq   xmm7, xmm9, xmm9, 17
+    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpclmulqdq   xmm10, xmm8, xmm8, 17
+    vpclmulqdq   xmm8, xmm8, xmm8, 0
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm15, xmm5, 25
+    vpsllq       xmm16, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpsrldq      xmm17, xmm4, 8
+    vpxorq       xmm6, xmm6, xmm17
+    vpsllq       xmm17, xmm6, 39
+    vpsrlq       xmm18, xmm6, 25
+    vpsllq       xmm19, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm5, xmm11, xmm5
+    vpternlogq   xmm7, xmm12, xmm13, 150
+    vpalignr     xmm4, xmm4, xmm5, 8
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpsllq       xmm11, xmm4, 39
+    vpsrlq       xmm12, xmm4, 25
+    vpsllq       xmm13, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpternlogq   xmm17, xmm12, xmm13, 150
+    vpxorq       xmm4, xmm19, xmm4
+    vpternlogq   xmm10, xmm18, xmm4, 150
+    vpxorq       xmm4, xmm14, xmm6
+    vpternlogq   xmm9, xmm15, xmm16, 150
+    vpslldq      xmm6, xmm17, 8
+    vpternlogq   xmm8, xmm11, xmm6, 150
+    vpalignr     xmm6, xmm4, xmm17, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpxorq       xmm4, xmm9, xmm4
+    vpsrldq      xmm5, xmm5, 8
+    vpternlogq   xmm5, xmm7, xmm29, 40
+    vpclmulqdq   xmm7, xmm8, xmm0, 0
+    vpclmulqdq   xmm9, xmm8, xmm0, 17
+    vpshufd      xmm10, xmm8, 78
+    vpxorq       xmm10, xmm8, xmm10
+    vpshufd      xmm11, xmm0, 78
+    vpxorq       xmm11, xmm0, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm7, xmm9, 150
+    vpclmulqdq   xmm11, xmm6, xmm1, 0
+    vpclmulqdq   xmm12, xmm6, xmm1, 17
+    vpshufd      xmm13, xmm6, 78
+    vpxorq       xmm13, xmm6, xmm13
+    vpshufd      xmm14, xmm1, 78
+    vpxorq       xmm14, xmm1, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm8, xmm6
+    vpxorq       xmm15, xmm0, xmm1
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm11
+    vpxorq       xmm11, xmm7, xmm16
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm4, xmm2, 0
+    vpclmulqdq   xmm17, xmm4, xmm2, 17
+    vpshufd      xmm18, xmm4, 78
+    vpxorq       xmm18, xmm4, xmm18
+    vpshufd      xmm19, xmm2, 78
+    vpxorq       xmm19, xmm2, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm5, xmm3, 0
+    vpxorq       xmm20, xmm4, xmm5
+    vpxorq       xmm21, xmm2, xmm3
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm4, xmm8, xmm4
+    vpxorq       xmm5, xmm6, xmm5
+    vpxorq       xmm0, xmm0, xmm2
+    vpxorq       xmm1, xmm1, xmm3
+    vpclmulqdq   xmm2, xmm4, xmm0, 0
+    vpclmulqdq   xmm3, xmm4, xmm0, 17
+    vpshufd      xmm6, xmm4, 78
+    vpxorq       xmm6, xmm4, xmm6
+    vpshufd      xmm8, xmm0, 78
+    vpxorq       xmm8, xmm0, xmm8
+    vpclmulqdq   xmm6, xmm6, xmm8, 0
+    vpternlogq   xmm6, xmm2, xmm3, 150
+    vpclmulqdq   xmm8, xmm5, xmm1, 0
+    vpclmulqdq   xmm22, xmm5, xmm1, 17
+    vpshufd      xmm23, xmm5, 78
+    vpxorq       xmm23, xmm5, xmm23
+    vpshufd      xmm24, xmm1, 78
+    vpxorq       xmm24, xmm1, xmm24
+    vpclmulqdq   xmm23, xmm23, xmm24, 0
+    vpternlogq   xmm23, xmm8, xmm22, 150
+    vpxorq       xmm4, xmm4, xmm5
+    vpxorq       xmm0, xmm0, xmm1
+    vpclmulqdq   xmm1, xmm4, xmm0, 0
+    vpclmulqdq   xmm5, xmm4, xmm0, 17
+    vpshufd      xmm24, xmm4, 78
+    vpxorq       xmm4, xmm4, xmm24
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm0, xmm0, xmm24
+    vpclmulqdq   xmm0, xmm4, xmm0, 0
+    vpternlogq   xmm0, xmm1, xmm5, 150
+    vpxorq       xmm3, xmm3, xmm8
+    vpxorq       xmm1, xmm2, xmm1
+    vpternlogq   xmm0, xmm6, xmm23, 150
+    vpxorq       xmm4, xmm5, xmm22
+    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpxorq       xmm5, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm2, xmm7, xmm2
+    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm6, xmm6, xmm5
+    vpternlogq   xmm1, xmm3, xmm11, 150
+    vpternlogq   xmm0, xmm14, xmm20, 150
+    vpternlogq   xmm4, xmm3, xmm21, 150
+    vpxorq       xmm3, xmm23, xmm5
+    vpslldq      xmm5, xmm10, 8
+    vpalignr     xmm8, xmm14, xmm10, 8
+    vpalignr     xmm9, xmm6, xmm14, 8
+    vpternlogq   xmm2, xmm15, xmm9, 150
+    vpalignr     xmm6, xmm0, xmm6, 8
+    vpternlogq   xmm1, xmm19, xmm6, 150
+    vpalignr     xmm0, xmm3, xmm0, 8
+    vpternlogq   xmm4, xmm15, xmm0, 150
+    vpalignr     xmm0, xmm20, xmm3, 8
+    vpternlogq   xmm0, xmm22, xmm19, 150
+    vpsrldq      xmm3, xmm20, 8
+    vpxorq       xmm3, xmm21, xmm3
+    vpsllq       xmm6, xmm3, 39
+    vpsrlq       xmm9, xmm3, 25
+    vpsllq       xmm10, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpsllq       xmm12, xmm0, 39
+    vpsrlq       xmm13, xmm0, 25
+    vpsllq       xmm14, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm15, xmm3, 8
+    vpxorq       xmm4, xmm4, xmm15
+    vpsllq       xmm15, xmm4, 39
+    vpsrlq       xmm16, xmm4, 25
+    vpsllq       xmm17, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm1, xmm9, xmm10, 150
+    vpalignr     xmm3, xmm3, xmm0, 8
+    vpxorq       xmm3, xmm1, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpsllq       xmm6, xmm3, 39
+    vpsrlq       xmm9, xmm3, 25
+    vpsllq       xmm10, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpternlogq   xmm5, xmm7, xmm6, 150
+    vpternlogq   xmm15, xmm9, xmm10, 150
+    vpternlogq   xmm8, xmm11, xmm16, 150
+    vpternlogq   xmm17, xmm3, xmm8, 150
+    vpxorq       xmm3, xmm12, xmm4
+    vpternlogq   xmm2, xmm13, xmm14, 150
+    vpslldq      xmm4, xmm15, 8
+    vpxorq       xmm4, xmm5, xmm4
+    vpalignr     xmm5, xmm3, xmm15, 8
+    vpxorq       xmm5, xmm17, xmm5
+    vpalignr     xmm3, xmm0, xmm3, 8
+    vpxorq       xmm2, xmm2, xmm3
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm1, xmm29, 40
+    vpsrlq       xmm1, xmm0, 25
+    vpsllq       xmm3, xmm1, 23
+    vpandq       xmm6, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm1, xmm1, xmm3
+    vpxorq       xmm1, xmm4, xmm1
+    vpbroadcastq ymm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpbroadcastq ymm1, xmm1
+    vpbroadcastq ymm7, xmm5
+    vpsrldq      xmm8, xmm5, 8
+    vpbroadcastq ymm8, xmm8
+    vpbroadcastq ymm9, xmm2
+    vpsrldq      xmm10, xmm2, 8
+    vpbroadcastq ymm10, xmm10
+    vpbroadcastq ymm6, xmm6
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm1{k1}, ymm3, ymm1
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm1{k1}, ymm1, ymm7
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm1{k1}, ymm1, ymm8
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm3{k1}, ymm9, ymm10
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm3{k1}, ymm3, ymm6
+    vmovdqu64    ymm6, [rel gf2m_zero4]
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm3{k1}, ymm3, ymm6
+    vmovdqu64    ymm6, [rel gf2m_zero4]
+    vpsllq       ymm7, ymm1, 63
+    vpcmpgtq     k2, ymm6, ymm7
+    lea          rcx, [rel gf2m_sq51_map + 128]      ; addresses gf2m_sq51_map near byte 0
+    vpxorq       ymm7{k2}{z}, ymm6, [rcx - 128]
+    vpxorq       ymm8{k2}{z}, ymm6, [rcx - 96]
+    vpxorq       ymm9{k2}{z}, ymm6, [rcx - 64]
+    vpxorq       ymm10{k2}{z}, ymm6, [rcx - 32]
+    vpxorq       ymm11{k2}{z}, ymm6, [rcx]
+    vpxorq       ymm12{k2}{z}, ymm6, [rcx + 32]
+    vpxorq       ymm13{k2}{z}, ymm6, [rcx + 64]
+    vpxorq       ymm14{k2}{z}, ymm6, [rcx + 96]
+    vpsllq       ymm15, ymm1, 62
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 384]      ; addresses gf2m_sq51_map near byte 256
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 61
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 640]      ; addresses gf2m_sq51_map near byte 512
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 60
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 896]      ; addresses gf2m_sq51_map near byte 768
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 59
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 1152]     ; addresses gf2m_sq51_map near byte 1024
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 58
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 1408]     ; addresses gf2m_sq51_map near byte 1280
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 57
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 1664]     ; addresses gf2m_sq51_map near byte 1536
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 56
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 1920]     ; addresses gf2m_sq51_map near byte 1792
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 55
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 2176]     ; addresses gf2m_sq51_map near byte 2048
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 54
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 2432]     ; addresses gf2m_sq51_map near byte 2304
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 53
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 2688]     ; addresses gf2m_sq51_map near byte 2560
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 52
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 2944]     ; addresses gf2m_sq51_map near byte 2816
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 51
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 3200]     ; addresses gf2m_sq51_map near byte 3072
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 50
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 3456]     ; addresses gf2m_sq51_map near byte 3328
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 49
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 3712]     ; addresses gf2m_sq51_map near byte 3584
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 48
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 3968]     ; addresses gf2m_sq51_map near byte 3840
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 47
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 4224]     ; addresses gf2m_sq51_map near byte 4096
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 46
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 4480]     ; addresses gf2m_sq51_map near byte 4352
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 45
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 4736]     ; addresses gf2m_sq51_map near byte 4608
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 44
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 4992]     ; addresses gf2m_sq51_map near byte 4864
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 43
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 5248]     ; addresses gf2m_sq51_map near byte 5120
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 42
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 5504]     ; addresses gf2m_sq51_map near byte 5376
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 41
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 5760]     ; addresses gf2m_sq51_map near byte 5632
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 40
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 6016]     ; addresses gf2m_sq51_map near byte 5888
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 39
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 6272]     ; addresses gf2m_sq51_map near byte 6144
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 38
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 6528]     ; addresses gf2m_sq51_map near byte 6400
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 37
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 6784]     ; addresses gf2m_sq51_map near byte 6656
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 36
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 7040]     ; addresses gf2m_sq51_map near byte 6912
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 35
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 7296]     ; addresses gf2m_sq51_map near byte 7168
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 34
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 7552]     ; addresses gf2m_sq51_map near byte 7424
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 33
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 7808]     ; addresses gf2m_sq51_map near byte 7680
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 32
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 8064]     ; addresses gf2m_sq51_map near byte 7936
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 31
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 8320]     ; addresses gf2m_sq51_map near byte 8192
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 30
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 8576]     ; addresses gf2m_sq51_map near byte 8448
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 29
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 8832]     ; addresses gf2m_sq51_map near byte 8704
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 28
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 9088]     ; addresses gf2m_sq51_map near byte 8960
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 27
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 9344]     ; addresses gf2m_sq51_map near byte 9216
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 26
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 9600]     ; addresses gf2m_sq51_map near byte 9472
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 25
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 9856]     ; addresses gf2m_sq51_map near byte 9728
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 24
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 10112]    ; addresses gf2m_sq51_map near byte 9984
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 23
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 10368]    ; addresses gf2m_sq51_map near byte 10240
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 22
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 10624]    ; addresses gf2m_sq51_map near byte 10496
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 21
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 10880]    ; addresses gf2m_sq51_map near byte 10752
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 20
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 11136]    ; addresses gf2m_sq51_map near byte 11008
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 19
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 11392]    ; addresses gf2m_sq51_map near byte 11264
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 18
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 11648]    ; addresses gf2m_sq51_map near byte 11520
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 17
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 11904]    ; addresses gf2m_sq51_map near byte 11776
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 16
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 12160]    ; addresses gf2m_sq51_map near byte 12032
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 15
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 12416]    ; addresses gf2m_sq51_map near byte 12288
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 14
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 12672]    ; addresses gf2m_sq51_map near byte 12544
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 13
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 12928]    ; addresses gf2m_sq51_map near byte 12800
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 12
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 13184]    ; addresses gf2m_sq51_map near byte 13056
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 11
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 13440]    ; addresses gf2m_sq51_map near byte 13312
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 10
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 13696]    ; addresses gf2m_sq51_map near byte 13568
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 9
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 13952]    ; addresses gf2m_sq51_map near byte 13824
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 8
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 14208]    ; addresses gf2m_sq51_map near byte 14080
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 7
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 14464]    ; addresses gf2m_sq51_map near byte 14336
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 6
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 14720]    ; addresses gf2m_sq51_map near byte 14592
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 5
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 14976]    ; addresses gf2m_sq51_map near byte 14848
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 4
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 15232]    ; addresses gf2m_sq51_map near byte 15104
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 3
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 15488]    ; addresses gf2m_sq51_map near byte 15360
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 2
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 15744]    ; addresses gf2m_sq51_map near byte 15616
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 1
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq51_map + 16000]    ; addresses gf2m_sq51_map near byte 15872
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 16256]    ; addresses gf2m_sq51_map near byte 16128
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 63
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 16512]    ; addresses gf2m_sq51_map near byte 16384
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 62
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 16768]    ; addresses gf2m_sq51_map near byte 16640
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 61
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 17024]    ; addresses gf2m_sq51_map near byte 16896
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 60
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 17280]    ; addresses gf2m_sq51_map near byte 17152
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 59
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 17536]    ; addresses gf2m_sq51_map near byte 17408
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 58
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 17792]    ; addresses gf2m_sq51_map near byte 17664
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 57
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 18048]    ; addresses gf2m_sq51_map near byte 17920
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 56
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 18304]    ; addresses gf2m_sq51_map near byte 18176
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 55
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 18560]    ; addresses gf2m_sq51_map near byte 18432
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 54
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 18816]    ; addresses gf2m_sq51_map near byte 18688
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 53
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 19072]    ; addresses gf2m_sq51_map near byte 18944
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 52
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 19328]    ; addresses gf2m_sq51_map near byte 19200
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 51
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 19584]    ; addresses gf2m_sq51_map near byte 19456
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 50
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 19840]    ; addresses gf2m_sq51_map near byte 19712
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 49
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 20096]    ; addresses gf2m_sq51_map near byte 19968
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 48
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 20352]    ; addresses gf2m_sq51_map near byte 20224
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 47
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 20608]    ; addresses gf2m_sq51_map near byte 20480
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 46
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 20864]    ; addresses gf2m_sq51_map near byte 20736
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 45
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 21120]    ; addresses gf2m_sq51_map near byte 20992
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 44
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 21376]    ; addresses gf2m_sq51_map near byte 21248
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 43
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 21632]    ; addresses gf2m_sq51_map near byte 21504
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 42
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 21888]    ; addresses gf2m_sq51_map near byte 21760
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 41
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 22144]    ; addresses gf2m_sq51_map near byte 22016
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 40
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 22400]    ; addresses gf2m_sq51_map near byte 22272
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 39
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 22656]    ; addresses gf2m_sq51_map near byte 22528
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 38
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 22912]    ; addresses gf2m_sq51_map near byte 22784
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 37
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 23168]    ; addresses gf2m_sq51_map near byte 23040
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 36
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 23424]    ; addresses gf2m_sq51_map near byte 23296
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 35
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 23680]    ; addresses gf2m_sq51_map near byte 23552
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 34
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 23936]    ; addresses gf2m_sq51_map near byte 23808
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 33
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 24192]    ; addresses gf2m_sq51_map near byte 24064
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 32
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 24448]    ; addresses gf2m_sq51_map near byte 24320
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 31
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 24704]    ; addresses gf2m_sq51_map near byte 24576
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 30
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 24960]    ; addresses gf2m_sq51_map near byte 24832
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 29
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 25216]    ; addresses gf2m_sq51_map near byte 25088
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 28
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 25472]    ; addresses gf2m_sq51_map near byte 25344
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 27
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 25728]    ; addresses gf2m_sq51_map near byte 25600
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 26
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 25984]    ; addresses gf2m_sq51_map near byte 25856
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 25
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 26240]    ; addresses gf2m_sq51_map near byte 26112
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 24
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 26496]    ; addresses gf2m_sq51_map near byte 26368
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 23
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 26752]    ; addresses gf2m_sq51_map near byte 26624
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 22
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 27008]    ; addresses gf2m_sq51_map near byte 26880
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 21
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 27264]    ; addresses gf2m_sq51_map near byte 27136
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 20
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 27520]    ; addresses gf2m_sq51_map near byte 27392
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 19
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 27776]    ; addresses gf2m_sq51_map near byte 27648
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 18
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 28032]    ; addresses gf2m_sq51_map near byte 27904
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 17
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 28288]    ; addresses gf2m_sq51_map near byte 28160
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 16
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 28544]    ; addresses gf2m_sq51_map near byte 28416
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 15
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 28800]    ; addresses gf2m_sq51_map near byte 28672
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 14
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 29056]    ; addresses gf2m_sq51_map near byte 28928
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 13
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 29312]    ; addresses gf2m_sq51_map near byte 29184
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 12
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 29568]    ; addresses gf2m_sq51_map near byte 29440
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 11
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 29824]    ; addresses gf2m_sq51_map near byte 29696
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 10
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 30080]    ; addresses gf2m_sq51_map near byte 29952
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 9
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 30336]    ; addresses gf2m_sq51_map near byte 30208
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 8
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 30592]    ; addresses gf2m_sq51_map near byte 30464
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 7
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 30848]    ; addresses gf2m_sq51_map near byte 30720
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 6
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 31104]    ; addresses gf2m_sq51_map near byte 30976
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 5
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 31360]    ; addresses gf2m_sq51_map near byte 31232
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 4
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 31616]    ; addresses gf2m_sq51_map near byte 31488
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 3
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 31872]    ; addresses gf2m_sq51_map near byte 31744
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 2
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 32128]    ; addresses gf2m_sq51_map near byte 32000
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 1
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq51_map + 32384]    ; addresses gf2m_sq51_map near byte 32256
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpcmpgtq     k2, ymm6, ymm3
+    lea          rcx, [rel gf2m_sq51_map + 32640]    ; addresses gf2m_sq51_map near byte 32512
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpermq       ymm1, ymm8, 147
+    vpermq       ymm3, ymm9, 78
+    vpermq       ymm6, ymm10, 57
+    vpternlogq   ymm1, ymm7, ymm3, 150
+    vpxorq       ymm1, ymm1, ymm6
+    vextracti64x2 xmm3, ymm1, 0
+    vextracti64x2 xmm1, ymm1, 1
+    vpermq       ymm6, ymm12, 147
+    vpermq       ymm7, ymm13, 78
+    vpermq       ymm8, ymm14, 57
+    vpternlogq   ymm6, ymm11, ymm7, 150
+    vpxorq       ymm6, ymm6, ymm8
+    vextracti64x2 xmm7, ymm6, 0
+    vextracti64x2 xmm6, ymm6, 1
+    vpclmulqdq   xmm8, xmm3, xmm4, 0
+    vpclmulqdq   xmm9, xmm3, xmm4, 17
+    vpshufd      xmm10, xmm3, 78
+    vpxorq       xmm10, xmm3, xmm10
+    vpshufd      xmm11, xmm4, 78
+    vpxorq       xmm11, xmm4, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm8, xmm9, 150
+    vpclmulqdq   xmm11, xmm1, xmm5, 0
+    vpclmulqdq   xmm12, xmm1, xmm5, 17
+    vpshufd      xmm13, xmm1, 78
+    vpxorq       xmm13, xmm1, xmm13
+    vpshufd      xmm14, xmm5, 78
+    vpxorq       xmm14, xmm5, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm3, xmm1
+    vpxorq       xmm15, xmm4, xmm5
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm11
+    vpxorq       xmm11, xmm8, xmm16
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm7, xmm2, 0
+    vpclmulqdq   xmm17, xmm7, xmm2, 17
+    vpshufd      xmm18, xmm7, 78
+    vpxorq       xmm18, xmm7, xmm18
+    vpshufd      xmm19, xmm2, 78
+    vpxorq       xmm19, xmm2, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm6, xmm0, 0
+    vpxorq       xmm20, xmm7, xmm6
+    vpxorq       xmm21, xmm2, xmm0
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm3, xmm3, xmm7
+    vpxorq       xmm1, xmm1, xmm6
+    vpxorq       xmm2, xmm4, xmm2
+    vpxorq       xmm0, xmm5, xmm0
+    vpclmulqdq   xmm4, xmm3, xmm2, 0
+    vpclmulqdq   xmm5, xmm3, xmm2, 17
+    vpshufd      xmm6, xmm3, 78
+    vpxorq       xmm6, xmm3, xmm6
+    vpshufd      xmm7, xmm2, 78
+    vpxorq       xmm7, xmm2, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpternlogq   xmm6, xmm4, xmm5, 150
+    vpclmulqdq   xmm7, xmm1, xmm0, 0
+    vpclmulqdq   xmm22, xmm1, xmm0, 17
+    vpshufd      xmm23, xmm1, 78
+    vpxorq       xmm23, xmm1, xmm23
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm24, xmm0, xmm24
+    vpclmulqdq   xmm23, xmm23, xmm24, 0
+    vpternlogq   xmm23, xmm7, xmm22, 150
+    vpxorq       xmm1, xmm3, xmm1
+    vpxorq       xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm0, 17
+    vpshufd      xmm24, xmm1, 78
+    vpxorq       xmm1, xmm1, xmm24
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm0, xmm0, xmm24
+    vpclmulqdq   xmm0, xmm1, xmm0, 0
+    vpternlogq   xmm0, xmm2, xmm3, 150
+    vpxorq       xmm1, xmm5, xmm7
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm0, xmm6, xmm23, 150
+    vpxorq       xmm3, xmm3, xmm22
+    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpxorq       xmm5, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm4, xmm8, xmm4
+    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm6, xmm6, xmm5
+    vpternlogq   xmm2, xmm1, xmm11, 150
+    vpternlogq   xmm0, xmm14, xmm20, 150
+    vpternlogq   xmm3, xmm1, xmm21, 150
+    vpxorq       xmm1, xmm23, xmm5
+    vpslldq      xmm5, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm10, 8
+    vpalignr     xmm9, xmm6, xmm14, 8
+    vpternlogq   xmm4, xmm15, xmm9, 150
+    vpalignr     xmm6, xmm0, xmm6, 8
+    vpternlogq   xmm2, xmm19, xmm6, 150
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpternlogq   xmm3, xmm15, xmm0, 150
+    vpalignr     xmm0, xmm20, xmm1, 8
+    vpternlogq   xmm0, xmm22, xmm19, 150
+    vpsrldq      xmm1, xmm20, 8
+    vpxorq       xmm1, xmm21, xmm1
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm9, xmm1, 25
+    vpsllq       xmm10, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm12, xmm0, 39
+    vpsrlq       xmm13, xmm0, 25
+    vpsllq       xmm14, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm15, xmm1, 8
+    vpxorq       xmm3, xmm3, xmm15
+    vpsllq       xmm15, xmm3, 39
+    vpsrlq       xmm16, xmm3, 25
+    vpsllq       xmm17, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm2, xmm9, xmm10, 150
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm9, xmm1, 25
+    vpsllq       xmm10, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpternlogq   xmm5, xmm8, xmm6, 150
+    vpternlogq   xmm15, xmm9, xmm10, 150
+    vpternlogq   xmm7, xmm11, xmm16, 150
+    vpternlogq   xmm17, xmm1, xmm7, 150
+    vpxorq       xmm1, xmm12, xmm3
+    vpternlogq   xmm4, xmm13, xmm14, 150
+    vpslldq      xmm3, xmm15, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm1, xmm15, 8
+    vpxorq       xmm5, xmm17, xmm5
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm2, xmm29, 40
+    vpsrlq       xmm2, xmm0, 25
+    vpsllq       xmm4, xmm2, 23
+    vpandq       xmm6, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm4
+    vpxorq       xmm2, xmm3, xmm2
+    vpbroadcastq ymm4, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm7, xmm5
+    vpsrldq      xmm8, xmm5, 8
+    vpbroadcastq ymm8, xmm8
+    vpbroadcastq ymm9, xmm1
+    vpsrldq      xmm10, xmm1, 8
+    vpbroadcastq ymm10, xmm10
+    vpbroadcastq ymm6, xmm6
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm4, ymm2
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm2, ymm7
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm2, ymm8
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm9, ymm10
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm4, ymm6
+    vmovdqu64    ymm6, [rel gf2m_zero4]
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm4{k1}, ymm4, ymm6
+    vmovdqu64    ymm6, [rel gf2m_zero4]
+    vpsllq       ymm7, ymm2, 63
+    vpcmpgtq     k2, ymm6, ymm7
+    lea          rcx, [rel gf2m_sq102_map + 128]     ; addresses gf2m_sq102_map near byte 0
+    vpxorq       ymm7{k2}{z}, ymm6, [rcx - 128]
+    vpxorq       ymm8{k2}{z}, ymm6, [rcx - 96]
+    vpxorq       ymm9{k2}{z}, ymm6, [rcx - 64]
+    vpxorq       ymm10{k2}{z}, ymm6, [rcx - 32]
+    vpxorq       ymm11{k2}{z}, ymm6, [rcx]
+    vpxorq       ymm12{k2}{z}, ymm6, [rcx + 32]
+    vpxorq       ymm13{k2}{z}, ymm6, [rcx + 64]
+    vpxorq       ymm14{k2}{z}, ymm6, [rcx + 96]
+    vpsllq       ymm15, ymm2, 62
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 384]     ; addresses gf2m_sq102_map near byte 256
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 61
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 640]     ; addresses gf2m_sq102_map near byte 512
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 60
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 896]     ; addresses gf2m_sq102_map near byte 768
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 59
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 1152]    ; addresses gf2m_sq102_map near byte 1024
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 58
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 1408]    ; addresses gf2m_sq102_map near byte 1280
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 57
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 1664]    ; addresses gf2m_sq102_map near byte 1536
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 56
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 1920]    ; addresses gf2m_sq102_map near byte 1792
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 55
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 2176]    ; addresses gf2m_sq102_map near byte 2048
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 54
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 2432]    ; addresses gf2m_sq102_map near byte 2304
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 53
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 2688]    ; addresses gf2m_sq102_map near byte 2560
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 52
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 2944]    ; addresses gf2m_sq102_map near byte 2816
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 51
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 3200]    ; addresses gf2m_sq102_map near byte 3072
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 50
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 3456]    ; addresses gf2m_sq102_map near byte 3328
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 49
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 3712]    ; addresses gf2m_sq102_map near byte 3584
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 48
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 3968]    ; addresses gf2m_sq102_map near byte 3840
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 47
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 4224]    ; addresses gf2m_sq102_map near byte 4096
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 46
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 4480]    ; addresses gf2m_sq102_map near byte 4352
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 45
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 4736]    ; addresses gf2m_sq102_map near byte 4608
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 44
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 4992]    ; addresses gf2m_sq102_map near byte 4864
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 43
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 5248]    ; addresses gf2m_sq102_map near byte 5120
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 42
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 5504]    ; addresses gf2m_sq102_map near byte 5376
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 41
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 5760]    ; addresses gf2m_sq102_map near byte 5632
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 40
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 6016]    ; addresses gf2m_sq102_map near byte 5888
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 39
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 6272]    ; addresses gf2m_sq102_map near byte 6144
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 38
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 6528]    ; addresses gf2m_sq102_map near byte 6400
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 37
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 6784]    ; addresses gf2m_sq102_map near byte 6656
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 36
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 7040]    ; addresses gf2m_sq102_map near byte 6912
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 35
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 7296]    ; addresses gf2m_sq102_map near byte 7168
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 34
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 7552]    ; addresses gf2m_sq102_map near byte 7424
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 33
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 7808]    ; addresses gf2m_sq102_map near byte 7680
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 32
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 8064]    ; addresses gf2m_sq102_map near byte 7936
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 31
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 8320]    ; addresses gf2m_sq102_map near byte 8192
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 30
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 8576]    ; addresses gf2m_sq102_map near byte 8448
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 29
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 8832]    ; addresses gf2m_sq102_map near byte 8704
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 28
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 9088]    ; addresses gf2m_sq102_map near byte 8960
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 27
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 9344]    ; addresses gf2m_sq102_map near byte 9216
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 26
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 9600]    ; addresses gf2m_sq102_map near byte 9472
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 25
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 9856]    ; addresses gf2m_sq102_map near byte 9728
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 24
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 10112]   ; addresses gf2m_sq102_map near byte 9984
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 23
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 10368]   ; addresses gf2m_sq102_map near byte 10240
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 22
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 10624]   ; addresses gf2m_sq102_map near byte 10496
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 21
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 10880]   ; addresses gf2m_sq102_map near byte 10752
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 20
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 11136]   ; addresses gf2m_sq102_map near byte 11008
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 19
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 11392]   ; addresses gf2m_sq102_map near byte 11264
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 18
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 11648]   ; addresses gf2m_sq102_map near byte 11520
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 17
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 11904]   ; addresses gf2m_sq102_map near byte 11776
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 16
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 12160]   ; addresses gf2m_sq102_map near byte 12032
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 15
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 12416]   ; addresses gf2m_sq102_map near byte 12288
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 14
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 12672]   ; addresses gf2m_sq102_map near byte 12544
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 13
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 12928]   ; addresses gf2m_sq102_map near byte 12800
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 12
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 13184]   ; addresses gf2m_sq102_map near byte 13056
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 11
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 13440]   ; addresses gf2m_sq102_map near byte 13312
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 10
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 13696]   ; addresses gf2m_sq102_map near byte 13568
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 9
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 13952]   ; addresses gf2m_sq102_map near byte 13824
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 8
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 14208]   ; addresses gf2m_sq102_map near byte 14080
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 7
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 14464]   ; addresses gf2m_sq102_map near byte 14336
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 6
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 14720]   ; addresses gf2m_sq102_map near byte 14592
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 5
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 14976]   ; addresses gf2m_sq102_map near byte 14848
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 4
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 15232]   ; addresses gf2m_sq102_map near byte 15104
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 3
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 15488]   ; addresses gf2m_sq102_map near byte 15360
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 2
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 15744]   ; addresses gf2m_sq102_map near byte 15616
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm2, 1
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq102_map + 16000]   ; addresses gf2m_sq102_map near byte 15872
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 16256]   ; addresses gf2m_sq102_map near byte 16128
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 63
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 16512]   ; addresses gf2m_sq102_map near byte 16384
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 62
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 16768]   ; addresses gf2m_sq102_map near byte 16640
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 61
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 17024]   ; addresses gf2m_sq102_map near byte 16896
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 60
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 17280]   ; addresses gf2m_sq102_map near byte 17152
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 59
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 17536]   ; addresses gf2m_sq102_map near byte 17408
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 58
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 17792]   ; addresses gf2m_sq102_map near byte 17664
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 57
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 18048]   ; addresses gf2m_sq102_map near byte 17920
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 56
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 18304]   ; addresses gf2m_sq102_map near byte 18176
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 55
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 18560]   ; addresses gf2m_sq102_map near byte 18432
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 54
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 18816]   ; addresses gf2m_sq102_map near byte 18688
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 53
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 19072]   ; addresses gf2m_sq102_map near byte 18944
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 52
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 19328]   ; addresses gf2m_sq102_map near byte 19200
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 51
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 19584]   ; addresses gf2m_sq102_map near byte 19456
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 50
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 19840]   ; addresses gf2m_sq102_map near byte 19712
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 49
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 20096]   ; addresses gf2m_sq102_map near byte 19968
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 48
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 20352]   ; addresses gf2m_sq102_map near byte 20224
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 47
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 20608]   ; addresses gf2m_sq102_map near byte 20480
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 46
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 20864]   ; addresses gf2m_sq102_map near byte 20736
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 45
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 21120]   ; addresses gf2m_sq102_map near byte 20992
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 44
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 21376]   ; addresses gf2m_sq102_map near byte 21248
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 43
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 21632]   ; addresses gf2m_sq102_map near byte 21504
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 42
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 21888]   ; addresses gf2m_sq102_map near byte 21760
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 41
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 22144]   ; addresses gf2m_sq102_map near byte 22016
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 40
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 22400]   ; addresses gf2m_sq102_map near byte 22272
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 39
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 22656]   ; addresses gf2m_sq102_map near byte 22528
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 38
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 22912]   ; addresses gf2m_sq102_map near byte 22784
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 37
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 23168]   ; addresses gf2m_sq102_map near byte 23040
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 36
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 23424]   ; addresses gf2m_sq102_map near byte 23296
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 35
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 23680]   ; addresses gf2m_sq102_map near byte 23552
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 34
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 23936]   ; addresses gf2m_sq102_map near byte 23808
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 33
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 24192]   ; addresses gf2m_sq102_map near byte 24064
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 32
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 24448]   ; addresses gf2m_sq102_map near byte 24320
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 31
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 24704]   ; addresses gf2m_sq102_map near byte 24576
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 30
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 24960]   ; addresses gf2m_sq102_map near byte 24832
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 29
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 25216]   ; addresses gf2m_sq102_map near byte 25088
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 28
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 25472]   ; addresses gf2m_sq102_map near byte 25344
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 27
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 25728]   ; addresses gf2m_sq102_map near byte 25600
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 26
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 25984]   ; addresses gf2m_sq102_map near byte 25856
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 25
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 26240]   ; addresses gf2m_sq102_map near byte 26112
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 24
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 26496]   ; addresses gf2m_sq102_map near byte 26368
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 23
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 26752]   ; addresses gf2m_sq102_map near byte 26624
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 22
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 27008]   ; addresses gf2m_sq102_map near byte 26880
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 21
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 27264]   ; addresses gf2m_sq102_map near byte 27136
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 20
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 27520]   ; addresses gf2m_sq102_map near byte 27392
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 19
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 27776]   ; addresses gf2m_sq102_map near byte 27648
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 18
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 28032]   ; addresses gf2m_sq102_map near byte 27904
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 17
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 28288]   ; addresses gf2m_sq102_map near byte 28160
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 16
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 28544]   ; addresses gf2m_sq102_map near byte 28416
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 15
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 28800]   ; addresses gf2m_sq102_map near byte 28672
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 14
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 29056]   ; addresses gf2m_sq102_map near byte 28928
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 13
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 29312]   ; addresses gf2m_sq102_map near byte 29184
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 12
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 29568]   ; addresses gf2m_sq102_map near byte 29440
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 11
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 29824]   ; addresses gf2m_sq102_map near byte 29696
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 10
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 30080]   ; addresses gf2m_sq102_map near byte 29952
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 9
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 30336]   ; addresses gf2m_sq102_map near byte 30208
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 8
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 30592]   ; addresses gf2m_sq102_map near byte 30464
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 7
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 30848]   ; addresses gf2m_sq102_map near byte 30720
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 6
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 31104]   ; addresses gf2m_sq102_map near byte 30976
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 5
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 31360]   ; addresses gf2m_sq102_map near byte 31232
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 4
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 31616]   ; addresses gf2m_sq102_map near byte 31488
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 3
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 31872]   ; addresses gf2m_sq102_map near byte 31744
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 2
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 32128]   ; addresses gf2m_sq102_map near byte 32000
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm2, ymm4, 1
+    vpcmpgtq     k2, ymm6, ymm2
+    lea          rcx, [rel gf2m_sq102_map + 32384]   ; addresses gf2m_sq102_map near byte 32256
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpcmpgtq     k2, ymm6, ymm4
+    lea          rcx, [rel gf2m_sq102_map + 32640]   ; addresses gf2m_sq102_map near byte 32512
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpermq       ymm2, ymm8, 147
+    vpermq       ymm4, ymm9, 78
+    vpermq       ymm6, ymm10, 57
+    vpternlogq   ymm2, ymm7, ymm4, 150
+    vpxorq       ymm2, ymm2, ymm6
+    vextracti64x2 xmm4, ymm2, 0
+    vextracti64x2 xmm2, ymm2, 1
+    vpermq       ymm6, ymm12, 147
+    vpermq       ymm7, ymm13, 78
+    vpermq       ymm8, ymm14, 57
+    vpternlogq   ymm6, ymm11, ymm7, 150
+    vpxorq       ymm6, ymm6, ymm8
+    vextracti64x2 xmm7, ymm6, 0
+    vextracti64x2 xmm6, ymm6, 1
+    vpclmulqdq   xmm8, xmm4, xmm3, 0
+    vpclmulqdq   xmm9, xmm4, xmm3, 17
+    vpshufd      xmm10, xmm4, 78
+    vpxorq       xmm10, xmm4, xmm10
+    vpshufd      xmm11, xmm3, 78
+    vpxorq       xmm11, xmm3, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm8, xmm9, 150
+    vpclmulqdq   xmm11, xmm2, xmm5, 0
+    vpclmulqdq   xmm12, xmm2, xmm5, 17
+    vpshufd      xmm13, xmm2, 78
+    vpxorq       xmm13, xmm2, xmm13
+    vpshufd      xmm14, xmm5, 78
+    vpxorq       xmm14, xmm5, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm4, xmm2
+    vpxorq       xmm15, xmm3, xmm5
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm11
+    vpxorq       xmm11, xmm8, xmm16
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm7, xmm1, 0
+    vpclmulqdq   xmm17, xmm7, xmm1, 17
+    vpshufd      xmm18, xmm7, 78
+    vpxorq       xmm18, xmm7, xmm18
+    vpshufd      xmm19, xmm1, 78
+    vpxorq       xmm19, xmm1, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm6, xmm0, 0
+    vpxorq       xmm20, xmm7, xmm6
+    vpxorq       xmm21, xmm1, xmm0
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm4, xmm4, xmm7
+    vpxorq       xmm2, xmm2, xmm6
+    vpxorq       xmm1, xmm3, xmm1
+    vpxorq       xmm0, xmm5, xmm0
+    vpclmulqdq   xmm3, xmm4, xmm1, 0
+    vpclmulqdq   xmm5, xmm4, xmm1, 17
+    vpshufd      xmm6, xmm4, 78
+    vpxorq       xmm6, xmm4, xmm6
+    vpshufd      xmm7, xmm1, 78
+    vpxorq       xmm7, xmm1, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpternlogq   xmm6, xmm3, xmm5, 150
+    vpclmulqdq   xmm7, xmm2, xmm0, 0
+    vpclmulqdq   xmm22, xmm2, xmm0, 17
+    vpshufd      xmm23, xmm2, 78
+    vpxorq       xmm23, xmm2, xmm23
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm24, xmm0, xmm24
+    vpclmulqdq   xmm23, xmm23, xmm24, 0
+    vpternlogq   xmm23, xmm7, xmm22, 150
+    vpxorq       xmm2, xmm4, xmm2
+    vpxorq       xmm0, xmm1, xmm0
+    vpclmulqdq   xmm1, xmm2, xmm0, 0
+    vpclmulqdq   xmm4, xmm2, xmm0, 17
+    vpshufd      xmm24, xmm2, 78
+    vpxorq       xmm2, xmm2, xmm24
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm0, xmm0, xmm24
+    vpclmulqdq   xmm0, xmm2, xmm0, 0
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpxorq       xmm2, xmm5, xmm7
+    vpxorq       xmm1, xmm3, xmm1
+    vpternlogq   xmm0, xmm6, xmm23, 150
+    vpxorq       xmm4, xmm4, xmm22
+    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpxorq       xmm5, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm3, xmm8, xmm3
+    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm6, xmm6, xmm5
+    vpternlogq   xmm1, xmm2, xmm11, 150
+    vpternlogq   xmm0, xmm14, xmm20, 150
+    vpternlogq   xmm4, xmm2, xmm21, 150
+    vpxorq       xmm2, xmm23, xmm5
+    vpslldq      xmm5, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm10, 8
+    vpalignr     xmm9, xmm6, xmm14, 8
+    vpternlogq   xmm3, xmm15, xmm9, 150
+    vpalignr     xmm6, xmm0, xmm6, 8
+    vpternlogq   xmm1, xmm19, xmm6, 150
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpternlogq   xmm4, xmm15, xmm0, 150
+    vpalignr     xmm0, xmm20, xmm2, 8
+    vpternlogq   xmm0, xmm22, xmm19, 150
+    vpsrldq      xmm2, xmm20, 8
+    vpxorq       xmm2, xmm21, xmm2
+    vpsllq       xmm6, xmm2, 39
+    vpsrlq       xmm9, xmm2, 25
+    vpsllq       xmm10, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsllq       xmm12, xmm0, 39
+    vpsrlq       xmm13, xmm0, 25
+    vpsllq       xmm14, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm15, xmm2, 8
+    vpxorq       xmm4, xmm4, xmm15
+    vpsllq       xmm15, xmm4, 39
+    vpsrlq       xmm16, xmm4, 25
+    vpsllq       xmm17, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm1, xmm9, xmm10, 150
+    vpalignr     xmm2, xmm2, xmm0, 8
+    vpxorq       xmm2, xmm1, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpsllq       xmm6, xmm2, 39
+    vpsrlq       xmm9, xmm2, 25
+    vpsllq       xmm10, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm5, xmm8, xmm6, 150
+    vpternlogq   xmm15, xmm9, xmm10, 150
+    vpternlogq   xmm7, xmm11, xmm16, 150
+    vpternlogq   xmm17, xmm2, xmm7, 150
+    vpxorq       xmm2, xmm12, xmm4
+    vpternlogq   xmm3, xmm13, xmm14, 150
+    vpslldq      xmm4, xmm15, 8
+    vpxorq       xmm4, xmm5, xmm4
+    vpalignr     xmm5, xmm2, xmm15, 8
+    vpxorq       xmm5, xmm17, xmm5
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm1, xmm29, 40
+    vpsrlq       xmm1, xmm0, 25
+    vpsllq       xmm3, xmm1, 23
+    vpandq       xmm6, xmm0, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm1, xmm1, xmm3
+    vpxorq       xmm1, xmm4, xmm1
+    vpbroadcastq ymm3, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpbroadcastq ymm1, xmm1
+    vpbroadcastq ymm7, xmm5
+    vpsrldq      xmm8, xmm5, 8
+    vpbroadcastq ymm8, xmm8
+    vpbroadcastq ymm9, xmm2
+    vpsrldq      xmm10, xmm2, 8
+    vpbroadcastq ymm10, xmm10
+    vpbroadcastq ymm6, xmm6
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm1{k1}, ymm3, ymm1
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm1{k1}, ymm1, ymm7
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm1{k1}, ymm1, ymm8
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm3{k1}, ymm9, ymm10
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm3{k1}, ymm3, ymm6
+    vmovdqu64    ymm6, [rel gf2m_zero4]
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm3{k1}, ymm3, ymm6
+    vmovdqu64    ymm6, [rel gf2m_zero4]
+    vpsllq       ymm7, ymm1, 63
+    vpcmpgtq     k2, ymm6, ymm7
+    lea          rcx, [rel gf2m_sq204_map + 128]     ; addresses gf2m_sq204_map near byte 0
+    vpxorq       ymm7{k2}{z}, ymm6, [rcx - 128]
+    vpxorq       ymm8{k2}{z}, ymm6, [rcx - 96]
+    vpxorq       ymm9{k2}{z}, ymm6, [rcx - 64]
+    vpxorq       ymm10{k2}{z}, ymm6, [rcx - 32]
+    vpxorq       ymm11{k2}{z}, ymm6, [rcx]
+    vpxorq       ymm12{k2}{z}, ymm6, [rcx + 32]
+    vpxorq       ymm13{k2}{z}, ymm6, [rcx + 64]
+    vpxorq       ymm14{k2}{z}, ymm6, [rcx + 96]
+    vpsllq       ymm15, ymm1, 62
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 384]     ; addresses gf2m_sq204_map near byte 256
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 61
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 640]     ; addresses gf2m_sq204_map near byte 512
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 60
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 896]     ; addresses gf2m_sq204_map near byte 768
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 59
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 1152]    ; addresses gf2m_sq204_map near byte 1024
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 58
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 1408]    ; addresses gf2m_sq204_map near byte 1280
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 57
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 1664]    ; addresses gf2m_sq204_map near byte 1536
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 56
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 1920]    ; addresses gf2m_sq204_map near byte 1792
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 55
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 2176]    ; addresses gf2m_sq204_map near byte 2048
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 54
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 2432]    ; addresses gf2m_sq204_map near byte 2304
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 53
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 2688]    ; addresses gf2m_sq204_map near byte 2560
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 52
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 2944]    ; addresses gf2m_sq204_map near byte 2816
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 51
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 3200]    ; addresses gf2m_sq204_map near byte 3072
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 50
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 3456]    ; addresses gf2m_sq204_map near byte 3328
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 49
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 3712]    ; addresses gf2m_sq204_map near byte 3584
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 48
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 3968]    ; addresses gf2m_sq204_map near byte 3840
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 47
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 4224]    ; addresses gf2m_sq204_map near byte 4096
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 46
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 4480]    ; addresses gf2m_sq204_map near byte 4352
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 45
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 4736]    ; addresses gf2m_sq204_map near byte 4608
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 44
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 4992]    ; addresses gf2m_sq204_map near byte 4864
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 43
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 5248]    ; addresses gf2m_sq204_map near byte 5120
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 42
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 5504]    ; addresses gf2m_sq204_map near byte 5376
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 41
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 5760]    ; addresses gf2m_sq204_map near byte 5632
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 40
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 6016]    ; addresses gf2m_sq204_map near byte 5888
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 39
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 6272]    ; addresses gf2m_sq204_map near byte 6144
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 38
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 6528]    ; addresses gf2m_sq204_map near byte 6400
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 37
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 6784]    ; addresses gf2m_sq204_map near byte 6656
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 36
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 7040]    ; addresses gf2m_sq204_map near byte 6912
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 35
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 7296]    ; addresses gf2m_sq204_map near byte 7168
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 34
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 7552]    ; addresses gf2m_sq204_map near byte 7424
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 33
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 7808]    ; addresses gf2m_sq204_map near byte 7680
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 32
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 8064]    ; addresses gf2m_sq204_map near byte 7936
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 31
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 8320]    ; addresses gf2m_sq204_map near byte 8192
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 30
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 8576]    ; addresses gf2m_sq204_map near byte 8448
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 29
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 8832]    ; addresses gf2m_sq204_map near byte 8704
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 28
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 9088]    ; addresses gf2m_sq204_map near byte 8960
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 27
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 9344]    ; addresses gf2m_sq204_map near byte 9216
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 26
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 9600]    ; addresses gf2m_sq204_map near byte 9472
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 25
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 9856]    ; addresses gf2m_sq204_map near byte 9728
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 24
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 10112]   ; addresses gf2m_sq204_map near byte 9984
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 23
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 10368]   ; addresses gf2m_sq204_map near byte 10240
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 22
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 10624]   ; addresses gf2m_sq204_map near byte 10496
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 21
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 10880]   ; addresses gf2m_sq204_map near byte 10752
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 20
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 11136]   ; addresses gf2m_sq204_map near byte 11008
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 19
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 11392]   ; addresses gf2m_sq204_map near byte 11264
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 18
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 11648]   ; addresses gf2m_sq204_map near byte 11520
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 17
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 11904]   ; addresses gf2m_sq204_map near byte 11776
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 16
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 12160]   ; addresses gf2m_sq204_map near byte 12032
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 15
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 12416]   ; addresses gf2m_sq204_map near byte 12288
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 14
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 12672]   ; addresses gf2m_sq204_map near byte 12544
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 13
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 12928]   ; addresses gf2m_sq204_map near byte 12800
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 12
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 13184]   ; addresses gf2m_sq204_map near byte 13056
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 11
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 13440]   ; addresses gf2m_sq204_map near byte 13312
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 10
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 13696]   ; addresses gf2m_sq204_map near byte 13568
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 9
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 13952]   ; addresses gf2m_sq204_map near byte 13824
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 8
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 14208]   ; addresses gf2m_sq204_map near byte 14080
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 7
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 14464]   ; addresses gf2m_sq204_map near byte 14336
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 6
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 14720]   ; addresses gf2m_sq204_map near byte 14592
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 5
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 14976]   ; addresses gf2m_sq204_map near byte 14848
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 4
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 15232]   ; addresses gf2m_sq204_map near byte 15104
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 3
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 15488]   ; addresses gf2m_sq204_map near byte 15360
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 2
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 15744]   ; addresses gf2m_sq204_map near byte 15616
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm15, ymm1, 1
+    vpcmpgtq     k2, ymm6, ymm15
+    lea          rcx, [rel gf2m_sq204_map + 16000]   ; addresses gf2m_sq204_map near byte 15872
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 16256]   ; addresses gf2m_sq204_map near byte 16128
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 63
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 16512]   ; addresses gf2m_sq204_map near byte 16384
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 62
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 16768]   ; addresses gf2m_sq204_map near byte 16640
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 61
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 17024]   ; addresses gf2m_sq204_map near byte 16896
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 60
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 17280]   ; addresses gf2m_sq204_map near byte 17152
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 59
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 17536]   ; addresses gf2m_sq204_map near byte 17408
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 58
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 17792]   ; addresses gf2m_sq204_map near byte 17664
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 57
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 18048]   ; addresses gf2m_sq204_map near byte 17920
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 56
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 18304]   ; addresses gf2m_sq204_map near byte 18176
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 55
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 18560]   ; addresses gf2m_sq204_map near byte 18432
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 54
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 18816]   ; addresses gf2m_sq204_map near byte 18688
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 53
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 19072]   ; addresses gf2m_sq204_map near byte 18944
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 52
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 19328]   ; addresses gf2m_sq204_map near byte 19200
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 51
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 19584]   ; addresses gf2m_sq204_map near byte 19456
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 50
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 19840]   ; addresses gf2m_sq204_map near byte 19712
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 49
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 20096]   ; addresses gf2m_sq204_map near byte 19968
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 48
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 20352]   ; addresses gf2m_sq204_map near byte 20224
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 47
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 20608]   ; addresses gf2m_sq204_map near byte 20480
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 46
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 20864]   ; addresses gf2m_sq204_map near byte 20736
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 45
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 21120]   ; addresses gf2m_sq204_map near byte 20992
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 44
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 21376]   ; addresses gf2m_sq204_map near byte 21248
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 43
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 21632]   ; addresses gf2m_sq204_map near byte 21504
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 42
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 21888]   ; addresses gf2m_sq204_map near byte 21760
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 41
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 22144]   ; addresses gf2m_sq204_map near byte 22016
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 40
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 22400]   ; addresses gf2m_sq204_map near byte 22272
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 39
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 22656]   ; addresses gf2m_sq204_map near byte 22528
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 38
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 22912]   ; addresses gf2m_sq204_map near byte 22784
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 37
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 23168]   ; addresses gf2m_sq204_map near byte 23040
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 36
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 23424]   ; addresses gf2m_sq204_map near byte 23296
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 35
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 23680]   ; addresses gf2m_sq204_map near byte 23552
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 34
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 23936]   ; addresses gf2m_sq204_map near byte 23808
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 33
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 24192]   ; addresses gf2m_sq204_map near byte 24064
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 32
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 24448]   ; addresses gf2m_sq204_map near byte 24320
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 31
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 24704]   ; addresses gf2m_sq204_map near byte 24576
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 30
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 24960]   ; addresses gf2m_sq204_map near byte 24832
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 29
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 25216]   ; addresses gf2m_sq204_map near byte 25088
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 28
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 25472]   ; addresses gf2m_sq204_map near byte 25344
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 27
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 25728]   ; addresses gf2m_sq204_map near byte 25600
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 26
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 25984]   ; addresses gf2m_sq204_map near byte 25856
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 25
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 26240]   ; addresses gf2m_sq204_map near byte 26112
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 24
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 26496]   ; addresses gf2m_sq204_map near byte 26368
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 23
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 26752]   ; addresses gf2m_sq204_map near byte 26624
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 22
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 27008]   ; addresses gf2m_sq204_map near byte 26880
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 21
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 27264]   ; addresses gf2m_sq204_map near byte 27136
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 20
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 27520]   ; addresses gf2m_sq204_map near byte 27392
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 19
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 27776]   ; addresses gf2m_sq204_map near byte 27648
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 18
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 28032]   ; addresses gf2m_sq204_map near byte 27904
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 17
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 28288]   ; addresses gf2m_sq204_map near byte 28160
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 16
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 28544]   ; addresses gf2m_sq204_map near byte 28416
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 15
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 28800]   ; addresses gf2m_sq204_map near byte 28672
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 14
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 29056]   ; addresses gf2m_sq204_map near byte 28928
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 13
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 29312]   ; addresses gf2m_sq204_map near byte 29184
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 12
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 29568]   ; addresses gf2m_sq204_map near byte 29440
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 11
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 29824]   ; addresses gf2m_sq204_map near byte 29696
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 10
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 30080]   ; addresses gf2m_sq204_map near byte 29952
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 9
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 30336]   ; addresses gf2m_sq204_map near byte 30208
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 8
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 30592]   ; addresses gf2m_sq204_map near byte 30464
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 7
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 30848]   ; addresses gf2m_sq204_map near byte 30720
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 6
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 31104]   ; addresses gf2m_sq204_map near byte 30976
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 5
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 31360]   ; addresses gf2m_sq204_map near byte 31232
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 4
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 31616]   ; addresses gf2m_sq204_map near byte 31488
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 3
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 31872]   ; addresses gf2m_sq204_map near byte 31744
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 2
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 32128]   ; addresses gf2m_sq204_map near byte 32000
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsllq       ymm1, ymm3, 1
+    vpcmpgtq     k2, ymm6, ymm1
+    lea          rcx, [rel gf2m_sq204_map + 32384]   ; addresses gf2m_sq204_map near byte 32256
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpcmpgtq     k2, ymm6, ymm3
+    lea          rcx, [rel gf2m_sq204_map + 32640]   ; addresses gf2m_sq204_map near byte 32512
+    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
+    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
+    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
+    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
+    vpxorq       ymm11{k2}, ymm11, [rcx]
+    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
+    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpermq       ymm1, ymm8, 147
+    vpermq       ymm3, ymm9, 78
+    vpermq       ymm6, ymm10, 57
+    vpternlogq   ymm1, ymm7, ymm3, 150
+    vpxorq       ymm1, ymm1, ymm6
+    vextracti64x2 xmm3, ymm1, 0
+    vextracti64x2 xmm1, ymm1, 1
+    vpermq       ymm6, ymm12, 147
+    vpermq       ymm7, ymm13, 78
+    vpermq       ymm8, ymm14, 57
+    vpternlogq   ymm6, ymm11, ymm7, 150
+    vpxorq       ymm6, ymm6, ymm8
+    vextracti64x2 xmm7, ymm6, 0
+    vextracti64x2 xmm6, ymm6, 1
+    vpclmulqdq   xmm8, xmm3, xmm4, 0
+    vpclmulqdq   xmm9, xmm3, xmm4, 17
+    vpshufd      xmm10, xmm3, 78
+    vpxorq       xmm10, xmm3, xmm10
+    vpshufd      xmm11, xmm4, 78
+    vpxorq       xmm11, xmm4, xmm11
+    vpclmulqdq   xmm10, xmm10, xmm11, 0
+    vpternlogq   xmm10, xmm8, xmm9, 150
+    vpclmulqdq   xmm11, xmm1, xmm5, 0
+    vpclmulqdq   xmm12, xmm1, xmm5, 17
+    vpshufd      xmm13, xmm1, 78
+    vpxorq       xmm13, xmm1, xmm13
+    vpshufd      xmm14, xmm5, 78
+    vpxorq       xmm14, xmm5, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm11, xmm12, 150
+    vpxorq       xmm14, xmm3, xmm1
+    vpxorq       xmm15, xmm4, xmm5
+    vpclmulqdq   xmm16, xmm14, xmm15, 0
+    vpclmulqdq   xmm17, xmm14, xmm15, 17
+    vpshufd      xmm18, xmm14, 78
+    vpxorq       xmm14, xmm14, xmm18
+    vpshufd      xmm18, xmm15, 78
+    vpxorq       xmm15, xmm15, xmm18
+    vpclmulqdq   xmm14, xmm14, xmm15, 0
+    vpternlogq   xmm14, xmm16, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm11
+    vpxorq       xmm11, xmm8, xmm16
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm15, xmm17, xmm12
+    vpclmulqdq   xmm16, xmm7, xmm2, 0
+    vpclmulqdq   xmm17, xmm7, xmm2, 17
+    vpshufd      xmm18, xmm7, 78
+    vpxorq       xmm18, xmm7, xmm18
+    vpshufd      xmm19, xmm2, 78
+    vpxorq       xmm19, xmm2, xmm19
+    vpclmulqdq   xmm18, xmm18, xmm19, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpclmulqdq   xmm19, xmm6, xmm0, 0
+    vpxorq       xmm20, xmm7, xmm6
+    vpxorq       xmm21, xmm2, xmm0
+    vpclmulqdq   xmm22, xmm20, xmm21, 0
+    vpclmulqdq   xmm23, xmm20, xmm21, 17
+    vpshufd      xmm24, xmm20, 78
+    vpxorq       xmm20, xmm20, xmm24
+    vpshufd      xmm24, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm24
+    vpclmulqdq   xmm20, xmm20, xmm21, 0
+    vpternlogq   xmm20, xmm22, xmm23, 150
+    vpxorq       xmm17, xmm17, xmm19
+    vpxorq       xmm19, xmm16, xmm22
+    vpxorq       xmm20, xmm18, xmm20
+    vpxorq       xmm21, xmm23, xmm17
+    vpxorq       xmm3, xmm3, xmm7
+    vpxorq       xmm1, xmm1, xmm6
+    vpxorq       xmm2, xmm4, xmm2
+    vpxorq       xmm0, xmm5, xmm0
+    vpclmulqdq   xmm4, xmm3, xmm2, 0
+    vpclmulqdq   xmm5, xmm3, xmm2, 17
+    vpshufd      xmm6, xmm3, 78
+    vpxorq       xmm6, xmm3, xmm6
+    vpshufd      xmm7, xmm2, 78
+    vpxorq       xmm7, xmm2, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
+    vpternlogq   xmm6, xmm4, xmm5, 150
+    vpclmulqdq   xmm7, xmm1, xmm0, 0
+    vpclmulqdq   xmm22, xmm1, xmm0, 17
+    vpshufd      xmm23, xmm1, 78
+    vpxorq       xmm23, xmm1, xmm23
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm24, xmm0, xmm24
+    vpclmulqdq   xmm23, xmm23, xmm24, 0
+    vpternlogq   xmm23, xmm7, xmm22, 150
+    vpxorq       xmm1, xmm3, xmm1
+    vpxorq       xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm0, 0
+    vpclmulqdq   xmm3, xmm1, xmm0, 17
+    vpshufd      xmm24, xmm1, 78
+    vpxorq       xmm1, xmm1, xmm24
+    vpshufd      xmm24, xmm0, 78
+    vpxorq       xmm0, xmm0, xmm24
+    vpclmulqdq   xmm0, xmm1, xmm0, 0
+    vpternlogq   xmm0, xmm2, xmm3, 150
+    vpxorq       xmm1, xmm5, xmm7
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm0, xmm6, xmm23, 150
+    vpxorq       xmm3, xmm3, xmm22
+    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpxorq       xmm5, xmm13, xmm18
+    vpternlogq   xmm19, xmm17, xmm12, 150
+    vpxorq       xmm4, xmm8, xmm4
+    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm6, xmm6, xmm5
+    vpternlogq   xmm2, xmm1, xmm11, 150
+    vpternlogq   xmm0, xmm14, xmm20, 150
+    vpternlogq   xmm3, xmm1, xmm21, 150
+    vpxorq       xmm1, xmm23, xmm5
+    vpslldq      xmm5, xmm10, 8
+    vpalignr     xmm7, xmm14, xmm10, 8
+    vpalignr     xmm9, xmm6, xmm14, 8
+    vpternlogq   xmm4, xmm15, xmm9, 150
+    vpalignr     xmm6, xmm0, xmm6, 8
+    vpternlogq   xmm2, xmm19, xmm6, 150
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpternlogq   xmm3, xmm15, xmm0, 150
+    vpalignr     xmm0, xmm20, xmm1, 8
+    vpternlogq   xmm0, xmm22, xmm19, 150
+    vpsrldq      xmm1, xmm20, 8
+    vpxorq       xmm1, xmm21, xmm1
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm9, xmm1, 25
+    vpsllq       xmm10, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpsllq       xmm12, xmm0, 39
+    vpsrlq       xmm13, xmm0, 25
+    vpsllq       xmm14, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsrldq      xmm15, xmm1, 8
+    vpxorq       xmm3, xmm3, xmm15
+    vpsllq       xmm15, xmm3, 39
+    vpsrlq       xmm16, xmm3, 25
+    vpsllq       xmm17, xmm3, 62
+    vpsrlq       xmm3, xmm3, 2
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm2, xmm9, xmm10, 150
+    vpalignr     xmm1, xmm1, xmm0, 8
+    vpxorq       xmm1, xmm2, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpsllq       xmm6, xmm1, 39
+    vpsrlq       xmm9, xmm1, 25
+    vpsllq       xmm10, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpternlogq   xmm5, xmm8, xmm6, 150
+    vpternlogq   xmm15, xmm9, xmm10, 150
+    vpternlogq   xmm7, xmm11, xmm16, 150
+    vpternlogq   xmm17, xmm1, xmm7, 150
+    vpxorq       xmm1, xmm12, xmm3
+    vpternlogq   xmm4, xmm13, xmm14, 150
+    vpslldq      xmm3, xmm15, 8
+    vpxorq       xmm3, xmm5, xmm3
+    vpalignr     xmm5, xmm1, xmm15, 8
+    vpxorq       xmm5, xmm17, xmm5
+    vpalignr     xmm1, xmm0, xmm1, 8
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm2, xmm29, 40
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpclmulqdq   xmm2, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm5, xmm5, 17
+    vpclmulqdq   xmm5, xmm5, xmm5, 0
+    vpclmulqdq   xmm6, xmm3, xmm3, 17
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpsrldq      xmm13, xmm0, 8
+    vpxorq       xmm1, xmm1, xmm13
+    vpsllq       xmm13, xmm1, 39
+    vpsrlq       xmm14, xmm1, 25
+    vpsllq       xmm15, xmm1, 62
+    vpsrlq       xmm1, xmm1, 2
+    vpxorq       xmm2, xmm7, xmm2
+    vpternlogq   xmm4, xmm8, xmm9, 150
+    vpalignr     xmm0, xmm0, xmm2, 8
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm0, xmm0, 8
+    vpsllq       xmm7, xmm0, 39
+    vpsrlq       xmm8, xmm0, 25
+    vpsllq       xmm9, xmm0, 62
+    vpsrlq       xmm0, xmm0, 2
+    vpternlogq   xmm13, xmm8, xmm9, 150
+    vpxorq       xmm0, xmm15, xmm0
+    vpternlogq   xmm6, xmm14, xmm0, 150
+    vpxorq       xmm0, xmm10, xmm1
+    vpternlogq   xmm5, xmm11, xmm12, 150
+    vpslldq      xmm1, xmm13, 8
+    vpternlogq   xmm3, xmm7, xmm1, 150
+    vpalignr     xmm1, xmm0, xmm13, 8
+    vpxorq       xmm1, xmm6, xmm1
+    vpalignr     xmm0, xmm2, xmm0, 8
+    vpxorq       xmm0, xmm5, xmm0
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm2, xmm4, xmm29, 40
+    vpsrlq       xmm4, xmm2, 25
+    vpsllq       xmm5, xmm4, 23
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpxorq       xmm3, xmm3, xmm4
+    vmovdqu64    [rdi], xmm3
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm0
+    vmovq        qword [rdi + 48], xmm2
+    vzeroupper
+    ret
+.end:
 
 
 ; ---------------------------------------------------------------------------

@@ -22,6 +22,228 @@ unsafe extern "C" {
     /// ensures: out = a*b mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// b: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_mul_avx512(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a^2 mod f in GF(2^571)
+    ///
+    /// ```text
+    /// requires: a: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// ensures: out = a^2 mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_sqr_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a * b mod f in GF(2^571), lazy form (degree < 576; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a, b: 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+    /// ensures: out ≡ a*b (mod f): 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// b: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_mul_lazy_avx512(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a^2 mod f in GF(2^571), lazy form (degree < 576; gf2m_freeze reduces it)
+    ///
+    /// ```text
+    /// requires: a: 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+    /// ensures: out ≡ a^2 (mod f): 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_sqr_lazy_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a mod f: a lazy element in its reduced form
+    ///
+    /// ```text
+    /// requires: a: 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
+    /// ensures: out = a mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512F, AVX512VL (is_x86_feature_detected!: "avx512f", "avx512vl")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_freeze_avx512(out: *mut u64, a: *const u64);
+
+    /// out = c mod f for an unreduced c of degree <= 1140
+    ///
+    /// ```text
+    /// requires: c: 18 little-endian uint64 limbs, degree <= 1140 (below 2^1141); limbs above 17 are not read
+    /// ensures: out = c mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// c: 18 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_reduce_avx512(out: *mut u64, c: *const u64);
+
+    /// out = a * b in GF(2)\[x\], not reduced (xor such products, then gf2m_reduce once)
+    ///
+    /// ```text
+    /// requires: a, b: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// ensures: out = a*b: 18 limbs, degree <= 1140, not reduced
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 18 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// b: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_mulwide_avx512(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// out = a*b + c*d mod f in GF(2^571), one reduction
+    ///
+    /// ```text
+    /// requires: a, b, c, d: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// ensures: out = a*b + c*d mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// b: 9 x u64, in, 8-byte aligned
+    /// c: 9 x u64, in, 8-byte aligned
+    /// d: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_muladd_avx512(out: *mut u64, a: *const u64, b: *const u64, c: *const u64, d: *const u64);
+
+    /// out = c mod f for an unreduced c of degree <= 1140 (64-bit general registers, one pass from the top word down)
+    ///
+    /// ```text
+    /// requires: c: 18 little-endian uint64 limbs, degree <= 1140 (below 2^1141); limbs above 17 are not read
+    /// ensures: out = c mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: none beyond x86-64
+    /// out: 9 x u64, out, 8-byte aligned
+    /// c: 18 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_reduce_gpr_avx512(out: *mut u64, c: *const u64);
+
+    /// out = a^(2^2) mod f in GF(2^571) (2 squarings)
+    ///
+    /// ```text
+    /// requires: a: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// ensures: out = a^(2^2) mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_msqr2_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a^(2^4) mod f in GF(2^571) (4 squarings)
+    ///
+    /// ```text
+    /// requires: a: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// ensures: out = a^(2^4) mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_msqr4_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a^(2^8) mod f in GF(2^571) (8 squarings)
+    ///
+    /// ```text
+    /// requires: a: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// ensures: out = a^(2^8) mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_msqr8_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a^(2^16) mod f in GF(2^571) (16 squarings)
+    ///
+    /// ```text
+    /// requires: a: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// ensures: out = a^(2^16) mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_msqr16_avx512(out: *mut u64, a: *const u64);
+
+    /// one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^571)
+    ///
+    /// ```text
+    /// requires: st = (X0, Z0, X1, Z1), four elements of 9 limbs each, degree < 571 (fully reduced mod f)
+    /// requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 571 (fully reduced mod f)); swap[0] = 0 or all ones
+    /// ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as st (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 36 x u64, out, 8-byte aligned
+    /// st: 36 x u64, in, 8-byte aligned
+    /// x: 9 x u64, in, 8-byte aligned
+    /// c: 9 x u64, in, 8-byte aligned
+    /// swap: 1 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_ladder_step_avx512(out: *mut u64, st: *const u64, x: *const u64, c: *const u64, swap: *const u64);
+
+    /// one Montgomery-ladder step in López–Dahab x-only coordinates over GF(2^571) (two operations per ymm lane pair; needs VPCLMULQDQ)
+    ///
+    /// ```text
+    /// requires: st = (X0, Z0, X1, Z1), four elements of 9 limbs each, degree < 571 (fully reduced mod f)
+    /// requires: x = x-coordinate of P, c = sqrt(b) for the curve y^2 + xy = x^3 + a x^2 + b (both degree < 571 (fully reduced mod f)); swap[0] = 0 or all ones
+    /// ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as st (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 36 x u64, out, 8-byte aligned
+    /// st: 36 x u64, in, 8-byte aligned
+    /// x: 9 x u64, in, 8-byte aligned
+    /// c: 9 x u64, in, 8-byte aligned
+    /// swap: 1 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_ladder_step2_avx512(out: *mut u64, st: *const u64, x: *const u64, c: *const u64, swap: *const u64);
+
+    /// out = a^-1 mod f in GF(2^571) (Itoh-Tsujii: 13 multiplications; a^(2^k) as a linear map for k in \[71, 142, 285\], squarings otherwise)
+    ///
+    /// ```text
+    /// requires: a: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
+    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "vpclmulqdq")
+    /// out: 9 x u64, out, 8-byte aligned
+    /// a: 9 x u64, in, 8-byte aligned
+    /// ```
+    pub fn kg_gf2m571_inv_avx512(out: *mut u64, a: *const u64);
+
+    /// out = a * b mod f in GF(2^571)
+    ///
+    /// ```text
+    /// requires: a, b: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// ensures: out = a*b mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
+    /// out may be the same buffer as any input (all inputs are read before out is written)
+    /// f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
     /// cpu: AVX, PCLMULQDQ (is_x86_feature_detected!: "avx", "pclmulqdq")
     /// out: 9 x u64, out, 8-byte aligned
     /// a: 9 x u64, in, 8-byte aligned

@@ -236,7 +236,7 @@ def _ternary(a, b, c, table: int):
 def _shift_right_pair(a, b, r, w):
     """The low w bits of (b : a) shifted right by r (ints and numpy arrays)."""
     r %= w
-    return unsigned(a, w) >> r | (b << (w - r) if r else 0)
+    return unsigned(a, w) >> r | (unsigned(b, w) << (w - r) if r else 0)
 
 
 # vpshrdq (VBMI2): a right shift of a whose vacated top bits come from the bottom of b
@@ -245,6 +245,11 @@ SHIFT_RIGHT_PAIR = Arith(lambda s, w: _shift_right_pair(*s, w),
 
 # vpternlogd/q: any bitwise function of three sources, its truth table the immediate
 TERNARY = Arith(lambda s, w: _ternary(*s), lambda z3, s, w: _ternary(*s))
+
+
+def truth_table(fn: Callable[[int, int, int], int]) -> int:
+    """vpternlog's immediate for fn(a, b, c) of the sources' bits, in operand order: bit 4a + 2b + c."""
+    return sum((fn(m >> 2 & 1, m >> 1 & 1, m & 1) & 1) << m for m in range(8))
 
 
 def ternary_is_linear(table: int, fixed: tuple[bool, bool, bool]) -> bool:
@@ -851,6 +856,11 @@ _masked_row("vpaddq_evex", "merge", "add_merge")
 _masked_row("vpaddq_evex", "zero")
 for _masking in ("merge", "zero"):
     _masked_row("vpmadd52luq", _masking)
+# GF(2) accumulation under a lane mask: a column of a linear map added where the lane's selecting bit is set
+# (merging into an accumulator, or zeroing where it starts one)
+_row("vpxorq_evex", _VEX3, "alu", _evex("vpxorq"), elem=64, arith=XOR, commutative=True)
+_masked_row("vpxorq_evex", "merge", "xor_merge")
+_masked_row("vpxorq_evex", "zero", "xor_zero")
 
 # shifts by an immediate: element-wise, and a move of bytes when the count is whole bytes
 for _w, _s in ((16, "w"), (32, "d"), (64, "q")):

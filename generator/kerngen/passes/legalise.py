@@ -6,7 +6,8 @@ the name of one of the strategies below (`STRATEGIES`). "none": a VEX
 target encodes it as written. "rewrite", for an EVEX target (AVX-512),
 whose registers are as wide as the vectors written: only step 2 below, for
 the rows EVEX lacks (a blend by an immediate becomes the EVEX blend under an
-opmask, its immediate a bit per unit). "split", for a target whose registers are
+opmask, its immediate a bit per unit; `vperm2i128` the `vshufi64x2` moving
+the same halves). "split", for a target whose registers are
 narrower (SSE, legacy encoding), three steps:
 
 1. Split: a 256-bit value becomes a pair of 128-bit ones, and every
@@ -17,7 +18,9 @@ narrower (SSE, legacy encoding), three steps:
    exactly what its AVX2 twin does, in the same order.
 2. Rewrite instructions without a form in the encoding into ones that have
    one: `vpblendd` into `pblendw`, a 64-bit broadcast from memory into a
-   load and a `pshufd`, a 16-bit one into an insert into a zero register.
+   load and a `pshufd`, a 16-bit one into an insert into a zero register,
+   any other movement by an immediate into a row of the same operation
+   whose route, for some immediate and order of the sources, is the same.
 3. Tie: where the form has two operands (the encoding's `operands`), the
    destination is the first source: `op d, a, b` becomes `op d, d, b`
    (printed `op d, b`): if the first source dies here, the destination
@@ -35,6 +38,8 @@ the next (`schedule`), since general registers are few; then the tie.
 """
 
 from __future__ import annotations
+
+from itertools import product as product_of
 
 from ..errors import CheckError
 from ..ir.instr import Builder, GReg, IdiomTag, Imm, Instr, Mem, Operand, TableBase, VReg
@@ -207,6 +212,10 @@ def _rewrite(ins: Instr, b: Builder, half_bits: int, encoding: Encoding) -> list
             units, imm = half_bits // s.elem, ins.operands[3].value
             bits = sum(1 << k for k in range(units) if imm >> (k % 8) & 1)  # the VEX immediate repeats every 8
             return [Instr(own, ins.operands[:3] + (Imm(bits),), ins.comment, ins.idiom)]
+    if s.move is not None and s.generic is not None and isinstance(ins.operands[-1], Imm):
+        same = _same_movement(ins, encoding, half_bits)
+        if same is not None:  # a permutation of whole halves (vperm2i128) as EVEX's vshufi64x2, say
+            return [same]
     if ins.op == by_width("blend", 32):  # each dword selector bit becomes two word selector bits
         imm = ins.operands[3].value
         words = sum(3 << (2 * k) for k in range(4) if imm >> k & 1)
@@ -222,6 +231,31 @@ def _rewrite(ins: Instr, b: Builder, half_bits: int, encoding: Encoding) -> list
         return [Instr("load", (zero, Mem(table, 0, half_bits // 8)), ins.comment),
                 Instr("pinsrw", (ins.operands[0], zero, ins.operands[1], Imm(0)))]
     raise CheckError(f"{ins.op} has no {encoding.name} encoding and no {encoding.name} rewrite")
+
+
+def _same_movement(ins: Instr, encoding: Encoding, bits: int) -> Instr | None:
+    """`ins`, a movement by an immediate, as a row of its operation the encoding has on `bits`-bit
+    registers, moving the same units of the same sources: searched over that row's immediates and
+    the orders of the sources (None if none does)."""
+    s = spec(ins.op)
+    dst, sources, imm = ins.operands[0], ins.operands[1:-1], ins.operands[-1].value
+    unit = s.move.unit or s.elem
+    units = bits // unit
+    lanes = [[(k, j) for j in range(units)] for k in range(len(sources))]
+    wanted = move_lanes(s, lanes, imm, unit, units, None)
+    if wanted is None:
+        return None
+    for name in TABLE.doing(s.generic, s.elem or 0):
+        row = TABLE.ops[name]
+        if row.move is None or not row.form_exists(encoding, bits) or len(row.slots) != len(ins.operands):
+            continue
+        for picks in product_of(range(len(sources)), repeat=len(sources)):
+            if any(isinstance(sources[p], Mem) and "m" not in row.slots[1 + k].kind for k, p in enumerate(picks)):
+                continue
+            for candidate in range(256):
+                if move_lanes(row, [lanes[p] for p in picks], candidate, unit, units, None) == wanted:
+                    return Instr(name, (dst, *(sources[p] for p in picks), Imm(candidate)), ins.comment, ins.idiom)
+    return None
 
 
 def _blend_here(elem: int, encoding: Encoding, bits: int) -> str | None:

@@ -1,6 +1,6 @@
 """The pass pipeline from a builder's instruction list to a verified kernel.
 
-    check -> legalise -> fold loads -> allocate -> promote constants -> check allocated
+    check -> legalise -> fold loads -> fuse bitwise -> allocate -> promote constants -> check allocated
           -> required ISA -> verify -> roll -> point tables -> check encoding -> constant time
 
 Roll, point tables and check encoding write the verified stream shorter
@@ -31,6 +31,7 @@ from .allocate import RegisterPools, allocate
 from .check import check_encoding, check_memory, check_operands
 from .encoding import fold_loads, point_tables, promote_constants
 from .constant_time import prove_constant_time
+from .fuse import fuse_bitwise
 from .roll import roll
 from .legalise import legalise
 from .verify import Proof, Verification, verify_kernel
@@ -59,6 +60,10 @@ def _check(u: Unit) -> None:
 
 def _legalise(u: Unit) -> None:
     u.body = legalise(u.body, u.target, u.builder)
+
+
+def _fuse_bitwise(u: Unit) -> None:
+    u.body = fuse_bitwise(u.body, u.target.isa)
 
 
 def _fold_loads(u: Unit) -> None:
@@ -131,6 +136,7 @@ PASSES = (
     ("check", _check),
     ("legalise", _legalise),
     ("fold loads", _fold_loads),
+    ("fuse bitwise", _fuse_bitwise),
     ("allocate", _allocate),
     ("promote constants", _promote_constants),
     ("check allocated", _check_allocated),

@@ -257,11 +257,29 @@ class _Machine:
             return product(a.form, b.form)
         if g == "ternary" and ternary_is_linear(ins.operands[-1].value, tuple(consts)):
             return union(*(f for f, c in zip(forms, consts) if not c))
-        if g == "cmpgt" and sources[0].constant is not None and not any(sources[0].constant):
-            return sources[1].form  # 0 > x: the sign bit spread over the element
+        if g in ("cmpgt", "cmpgt_mask") and sources[0].constant is not None and not any(sources[0].constant):
+            return sources[1].form  # 0 > x: the sign bit spread over the element, or one bit of an opmask
+        if g in ("xor_merge", "xor_zero"):
+            return self._masked_xor_form(sources, zeroing=s.masking == "zero")
         if s.move is not None or g in ("sll", "srl", "sra", "shift_right_pair") or ins.op in ("shl", "shr"):
             return union(*forms)
         return None
+
+    @staticmethod
+    def _masked_xor_form(sources: list[Value], zeroing: bool) -> Form | None:
+        """An xor under an opmask: the lane kept (the old one, or 0) plus the mask's bit times what the
+        xor adds to it, which is the xor's other source where one source is the kept lane itself (an
+        accumulator), else the xor and the kept lane together."""
+        kept = [] if zeroing else [sources[0]]
+        bit, inner = (sources[0], sources[1:]) if zeroing else (sources[1], sources[2:])
+        added = list(inner)
+        for k in kept:
+            same = next((src for src in added if src.vid == k.vid), None)
+            if same is None:
+                added.append(k)
+            else:
+                added.remove(same)
+        return union(*(k.form for k in kept), product(bit.form, union(*(a.form for a in added))))
 
     def lanes_deps(self, s, sources: list[Value], imm, lanes: int, elementwise: bool) -> list[int]:
         if elementwise:

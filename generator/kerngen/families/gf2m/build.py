@@ -167,7 +167,7 @@ def _kernels(params: Gf2mParams, target: Target, cfg: MulConfig | None, msqr_ste
                  f"Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all {degree}",
                  "out may be the same buffer as st (all inputs are read before out is written)")
     specs.append(KernelSpec("gf2m_ladder_step", "ladder_step", f.k_ladder_step, step_args, step_summary, step_text))
-    if f.two_lanes:
+    if f.wide:
         specs.append(KernelSpec("gf2m_ladder_step", "ladder_step2", f.k_ladder_step2, step_args,
                                 step_summary + " (two operations per ymm lane pair; needs VPCLMULQDQ)", step_text))
     chain = itoh_tsujii_chain(m)

@@ -13,18 +13,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
-from .msqr import msqr_map
+from .msqr import map_pays, msqr_map
 from .mul import MulConfig, default_config, multiply, square
-from ...machine.ops import spec
 from ...machine.target import Target
 from .params import Gf2mParams
-from .plan import field_plan, itoh_tsujii_chain, lazy_plan, map_pays
+from .plan import field_plan, itoh_tsujii_chain, lazy_plan
 from .reduce import freeze_pairs, reduce_pairs, reduce_stream, streams_by_pairs
 from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
 from .zmm import BITS as ZMM_BITS, WHOLE as ZMM_WHOLE, Zmm, fits as zmm_fits, k_mul as zmm_mul, k_sqr as zmm_sqr
-
-
-TWO_LANE_ROWS = ("vinserti128", "vperm2i128", "vextracti128")
 
 
 class Field:
@@ -37,10 +33,9 @@ class Field:
         self.n = p.limbs
         self.lazy_plan = lazy_plan(self.plan)
         self.isa = target.isa
-        # 256-bit registers: the map; the two-lane step where the ISA encodes its rows (AVX-512's EVEX
-        # has no vperm2i128)
+        # 256-bit registers: the map and the two-lane step (AVX-512's EVEX has no vperm2i128: legalisation
+        # moves the same halves with vshufi64x2)
         self.wide = target.isa.vector_bits >= 256
-        self.two_lanes = self.wide and all(spec(op).encoded_in(target.isa.encoding) for op in TWO_LANE_ROWS)
         # 512-bit registers: the operations that pay on one element in one register (`zmm.WHOLE`)
         self.whole = ZMM_WHOLE if target.isa.vector_bits >= ZMM_BITS and zmm_fits(self.plan) else frozenset()
 
@@ -123,7 +118,7 @@ class Field:
         store_pairs(v, 0, self.reduce_product(v, normalize(v, terms), lazy=False), self.n)
 
     def uses_map(self, k: int) -> bool:
-        return self.wide and map_pays(self.p.m, k)
+        return self.wide and map_pays(self.p.m, k, self.isa)
 
     def msqr(self, v: Pairs, x: list[VReg], k: int, lazy: bool = False) -> list[VReg]:
         """x^(2^k); lazy: x may be lazy and so may the result."""

@@ -149,19 +149,3 @@ def msqr_columns(m: int, poly: tuple[int, ...], k: int) -> tuple[int, ...]:
     for _ in range(m - 1):
         cols.append(_rem(_clmul(cols[-1], y), f, m))
     return tuple(cols)
-
-
-def map_pays(m: int, k: int) -> bool:
-    """Whether k squarings in a row are cheaper as one application of the
-    precomputed linear map (avx2 kernels only).
-
-    A squaring in a dependent chain costs about its latency, ~17 cycles on
-    the development machine for any limb count up to 9 (one carry-less
-    product, two folds); the map costs about (its instruction count) / 3:
-    per 4-limb input chunk and bit, a shift and a compare, then an and and
-    an xor for each of 4 lane rotations of each 4-limb output chunk.
-    Measured: m = 233 inversion with maps for k >= 14 beats squarings.
-    """
-    chunks = (m + 255) // 256
-    ops = chunks * 64 * (2 + 8 * chunks)
-    return 17 * k > ops / 3 + 20

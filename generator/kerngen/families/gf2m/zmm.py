@@ -20,6 +20,7 @@ kernels are bound by their operation count, not by carry-less products.
 from __future__ import annotations
 
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
+from ...machine.ops import truth_table
 from .plan import FieldPlan
 
 BITS = 512
@@ -32,11 +33,6 @@ BITS = 512
 WHOLE = frozenset({"mul"})
 LIMBS = BITS // 64
 MASK64 = (1 << 64) - 1
-
-
-def truth_table(fn) -> int:
-    """vpternlog's immediate for fn(a, c, d) on bits: bit 4a + 2c + d."""
-    return sum(fn(m >> 2 & 1, m >> 1 & 1, m & 1) << m for m in range(8))
 
 
 XOR3 = truth_table(lambda a, c, d: a ^ c ^ d)
