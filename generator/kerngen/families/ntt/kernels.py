@@ -7,7 +7,9 @@ registers, run its steps (butterflies, in-register lane moves, scheduled
 reductions), store. Multiplications are the multiplication strategy's
 (`Arithmetic.mul`), reductions the reducer's idiom; twiddles are
 register-wide rows in one table per kernel, in consumption order, so every
-multiplication by a twiddle reads memory directly.
+multiplication by a twiddle reads memory directly, except where the
+distinct twiddles alone would fill L1: there a twiddle every lane of its
+vector shares is stored once and broadcast by a load (`TwiddleTable`).
 
 Vectors fill a register whenever the array allows; the small arrays whose
 layout has fewer lanes per vector live in xmm registers and are moved to
@@ -46,19 +48,35 @@ def kernel_builder(layout: NttLayout) -> Builder:
     return Builder(vector_bits=layout.register_bits)
 
 
+# Twiddles whose distinct values alone exceed this many bytes (the smallest L1 data cache of the cores of
+# the figures) are not stored register-wide where every lane of a vector shares one: a kernel would stream
+# the copies from L2 on every call (he-1125899906826241 at n = 4096: 164 KiB of rows against 107 KiB)
+L1_BYTES = 32 * 1024
+# A broadcast from memory of elements this wide or wider is a load µop alone (of 16-bit ones, a load and
+# a shuffle on port 5)
+BROADCAST_LOAD_BYTES = 4
+
+
 class TwiddleTable:
     """Collects register-wide rows in first-use order, each stored once; a
     vector narrower than the register is padded with zeros (lanes that hold
-    zeros, or copies of lane 0 after a broadcast load, and stay bounded)."""
+    zeros, or copies of lane 0 after a broadcast load, and stay bounded).
+    With `shared_once`, a row whose lanes are all one value is that value
+    once, in a second table (`label_shared`), which the kernel broadcasts."""
 
-    def __init__(self, b: Builder, label: str, lane_bits: int):
+    def __init__(self, b: Builder, label: str, lane_bits: int, shared_once: bool = False):
         self.b, self.label = b, label
         self.elem_bytes = lane_bits // 8
         self.width = b.vector_bits // lane_bits
         self.rows: list[tuple[int, ...]] = []
         self.offsets: dict[tuple[int, ...], int] = {}
+        self.shared_once = shared_once and self.width > 1 and self.elem_bytes >= BROADCAST_LOAD_BYTES
+        self.shared: dict[int, int] = {}  # value -> its offset in the second table
 
     def vector(self, lanes: list[int] | tuple[int, ...]) -> Mem:
+        if self.shared_once and len(lanes) == self.width and len(set(lanes)) == 1:
+            offset = self.shared.setdefault(lanes[0], self.elem_bytes * len(self.shared))
+            return Mem(TableBase(self.label + "_shared"), offset, self.elem_bytes)
         key = tuple(lanes) + (0,) * (self.width - len(lanes))
         row_bytes = self.elem_bytes * self.width
         if key not in self.offsets:
@@ -69,6 +87,15 @@ class TwiddleTable:
     def finish(self, comment: str) -> None:
         self.b.table(self.label, self.elem_bytes, [v for row in self.rows for v in row],
                      comment=f"{comment}, {self.width} lanes per row")
+        if self.shared:
+            self.b.table(self.label + "_shared", self.elem_bytes, list(self.shared),
+                         comment=f"{comment}, those every lane of a vector shares, once each")
+
+    def operand(self, m: Mem) -> Mem | VReg:
+        """A memory operand `vector` returned, as the multiplications read it: a shared value broadcast."""
+        if m.size == self.elem_bytes < self.elem_bytes * self.width:
+            return self.b.op(by_width("broadcast", 8 * self.elem_bytes), m)
+        return m
 
 
 def _vector(layout: NttLayout, v: int, arg: int = 0) -> Mem:
@@ -110,7 +137,8 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
     bits = layout.lane_bits
     inverse = sched.direction == "inverse"
     q = math.q
-    table = TwiddleTable(b, table_label, bits)
+    per_twiddle = len(mul.operands([1], lambda row: row))  # w, and w' or w q^-1 where the product needs it
+    table = TwiddleTable(b, table_label, bits, shared_once=layout.n * bits // 8 * per_twiddle > L1_BYTES)
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
     passes = layout.inverse_passes if inverse else layout.passes
     memory = layout.vector_indices(layout.output_order if inverse else range(layout.n))
@@ -137,8 +165,8 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                             regs[s], bounds[k] = _reduce_bounded(b, regs[s], ar.reducer, bounds[k],
                                                                  f"before layer {st.layer}")
                     scaled = st.layer == scaled_layer
-                    factor = mul.operands(math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1),
-                                          table.vector)
+                    factor = tuple(map(table.operand, mul.operands(
+                        math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1), table.vector)))
                     by_scale = broadcast_operands(mul, b, scale, bits) if scaled else None
                     regs[lo], regs[hi] = mul.butterfly(b, regs[lo], regs[hi], factor, qv, inverse, by_scale,
                                                        bounds[1], f"layer {st.layer}")
@@ -182,7 +210,8 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     q, d = math.q, layout.d
-    table = TwiddleTable(b, table_label, bits)
+    per_twiddle = len(mul.operands([1], lambda row: row))  # w, and w' or w q^-1 where the product needs it
+    table = TwiddleTable(b, table_label, bits, shared_once=layout.n * bits // 8 * per_twiddle > L1_BYTES)
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
     reduce_inputs = d * mul.bound(in_abs, in_abs) > ar.lane_max
     x_abs = barrett.reduced_bound(in_abs) if reduce_inputs else in_abs
