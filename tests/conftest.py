@@ -102,15 +102,17 @@ _settings.register_profile("kerngen", derandomize=True, deadline=None)
 _settings.load_profile("kerngen")
 
 
-def register_pressure(count: int) -> Builder:
-    """A body with `count` 256-bit vectors live at once (and a running sum
-    beside them), for the allocator's tests."""
-    b = Builder(256)
-    vs = [b.op("load", Mem(ArgBase(0), 32 * i, 32)) for i in range(count)]
+def register_pressure(count: int, bits: int = 256, add: str = "vpaddw") -> Builder:
+    """A body with `count` vectors of `bits` bits live at once (and a running
+    sum beside them), for the allocator's tests: out = the sum, then each
+    vector of the input."""
+    b = Builder(bits)
+    size = bits // 8
+    vs = [b.op("load", Mem(ArgBase(0), size * i, size)) for i in range(count)]
     acc = vs[0]
     for v in vs[1:]:
-        acc = b.op("vpaddw", acc, v)
-    b.emit("store", Mem(ArgBase(1), 0, 32), acc)
-    for v in vs:  # keep every value alive to the end
-        b.emit("store", Mem(ArgBase(1), 32, 32), v)
+        acc = b.op(add, acc, v)
+    b.emit("store", Mem(ArgBase(1), 0, size), acc)
+    for i, v in enumerate(vs):  # keep every value alive to the end
+        b.emit("store", Mem(ArgBase(1), size * (i + 1), size), v)
     return b

@@ -2515,8 +2515,8 @@ kg_gf2m283_muladd_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 96
+    and rsp, -64
+    sub rsp, 192
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -2592,10 +2592,10 @@ kg_gf2m283_muladd_avx512:
     vpclmulqdq   xmm26, xmm30, xmm26, 0
     vpclmulqdq   xmm30, xmm7, xmm11, 0
     vpclmulqdq   xmm7, xmm7, xmm11, 1
-    vmovdqa64    [rsp + 32], xmm23                   ; spill
+    vmovdqa64    [rsp + 64], xmm23                   ; spill
     vpclmulqdq   xmm23, xmm8, xmm9, 0
     vpclmulqdq   xmm9, xmm8, xmm9, 16
-    vmovdqa64    [rsp + 64], xmm20                   ; spill
+    vmovdqa64    [rsp + 128], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm8, xmm10, 0
     vpclmulqdq   xmm10, xmm8, xmm10, 16
     vpclmulqdq   xmm8, xmm8, xmm11, 0
@@ -2621,10 +2621,10 @@ kg_gf2m283_muladd_avx512:
     vpternlogq   xmm2, xmm12, xmm3, 150
     vpalignr     xmm3, xmm14, xmm7, 8
     vpalignr     xmm4, xmm0, xmm14, 8
-    vmovdqa64    xmm5, [rsp + 64]                    ; reload
+    vmovdqa64    xmm5, [rsp + 128]                   ; reload
     vpternlogq   xmm5, xmm27, xmm4, 150
     vpalignr     xmm0, xmm1, xmm0, 8
-    vmovdqa64    xmm4, [rsp + 32]                    ; reload
+    vmovdqa64    xmm4, [rsp + 64]                    ; reload
     vpternlogq   xmm4, xmm30, xmm0, 150
     vpsrldq      xmm0, xmm1, 8
     vmovdqa64    xmm1, [rsp]                         ; reload
@@ -3768,8 +3768,8 @@ kg_gf2m283_ladder_step_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 480
+    and rsp, -64
+    sub rsp, 960
     vmovq        xmm0, qword [rsi + 32]
     vmovq        xmm1, qword [rsi + 72]
     vmovdqu64    xmm2, [rsi + 80]
@@ -3833,12 +3833,12 @@ kg_gf2m283_ladder_step_avx512:
     vpclmulqdq   xmm10, xmm17, xmm6, 17
     vpclmulqdq   xmm25, xmm30, xmm25, 0
     vpclmulqdq   xmm30, xmm17, xmm7, 0
-    vmovdqa64    [rsp + 32], xmm9                    ; spill
+    vmovdqa64    [rsp + 64], xmm9                    ; spill
     vpclmulqdq   xmm9, xmm17, xmm7, 1
-    vmovdqa64    [rsp + 64], xmm8                    ; spill
+    vmovdqa64    [rsp + 128], xmm8                   ; spill
     vpclmulqdq   xmm8, xmm0, xmm5, 0
     vpclmulqdq   xmm5, xmm0, xmm5, 16
-    vmovdqa64    [rsp + 96], xmm13                   ; spill
+    vmovdqa64    [rsp + 192], xmm13                  ; spill
     vpclmulqdq   xmm13, xmm0, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm6, 16
     vpclmulqdq   xmm7, xmm0, xmm7, 0
@@ -4030,17 +4030,17 @@ kg_gf2m283_ladder_step_avx512:
     vpclmulqdq   xmm31, xmm8, xmm13, 17
     vpclmulqdq   xmm24, xmm29, xmm24, 0
     vpclmulqdq   xmm29, xmm8, xmm1, 0
-    vmovdqa64    [rsp + 128], xmm5                   ; spill
+    vmovdqa64    [rsp + 256], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm8, xmm1, 1
-    vmovdqa64    [rsp + 160], xmm9                   ; spill
+    vmovdqa64    [rsp + 320], xmm9                   ; spill
     vpclmulqdq   xmm9, xmm4, xmm15, 0
-    vmovdqa64    [rsp + 192], xmm2                   ; spill
+    vmovdqa64    [rsp + 384], xmm2                   ; spill
     vpclmulqdq   xmm2, xmm4, xmm15, 16
-    vmovdqa64    [rsp + 224], xmm14                  ; spill
+    vmovdqa64    [rsp + 448], xmm14                  ; spill
     vpclmulqdq   xmm14, xmm4, xmm13, 0
-    vmovdqa64    [rsp + 256], xmm3                   ; spill
+    vmovdqa64    [rsp + 512], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm4, xmm13, 16
-    vmovdqa64    [rsp + 288], xmm6                   ; spill
+    vmovdqa64    [rsp + 576], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm4, xmm1, 0
     vpxorq       xmm22, xmm22, xmm27
     vpxorq       xmm23, xmm23, xmm28
@@ -4101,7 +4101,7 @@ kg_gf2m283_ladder_step_avx512:
     vpclmulqdq   xmm22, xmm26, xmm22, 0
     vpclmulqdq   xmm26, xmm12, xmm1, 0
     vpclmulqdq   xmm12, xmm12, xmm1, 1
-    vmovdqa64    xmm29, [rsp + 96]                   ; reload
+    vmovdqa64    xmm29, [rsp + 192]                  ; reload
     vpclmulqdq   xmm30, xmm29, xmm15, 0
     vpclmulqdq   xmm15, xmm29, xmm15, 16
     vpclmulqdq   xmm31, xmm29, xmm13, 0
@@ -4165,7 +4165,7 @@ kg_gf2m283_ladder_step_avx512:
     vpternlogq   xmm7, xmm6, xmm4, 150
     vpsrldq      xmm4, xmm10, 8
     vpternlogq   xmm4, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm1, [rsp + 64]                    ; reload
+    vmovdqa64    xmm1, [rsp + 128]                   ; reload
     vpclmulqdq   xmm6, xmm1, xmm0, 0
     vpclmulqdq   xmm10, xmm1, xmm0, 17
     vpshufd      xmm11, xmm1, 78
@@ -4180,7 +4180,7 @@ kg_gf2m283_ladder_step_avx512:
     vpclmulqdq   xmm11, xmm11, xmm17, 0
     vpclmulqdq   xmm19, xmm1, xmm16, 0
     vpclmulqdq   xmm1, xmm1, xmm16, 1
-    vmovdqa64    xmm20, [rsp + 32]                   ; reload
+    vmovdqa64    xmm20, [rsp + 64]                   ; reload
     vpclmulqdq   xmm21, xmm20, xmm0, 0
     vpclmulqdq   xmm22, xmm20, xmm0, 17
     vpshufd      xmm23, xmm20, 78
@@ -4206,52 +4206,52 @@ kg_gf2m283_ladder_step_avx512:
     vpxorq       xmm12, xmm17, xmm24
     vpternlogq   xmm1, xmm28, xmm12, 150
     vpternlogq   xmm23, xmm29, xmm25, 150
-    vmovdqa64    xmm12, [rsp + 288]                  ; reload
-    vpclmulqdq   xmm17, xmm12, [rsp + 256], 0
-    vpclmulqdq   xmm21, xmm12, [rsp + 256], 17
+    vmovdqa64    xmm12, [rsp + 576]                  ; reload
+    vpclmulqdq   xmm17, xmm12, [rsp + 512], 0
+    vpclmulqdq   xmm21, xmm12, [rsp + 512], 17
     vpshufd      xmm22, xmm12, 78
     vpxorq       xmm22, xmm12, xmm22
-    vpshufd      xmm24, [rsp + 256], 78
-    vmovdqa64    xmm27, [rsp + 256]                  ; reload
+    vpshufd      xmm24, [rsp + 512], 78
+    vmovdqa64    xmm27, [rsp + 512]                  ; reload
     vpxorq       xmm24, xmm27, xmm24
     vpclmulqdq   xmm28, xmm22, xmm24, 0
-    vpclmulqdq   xmm29, xmm12, [rsp + 224], 0
-    vpclmulqdq   xmm31, xmm12, [rsp + 224], 17
+    vpclmulqdq   xmm29, xmm12, [rsp + 448], 0
+    vpclmulqdq   xmm31, xmm12, [rsp + 448], 17
     vmovdqa64    [rsp], xmm18                        ; spill
-    vpshufd      xmm18, [rsp + 224], 78
-    vmovdqa64    [rsp + 32], xmm0                    ; spill
-    vmovdqa64    xmm0, [rsp + 224]                   ; reload
+    vpshufd      xmm18, [rsp + 448], 78
+    vmovdqa64    [rsp + 64], xmm0                    ; spill
+    vmovdqa64    xmm0, [rsp + 448]                   ; reload
     vpxorq       xmm18, xmm0, xmm18
     vpclmulqdq   xmm22, xmm22, xmm18, 0
-    vmovdqa64    [rsp + 64], xmm16                   ; spill
-    vpclmulqdq   xmm16, xmm12, [rsp + 192], 0
-    vpclmulqdq   xmm12, xmm12, [rsp + 192], 1
-    vmovdqa64    [rsp + 288], xmm9                   ; spill
-    vmovdqa64    xmm9, [rsp + 160]                   ; reload
-    vmovdqa64    [rsp + 96], xmm3                    ; spill
+    vmovdqa64    [rsp + 128], xmm16                  ; spill
+    vpclmulqdq   xmm16, xmm12, [rsp + 384], 0
+    vpclmulqdq   xmm12, xmm12, [rsp + 384], 1
+    vmovdqa64    [rsp + 576], xmm9                   ; spill
+    vmovdqa64    xmm9, [rsp + 320]                   ; reload
+    vmovdqa64    [rsp + 192], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm9, xmm27, 0
-    vmovdqa64    [rsp + 320], xmm5                   ; spill
+    vmovdqa64    [rsp + 640], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm9, xmm27, 17
-    vmovdqa64    [rsp + 352], xmm2                   ; spill
+    vmovdqa64    [rsp + 704], xmm2                   ; spill
     vpshufd      xmm2, xmm9, 78
     vpxorq       xmm2, xmm9, xmm2
     vpclmulqdq   xmm24, xmm2, xmm24, 0
-    vmovdqa64    [rsp + 384], xmm7                   ; spill
+    vmovdqa64    [rsp + 768], xmm7                   ; spill
     vpclmulqdq   xmm7, xmm9, xmm0, 0
-    vmovdqa64    [rsp + 416], xmm8                   ; spill
+    vmovdqa64    [rsp + 832], xmm8                   ; spill
     vpclmulqdq   xmm8, xmm9, xmm0, 17
     vpclmulqdq   xmm2, xmm2, xmm18, 0
-    vpclmulqdq   xmm18, xmm9, [rsp + 192], 0
-    vpclmulqdq   xmm9, xmm9, [rsp + 192], 1
-    vmovdqa64    [rsp + 160], xmm4                   ; spill
-    vmovdqa64    xmm4, [rsp + 128]                   ; reload
-    vmovdqa64    [rsp + 448], xmm26                  ; spill
+    vpclmulqdq   xmm18, xmm9, [rsp + 384], 0
+    vpclmulqdq   xmm9, xmm9, [rsp + 384], 1
+    vmovdqa64    [rsp + 320], xmm4                   ; spill
+    vmovdqa64    xmm4, [rsp + 256]                   ; reload
+    vmovdqa64    [rsp + 896], xmm26                  ; spill
     vpclmulqdq   xmm26, xmm4, xmm27, 0
     vpclmulqdq   xmm27, xmm4, xmm27, 16
-    vmovdqa64    [rsp + 256], xmm23                  ; spill
+    vmovdqa64    [rsp + 512], xmm23                  ; spill
     vpclmulqdq   xmm23, xmm4, xmm0, 0
     vpclmulqdq   xmm0, xmm4, xmm0, 16
-    vpclmulqdq   xmm4, xmm4, [rsp + 192], 0
+    vpclmulqdq   xmm4, xmm4, [rsp + 384], 0
     vpxorq       xmm3, xmm29, xmm3
     vpxorq       xmm5, xmm31, xmm5
     vpternlogq   xmm28, xmm17, xmm21, 150
@@ -4276,10 +4276,10 @@ kg_gf2m283_ladder_step_avx512:
     vpalignr     xmm3, xmm1, xmm11, 8
     vpternlogq   xmm19, xmm16, xmm3, 150
     vpalignr     xmm1, xmm20, xmm1, 8
-    vmovdqa64    xmm3, [rsp + 256]                   ; reload
+    vmovdqa64    xmm3, [rsp + 512]                   ; reload
     vpternlogq   xmm3, xmm18, xmm1, 150
     vpsrldq      xmm1, xmm20, 8
-    vmovdqa64    xmm5, [rsp + 448]                   ; reload
+    vmovdqa64    xmm5, [rsp + 896]                   ; reload
     vpternlogq   xmm5, xmm4, xmm1, 150
     vpclmulqdq   xmm1, xmm5, [rax - 128], 0
     vpclmulqdq   xmm4, xmm5, [rax - 128], 1
@@ -4297,7 +4297,7 @@ kg_gf2m283_ladder_step_avx512:
     vpxorq       xmm2, xmm21, xmm2
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm4, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm3, [rsp + 160]                   ; reload
+    vmovdqa64    xmm3, [rsp + 320]                   ; reload
     vpsrlq       xmm4, xmm3, 27
     vpsllq       xmm5, xmm4, 12
     vpsllq       xmm6, xmm4, 7
@@ -4306,13 +4306,13 @@ kg_gf2m283_ladder_step_avx512:
     vpandq       xmm3, xmm3, [rax - 128]
     vpxorq       xmm4, xmm7, xmm4
     vpternlogq   xmm5, xmm6, xmm4, 150
-    vmovdqa64    xmm4, [rsp + 416]                   ; reload
+    vmovdqa64    xmm4, [rsp + 832]                   ; reload
     vpxorq       xmm4, xmm4, xmm5
     vmovdqu64    [rdi], xmm4
-    vmovdqa64    xmm4, [rsp + 384]                   ; reload
+    vmovdqa64    xmm4, [rsp + 768]                   ; reload
     vmovdqu64    [rdi + 16], xmm4
     vmovq        qword [rdi + 32], xmm3
-    vmovdqa64    xmm3, [rsp + 352]                   ; reload
+    vmovdqa64    xmm3, [rsp + 704]                   ; reload
     vpsrlq       xmm4, xmm3, 27
     vpsllq       xmm5, xmm4, 12
     vpsllq       xmm6, xmm4, 7
@@ -4320,11 +4320,11 @@ kg_gf2m283_ladder_step_avx512:
     vpandq       xmm3, xmm3, [rax - 128]
     vpxorq       xmm4, xmm7, xmm4
     vpternlogq   xmm5, xmm6, xmm4, 150
-    vmovdqa64    xmm4, [rsp + 320]                   ; reload
-    vmovdqa64    xmm6, [rsp + 96]                    ; reload
+    vmovdqa64    xmm4, [rsp + 640]                   ; reload
+    vmovdqa64    xmm6, [rsp + 192]                   ; reload
     vpternlogq   xmm4, xmm6, xmm5, 150
     vmovdqu64    [rdi + 40], xmm4
-    vmovdqa64    xmm4, [rsp + 288]                   ; reload
+    vmovdqa64    xmm4, [rsp + 576]                   ; reload
     vmovdqu64    [rdi + 56], xmm4
     vmovq        qword [rdi + 72], xmm3
     vpsrlq       xmm3, xmm1, 27
@@ -4338,7 +4338,7 @@ kg_gf2m283_ladder_step_avx512:
     vmovdqu64    [rdi + 80], xmm0
     vmovdqu64    [rdi + 96], xmm2
     vmovq        qword [rdi + 112], xmm1
-    vmovdqa64    xmm0, [rsp + 64]                    ; reload
+    vmovdqa64    xmm0, [rsp + 128]                   ; reload
     vpsrlq       xmm1, xmm0, 27
     vpsllq       xmm2, xmm1, 12
     vpsllq       xmm3, xmm1, 7
@@ -4346,7 +4346,7 @@ kg_gf2m283_ladder_step_avx512:
     vpandq       xmm0, xmm0, [rax - 128]
     vpxorq       xmm1, xmm4, xmm1
     vpternlogq   xmm2, xmm3, xmm1, 150
-    vmovdqa64    xmm1, [rsp + 32]                    ; reload
+    vmovdqa64    xmm1, [rsp + 64]                    ; reload
     vpxorq       xmm1, xmm1, xmm2
     vmovdqu64    [rdi + 120], xmm1
     vmovdqa64    xmm1, [rsp]                         ; reload

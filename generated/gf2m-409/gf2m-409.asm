@@ -3934,8 +3934,8 @@ kg_gf2m409_muladd_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 320
+    and rsp, -64
+    sub rsp, 640
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -4068,9 +4068,9 @@ kg_gf2m409_muladd_avx512:
     vpxorq       xmm25, xmm8, xmm9
     vpxorq       xmm26, xmm12, xmm13
     vpclmulqdq   xmm31, xmm25, xmm26, 0
-    vmovdqa64    [rsp + 32], xmm28                   ; spill
+    vmovdqa64    [rsp + 64], xmm28                   ; spill
     vpclmulqdq   xmm28, xmm25, xmm26, 17
-    vmovdqa64    [rsp + 64], xmm19                   ; spill
+    vmovdqa64    [rsp + 128], xmm19                  ; spill
     vpshufd      xmm19, xmm25, 78
     vpxorq       xmm19, xmm25, xmm19
     vpshufd      xmm25, xmm26, 78
@@ -4086,23 +4086,23 @@ kg_gf2m409_muladd_avx512:
     vpclmulqdq   xmm28, xmm10, xmm14, 17
     vpshufd      xmm31, xmm10, 78
     vpxorq       xmm31, xmm10, xmm31
-    vmovdqa64    [rsp + 96], xmm16                   ; spill
+    vmovdqa64    [rsp + 192], xmm16                  ; spill
     vpshufd      xmm16, xmm14, 78
     vpxorq       xmm16, xmm14, xmm16
     vpclmulqdq   xmm16, xmm31, xmm16, 0
     vpternlogq   xmm16, xmm26, xmm28, 150
     vmovdqa64    xmm31, [rsp]                        ; reload
-    vmovdqa64    [rsp + 128], xmm11                  ; spill
+    vmovdqa64    [rsp + 256], xmm11                  ; spill
     vpclmulqdq   xmm11, xmm31, xmm15, 0
-    vmovdqa64    [rsp + 160], xmm29                  ; spill
+    vmovdqa64    [rsp + 320], xmm29                  ; spill
     vpxorq       xmm29, xmm10, xmm31
-    vmovdqa64    [rsp + 192], xmm30                  ; spill
+    vmovdqa64    [rsp + 384], xmm30                  ; spill
     vpxorq       xmm30, xmm14, xmm15
-    vmovdqa64    [rsp + 224], xmm3                   ; spill
+    vmovdqa64    [rsp + 448], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm29, xmm30, 0
-    vmovdqa64    [rsp + 256], xmm0                   ; spill
+    vmovdqa64    [rsp + 512], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm29, xmm30, 17
-    vmovdqa64    [rsp + 288], xmm2                   ; spill
+    vmovdqa64    [rsp + 576], xmm2                   ; spill
     vpshufd      xmm2, xmm29, 78
     vpxorq       xmm2, xmm29, xmm2
     vpshufd      xmm29, xmm30, 78
@@ -4165,23 +4165,23 @@ kg_gf2m409_muladd_avx512:
     vpxorq       xmm14, xmm22, xmm19
     vpternlogq   xmm4, xmm23, xmm11, 150
     vpternlogq   xmm6, xmm5, xmm13, 150
-    vmovdqa64    xmm11, [rsp + 288]                  ; reload
+    vmovdqa64    xmm11, [rsp + 576]                  ; reload
     vpternlogq   xmm11, xmm27, xmm10, 150
-    vmovdqa64    xmm10, [rsp + 256]                  ; reload
+    vmovdqa64    xmm10, [rsp + 512]                  ; reload
     vpxorq       xmm8, xmm10, xmm8
-    vmovdqa64    xmm10, [rsp + 224]                  ; reload
+    vmovdqa64    xmm10, [rsp + 448]                  ; reload
     vpternlogq   xmm10, xmm23, xmm9, 150
-    vmovdqa64    xmm9, [rsp + 192]                   ; reload
+    vmovdqa64    xmm9, [rsp + 384]                   ; reload
     vpternlogq   xmm7, xmm9, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 160]                   ; reload
+    vmovdqa64    xmm5, [rsp + 320]                   ; reload
     vpternlogq   xmm3, xmm5, xmm27, 150
-    vmovdqa64    xmm5, [rsp + 128]                   ; reload
+    vmovdqa64    xmm5, [rsp + 256]                   ; reload
     vpxorq       xmm2, xmm5, xmm2
     vpslldq      xmm5, xmm12, 8
-    vmovdqa64    xmm9, [rsp + 96]                    ; reload
+    vmovdqa64    xmm9, [rsp + 192]                   ; reload
     vpternlogq   xmm5, xmm9, xmm1, 150
     vpalignr     xmm1, xmm14, xmm12, 8
-    vmovdqa64    xmm9, [rsp + 64]                    ; reload
+    vmovdqa64    xmm9, [rsp + 128]                   ; reload
     vpternlogq   xmm1, xmm9, xmm20, 150
     vpalignr     xmm9, xmm6, xmm14, 8
     vpalignr     xmm6, xmm8, xmm6, 8
@@ -4189,7 +4189,7 @@ kg_gf2m409_muladd_avx512:
     vpalignr     xmm7, xmm2, xmm7, 8
     vpxorq       xmm3, xmm3, xmm7
     vpsrldq      xmm2, xmm2, 8
-    vmovdqa64    xmm7, [rsp + 32]                    ; reload
+    vmovdqa64    xmm7, [rsp + 64]                    ; reload
     vpternlogq   xmm2, xmm7, xmm0, 150
     vpsllq       xmm0, xmm2, 39
     vpsrlq       xmm7, xmm2, 25
@@ -5916,8 +5916,8 @@ kg_gf2m409_ladder_step_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 928
+    and rsp, -64
+    sub rsp, 1856
     vmovq        xmm0, qword [rsi + 48]
     vmovq        xmm1, qword [rsi + 104]
     vmovdqu64    xmm2, [rsi + 112]
@@ -5989,9 +5989,9 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm31, xmm6, xmm7
     vmovdqa64    [rsp], xmm13                        ; spill
     vpclmulqdq   xmm13, xmm30, xmm31, 0
-    vmovdqa64    [rsp + 32], xmm12                   ; spill
+    vmovdqa64    [rsp + 64], xmm12                   ; spill
     vpclmulqdq   xmm12, xmm30, xmm31, 17
-    vmovdqa64    [rsp + 64], xmm11                   ; spill
+    vmovdqa64    [rsp + 128], xmm11                  ; spill
     vpshufd      xmm11, xmm30, 78
     vpxorq       xmm11, xmm30, xmm11
     vpshufd      xmm30, xmm31, 78
@@ -6007,21 +6007,21 @@ kg_gf2m409_ladder_step_avx512:
     vpclmulqdq   xmm30, xmm22, xmm8, 17
     vpshufd      xmm31, xmm22, 78
     vpxorq       xmm31, xmm22, xmm31
-    vmovdqa64    [rsp + 96], xmm10                   ; spill
+    vmovdqa64    [rsp + 192], xmm10                  ; spill
     vpshufd      xmm10, xmm8, 78
     vpxorq       xmm10, xmm8, xmm10
     vpclmulqdq   xmm10, xmm31, xmm10, 0
     vpternlogq   xmm10, xmm27, xmm30, 150
     vpclmulqdq   xmm31, xmm0, xmm9, 0
-    vmovdqa64    [rsp + 128], xmm17                  ; spill
+    vmovdqa64    [rsp + 256], xmm17                  ; spill
     vpxorq       xmm17, xmm22, xmm0
-    vmovdqa64    [rsp + 160], xmm16                  ; spill
+    vmovdqa64    [rsp + 320], xmm16                  ; spill
     vpxorq       xmm16, xmm8, xmm9
-    vmovdqa64    [rsp + 192], xmm15                  ; spill
+    vmovdqa64    [rsp + 384], xmm15                  ; spill
     vpclmulqdq   xmm15, xmm17, xmm16, 0
-    vmovdqa64    [rsp + 224], xmm14                  ; spill
+    vmovdqa64    [rsp + 448], xmm14                  ; spill
     vpclmulqdq   xmm14, xmm17, xmm16, 17
-    vmovdqa64    [rsp + 256], xmm1                   ; spill
+    vmovdqa64    [rsp + 512], xmm1                   ; spill
     vpshufd      xmm1, xmm17, 78
     vpxorq       xmm1, xmm17, xmm1
     vpshufd      xmm17, xmm16, 78
@@ -6040,18 +6040,18 @@ kg_gf2m409_ladder_step_avx512:
     vpclmulqdq   xmm9, xmm17, xmm6, 17
     vpshufd      xmm31, xmm17, 78
     vpxorq       xmm31, xmm17, xmm31
-    vmovdqa64    [rsp + 288], xmm20                  ; spill
+    vmovdqa64    [rsp + 576], xmm20                  ; spill
     vpshufd      xmm20, xmm6, 78
     vpxorq       xmm20, xmm6, xmm20
     vpclmulqdq   xmm20, xmm31, xmm20, 0
     vpternlogq   xmm20, xmm8, xmm9, 150
     vpclmulqdq   xmm31, xmm30, xmm7, 0
-    vmovdqa64    [rsp + 320], xmm21                  ; spill
+    vmovdqa64    [rsp + 640], xmm21                  ; spill
     vpclmulqdq   xmm21, xmm30, xmm7, 17
-    vmovdqa64    [rsp + 352], xmm22                  ; spill
+    vmovdqa64    [rsp + 704], xmm22                  ; spill
     vpshufd      xmm22, xmm30, 78
     vpxorq       xmm22, xmm30, xmm22
-    vmovdqa64    [rsp + 384], xmm0                   ; spill
+    vmovdqa64    [rsp + 768], xmm0                   ; spill
     vpshufd      xmm0, xmm7, 78
     vpxorq       xmm0, xmm7, xmm0
     vpclmulqdq   xmm0, xmm22, xmm0, 0
@@ -6169,9 +6169,9 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm19, xmm25, xmm19
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm16, xmm17, 150
-    vpclmulqdq   xmm19, xmm5, [rsp + 256], 0
+    vpclmulqdq   xmm19, xmm5, [rsp + 512], 0
     vpxorq       xmm20, xmm4, xmm5
-    vpxorq       xmm21, xmm25, [rsp + 256]
+    vpxorq       xmm21, xmm25, [rsp + 512]
     vpclmulqdq   xmm22, xmm20, xmm21, 0
     vpclmulqdq   xmm26, xmm20, xmm21, 17
     vpshufd      xmm27, xmm20, 78
@@ -6187,7 +6187,7 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm2, xmm2, xmm4
     vpxorq       xmm3, xmm3, xmm5
     vpxorq       xmm4, xmm23, xmm25
-    vpxorq       xmm5, xmm24, [rsp + 256]
+    vpxorq       xmm5, xmm24, [rsp + 512]
     vpclmulqdq   xmm22, xmm2, xmm4, 0
     vpclmulqdq   xmm26, xmm2, xmm4, 17
     vpshufd      xmm27, xmm2, 78
@@ -6277,15 +6277,15 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm3, xmm12, xmm3
     vpsrldq      xmm2, xmm2, 8
     vpternlogq   xmm2, xmm4, [rax - 128], 40
-    vmovdqa64    xmm4, [rsp + 384]                   ; reload
+    vmovdqa64    xmm4, [rsp + 768]                   ; reload
     vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vmovdqa64    xmm8, [rsp + 352]                   ; reload
+    vmovdqa64    xmm8, [rsp + 704]                   ; reload
     vpclmulqdq   xmm10, xmm8, xmm8, 17
     vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vmovdqa64    xmm11, [rsp + 320]                  ; reload
+    vmovdqa64    xmm11, [rsp + 640]                  ; reload
     vpclmulqdq   xmm12, xmm11, xmm11, 17
     vpclmulqdq   xmm11, xmm11, xmm11, 0
-    vmovdqa64    xmm13, [rsp + 288]                  ; reload
+    vmovdqa64    xmm13, [rsp + 576]                  ; reload
     vpclmulqdq   xmm14, xmm13, xmm13, 17
     vpclmulqdq   xmm13, xmm13, xmm13, 0
     vpsllq       xmm15, xmm4, 39
@@ -6324,7 +6324,7 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm4, xmm11, xmm4
     vpsrldq      xmm10, xmm10, 8
     vpternlogq   xmm10, xmm12, [rax - 128], 40
-    vmovdqa64    xmm11, [rsp + 256]                  ; reload
+    vmovdqa64    xmm11, [rsp + 512]                  ; reload
     vpclmulqdq   xmm11, xmm11, xmm11, 0
     vpclmulqdq   xmm12, xmm25, xmm25, 17
     vpclmulqdq   xmm14, xmm25, xmm25, 0
@@ -6455,15 +6455,15 @@ kg_gf2m409_ladder_step_avx512:
     vpclmulqdq   xmm30, xmm30, xmm31, 0
     vpternlogq   xmm30, xmm28, xmm29, 150
     vpclmulqdq   xmm31, xmm10, xmm12, 0
-    vmovdqa64    [rsp + 256], xmm0                   ; spill
+    vmovdqa64    [rsp + 512], xmm0                   ; spill
     vpxorq       xmm0, xmm4, xmm10
-    vmovdqa64    [rsp + 288], xmm2                   ; spill
+    vmovdqa64    [rsp + 576], xmm2                   ; spill
     vpxorq       xmm2, xmm11, xmm12
-    vmovdqa64    [rsp + 320], xmm1                   ; spill
+    vmovdqa64    [rsp + 640], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm0, xmm2, 0
-    vmovdqa64    [rsp + 352], xmm3                   ; spill
+    vmovdqa64    [rsp + 704], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm0, xmm2, 17
-    vmovdqa64    [rsp + 384], xmm7                   ; spill
+    vmovdqa64    [rsp + 768], xmm7                   ; spill
     vpshufd      xmm7, xmm0, 78
     vpxorq       xmm0, xmm0, xmm7
     vpshufd      xmm7, xmm2, 78
@@ -6477,27 +6477,27 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm7, xmm13, xmm4
     vpxorq       xmm29, xmm8, xmm10
     vpxorq       xmm31, xmm18, xmm11
-    vmovdqa64    [rsp + 416], xmm9                   ; spill
+    vmovdqa64    [rsp + 832], xmm9                   ; spill
     vpxorq       xmm9, xmm14, xmm12
-    vmovdqa64    [rsp + 448], xmm5                   ; spill
+    vmovdqa64    [rsp + 896], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm7, xmm31, 0
-    vmovdqa64    [rsp + 480], xmm6                   ; spill
+    vmovdqa64    [rsp + 960], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm7, xmm31, 17
-    vmovdqa64    [rsp + 512], xmm17                  ; spill
+    vmovdqa64    [rsp + 1024], xmm17                 ; spill
     vpshufd      xmm17, xmm7, 78
     vpxorq       xmm17, xmm7, xmm17
-    vmovdqa64    [rsp + 544], xmm16                  ; spill
+    vmovdqa64    [rsp + 1088], xmm16                 ; spill
     vpshufd      xmm16, xmm31, 78
     vpxorq       xmm16, xmm31, xmm16
     vpclmulqdq   xmm16, xmm17, xmm16, 0
     vpternlogq   xmm16, xmm5, xmm6, 150
     vpclmulqdq   xmm17, xmm29, xmm9, 0
-    vmovdqa64    [rsp + 576], xmm19                  ; spill
+    vmovdqa64    [rsp + 1152], xmm19                 ; spill
     vpclmulqdq   xmm19, xmm29, xmm9, 17
-    vmovdqa64    [rsp + 608], xmm15                  ; spill
+    vmovdqa64    [rsp + 1216], xmm15                 ; spill
     vpshufd      xmm15, xmm29, 78
     vpxorq       xmm15, xmm29, xmm15
-    vmovdqa64    [rsp + 640], xmm10                  ; spill
+    vmovdqa64    [rsp + 1280], xmm10                 ; spill
     vpshufd      xmm10, xmm9, 78
     vpxorq       xmm10, xmm9, xmm10
     vpclmulqdq   xmm10, xmm15, xmm10, 0
@@ -6574,7 +6574,7 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm0, xmm2, xmm0
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm9, [rax - 128], 40
-    vmovdqa64    xmm2, [rsp + 224]                   ; reload
+    vmovdqa64    xmm2, [rsp + 448]                   ; reload
     vpclmulqdq   xmm6, xmm2, xmm18, 0
     vpclmulqdq   xmm7, xmm2, xmm18, 17
     vpshufd      xmm9, xmm2, 78
@@ -6583,7 +6583,7 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm15, xmm18, xmm15
     vpclmulqdq   xmm9, xmm9, xmm15, 0
     vpternlogq   xmm9, xmm6, xmm7, 150
-    vmovdqa64    xmm15, [rsp + 192]                  ; reload
+    vmovdqa64    xmm15, [rsp + 384]                  ; reload
     vpclmulqdq   xmm16, xmm15, xmm14, 0
     vpclmulqdq   xmm17, xmm15, xmm14, 17
     vpshufd      xmm19, xmm15, 78
@@ -6607,7 +6607,7 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm16, xmm16, xmm7
     vpternlogq   xmm20, xmm9, xmm19, 150
     vpxorq       xmm21, xmm23, xmm17
-    vmovdqa64    xmm22, [rsp + 160]                  ; reload
+    vmovdqa64    xmm22, [rsp + 320]                  ; reload
     vpclmulqdq   xmm23, xmm22, xmm11, 0
     vpclmulqdq   xmm24, xmm22, xmm11, 17
     vpshufd      xmm25, xmm22, 78
@@ -6616,13 +6616,13 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm26, xmm11, xmm26
     vpclmulqdq   xmm25, xmm25, xmm26, 0
     vpternlogq   xmm25, xmm23, xmm24, 150
-    vmovdqa64    xmm26, [rsp + 128]                  ; reload
+    vmovdqa64    xmm26, [rsp + 256]                  ; reload
     vpclmulqdq   xmm27, xmm26, xmm12, 0
     vpxorq       xmm28, xmm22, xmm26
     vpxorq       xmm29, xmm11, xmm12
     vpclmulqdq   xmm30, xmm28, xmm29, 0
     vpclmulqdq   xmm31, xmm28, xmm29, 17
-    vmovdqa64    [rsp + 672], xmm0                   ; spill
+    vmovdqa64    [rsp + 1344], xmm0                  ; spill
     vpshufd      xmm0, xmm28, 78
     vpxorq       xmm0, xmm28, xmm0
     vpshufd      xmm28, xmm29, 78
@@ -6726,7 +6726,7 @@ kg_gf2m409_ladder_step_avx512:
     vpternlogq   xmm11, xmm6, xmm13, 150
     vpternlogq   xmm24, xmm7, xmm8, 150
     vpternlogq   xmm14, xmm0, xmm4, 150
-    vmovdqa64    xmm0, [rsp + 640]                   ; reload
+    vmovdqa64    xmm0, [rsp + 1280]                  ; reload
     vpxorq       xmm0, xmm0, xmm2
     vpclmulqdq   xmm0, xmm0, xmm0, 0
     vpclmulqdq   xmm2, xmm14, xmm14, 17
@@ -6771,23 +6771,23 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm0, xmm7, xmm0
     vpsrldq      xmm2, xmm2, 8
     vpternlogq   xmm2, xmm6, [rax - 128], 40
-    vmovdqa64    xmm6, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm7, xmm6, [rsp + 608], 0
-    vpclmulqdq   xmm8, xmm6, [rsp + 608], 17
+    vmovdqa64    xmm6, [rsp + 192]                   ; reload
+    vpclmulqdq   xmm7, xmm6, [rsp + 1216], 0
+    vpclmulqdq   xmm8, xmm6, [rsp + 1216], 17
     vpshufd      xmm11, xmm6, 78
     vpxorq       xmm11, xmm6, xmm11
-    vpshufd      xmm12, [rsp + 608], 78
-    vmovdqa64    xmm13, [rsp + 608]                  ; reload
+    vpshufd      xmm12, [rsp + 1216], 78
+    vmovdqa64    xmm13, [rsp + 1216]                 ; reload
     vpxorq       xmm12, xmm13, xmm12
     vpclmulqdq   xmm11, xmm11, xmm12, 0
     vpternlogq   xmm11, xmm7, xmm8, 150
-    vmovdqa64    xmm12, [rsp + 64]                   ; reload
-    vpclmulqdq   xmm14, xmm12, [rsp + 576], 0
-    vpclmulqdq   xmm15, xmm12, [rsp + 576], 17
+    vmovdqa64    xmm12, [rsp + 128]                  ; reload
+    vpclmulqdq   xmm14, xmm12, [rsp + 1152], 0
+    vpclmulqdq   xmm15, xmm12, [rsp + 1152], 17
     vpshufd      xmm16, xmm12, 78
     vpxorq       xmm16, xmm12, xmm16
-    vpshufd      xmm17, [rsp + 576], 78
-    vmovdqa64    xmm18, [rsp + 576]                  ; reload
+    vpshufd      xmm17, [rsp + 1152], 78
+    vmovdqa64    xmm18, [rsp + 1152]                 ; reload
     vpxorq       xmm17, xmm18, xmm17
     vpclmulqdq   xmm16, xmm16, xmm17, 0
     vpternlogq   xmm16, xmm14, xmm15, 150
@@ -6806,20 +6806,20 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm14, xmm14, xmm8
     vpternlogq   xmm17, xmm11, xmm16, 150
     vpxorq       xmm19, xmm21, xmm15
-    vmovdqa64    xmm20, [rsp + 32]                   ; reload
-    vpclmulqdq   xmm21, xmm20, [rsp + 544], 0
-    vpclmulqdq   xmm22, xmm20, [rsp + 544], 17
+    vmovdqa64    xmm20, [rsp + 64]                   ; reload
+    vpclmulqdq   xmm21, xmm20, [rsp + 1088], 0
+    vpclmulqdq   xmm22, xmm20, [rsp + 1088], 17
     vpshufd      xmm23, xmm20, 78
     vpxorq       xmm23, xmm20, xmm23
-    vpshufd      xmm24, [rsp + 544], 78
-    vmovdqa64    xmm25, [rsp + 544]                  ; reload
+    vpshufd      xmm24, [rsp + 1088], 78
+    vmovdqa64    xmm25, [rsp + 1088]                 ; reload
     vpxorq       xmm24, xmm25, xmm24
     vpclmulqdq   xmm23, xmm23, xmm24, 0
     vpternlogq   xmm23, xmm21, xmm22, 150
     vmovdqa64    xmm24, [rsp]                        ; reload
-    vpclmulqdq   xmm26, xmm24, [rsp + 512], 0
+    vpclmulqdq   xmm26, xmm24, [rsp + 1024], 0
     vpxorq       xmm27, xmm20, xmm24
-    vpxorq       xmm28, xmm25, [rsp + 512]
+    vpxorq       xmm28, xmm25, [rsp + 1024]
     vpclmulqdq   xmm29, xmm27, xmm28, 0
     vpclmulqdq   xmm30, xmm27, xmm28, 17
     vpshufd      xmm31, xmm27, 78
@@ -6835,7 +6835,7 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm6, xmm6, xmm20
     vpxorq       xmm12, xmm12, xmm24
     vpxorq       xmm20, xmm13, xmm25
-    vpxorq       xmm24, xmm18, [rsp + 512]
+    vpxorq       xmm24, xmm18, [rsp + 1024]
     vpclmulqdq   xmm29, xmm6, xmm20, 0
     vpclmulqdq   xmm30, xmm6, xmm20, 17
     vpshufd      xmm31, xmm6, 78
@@ -6875,36 +6875,36 @@ kg_gf2m409_ladder_step_avx512:
     vpternlogq   xmm13, xmm12, xmm14, 150
     vpternlogq   xmm6, xmm17, xmm27, 150
     vpternlogq   xmm20, xmm12, xmm28, 150
-    vmovdqa64    xmm12, [rsp + 480]                  ; reload
-    vpclmulqdq   xmm21, xmm12, [rsp + 448], 0
-    vpclmulqdq   xmm22, xmm12, [rsp + 448], 17
+    vmovdqa64    xmm12, [rsp + 960]                  ; reload
+    vpclmulqdq   xmm21, xmm12, [rsp + 896], 0
+    vpclmulqdq   xmm22, xmm12, [rsp + 896], 17
     vpshufd      xmm23, xmm12, 78
     vpxorq       xmm23, xmm12, xmm23
-    vpshufd      xmm24, [rsp + 448], 78
-    vmovdqa64    xmm25, [rsp + 448]                  ; reload
+    vpshufd      xmm24, [rsp + 896], 78
+    vmovdqa64    xmm25, [rsp + 896]                  ; reload
     vpxorq       xmm24, xmm25, xmm24
     vpclmulqdq   xmm23, xmm23, xmm24, 0
     vpternlogq   xmm23, xmm21, xmm22, 150
-    vmovdqa64    xmm24, [rsp + 416]                  ; reload
-    vpclmulqdq   xmm29, xmm24, [rsp + 384], 0
-    vpclmulqdq   xmm30, xmm24, [rsp + 384], 17
+    vmovdqa64    xmm24, [rsp + 832]                  ; reload
+    vpclmulqdq   xmm29, xmm24, [rsp + 768], 0
+    vpclmulqdq   xmm30, xmm24, [rsp + 768], 17
     vpshufd      xmm31, xmm24, 78
     vpxorq       xmm31, xmm24, xmm31
-    vmovdqa64    [rsp + 64], xmm3                    ; spill
-    vpshufd      xmm3, [rsp + 384], 78
-    vmovdqa64    [rsp + 32], xmm10                   ; spill
-    vmovdqa64    xmm10, [rsp + 384]                  ; reload
+    vmovdqa64    [rsp + 128], xmm3                   ; spill
+    vpshufd      xmm3, [rsp + 768], 78
+    vmovdqa64    [rsp + 64], xmm10                   ; spill
+    vmovdqa64    xmm10, [rsp + 768]                  ; reload
     vpxorq       xmm3, xmm10, xmm3
     vpclmulqdq   xmm3, xmm31, xmm3, 0
     vpternlogq   xmm3, xmm29, xmm30, 150
     vpxorq       xmm31, xmm12, xmm24
-    vmovdqa64    [rsp + 96], xmm1                    ; spill
+    vmovdqa64    [rsp + 192], xmm1                   ; spill
     vpxorq       xmm1, xmm25, xmm10
-    vmovdqa64    [rsp + 640], xmm0                   ; spill
+    vmovdqa64    [rsp + 1280], xmm0                  ; spill
     vpclmulqdq   xmm0, xmm31, xmm1, 0
-    vmovdqa64    [rsp + 128], xmm4                   ; spill
+    vmovdqa64    [rsp + 256], xmm4                   ; spill
     vpclmulqdq   xmm4, xmm31, xmm1, 17
-    vmovdqa64    [rsp + 192], xmm9                   ; spill
+    vmovdqa64    [rsp + 384], xmm9                   ; spill
     vpshufd      xmm9, xmm31, 78
     vpxorq       xmm9, xmm31, xmm9
     vpshufd      xmm31, xmm1, 78
@@ -6916,31 +6916,31 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm0, xmm0, xmm9
     vpternlogq   xmm1, xmm23, xmm3, 150
     vpxorq       xmm4, xmm4, xmm30
-    vmovdqa64    xmm22, [rsp + 320]                  ; reload
-    vpclmulqdq   xmm29, xmm22, [rsp + 352], 0
-    vpclmulqdq   xmm31, xmm22, [rsp + 352], 17
-    vmovdqa64    [rsp + 160], xmm2                   ; spill
+    vmovdqa64    xmm22, [rsp + 640]                  ; reload
+    vpclmulqdq   xmm29, xmm22, [rsp + 704], 0
+    vpclmulqdq   xmm31, xmm22, [rsp + 704], 17
+    vmovdqa64    [rsp + 320], xmm2                   ; spill
     vpshufd      xmm2, xmm22, 78
     vpxorq       xmm2, xmm22, xmm2
-    vmovdqa64    [rsp + 224], xmm28                  ; spill
-    vpshufd      xmm28, [rsp + 352], 78
-    vmovdqa64    [rsp + 704], xmm14                  ; spill
-    vmovdqa64    xmm14, [rsp + 352]                  ; reload
+    vmovdqa64    [rsp + 448], xmm28                  ; spill
+    vpshufd      xmm28, [rsp + 704], 78
+    vmovdqa64    [rsp + 1408], xmm14                 ; spill
+    vmovdqa64    xmm14, [rsp + 704]                  ; reload
     vpxorq       xmm28, xmm14, xmm28
     vpclmulqdq   xmm2, xmm2, xmm28, 0
     vpternlogq   xmm2, xmm29, xmm31, 150
-    vmovdqa64    xmm28, [rsp + 256]                  ; reload
-    vmovdqa64    [rsp + 736], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm28, [rsp + 288], 0
-    vmovdqa64    [rsp + 768], xmm27                  ; spill
+    vmovdqa64    xmm28, [rsp + 512]                  ; reload
+    vmovdqa64    [rsp + 1472], xmm7                  ; spill
+    vpclmulqdq   xmm7, xmm28, [rsp + 576], 0
+    vmovdqa64    [rsp + 1536], xmm27                 ; spill
     vpxorq       xmm27, xmm22, xmm28
-    vmovdqa64    [rsp + 800], xmm18                  ; spill
-    vpxorq       xmm18, xmm14, [rsp + 288]
-    vmovdqa64    [rsp + 832], xmm5                   ; spill
+    vmovdqa64    [rsp + 1600], xmm18                 ; spill
+    vpxorq       xmm18, xmm14, [rsp + 576]
+    vmovdqa64    [rsp + 1664], xmm5                  ; spill
     vpclmulqdq   xmm5, xmm27, xmm18, 0
-    vmovdqa64    [rsp + 864], xmm20                  ; spill
+    vmovdqa64    [rsp + 1728], xmm20                 ; spill
     vpclmulqdq   xmm20, xmm27, xmm18, 17
-    vmovdqa64    [rsp + 896], xmm6                   ; spill
+    vmovdqa64    [rsp + 1792], xmm6                  ; spill
     vpshufd      xmm6, xmm27, 78
     vpxorq       xmm6, xmm27, xmm6
     vpshufd      xmm27, xmm18, 78
@@ -6954,7 +6954,7 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm12, xmm12, xmm22
     vpxorq       xmm20, xmm24, xmm28
     vpxorq       xmm14, xmm25, xmm14
-    vpxorq       xmm10, xmm10, [rsp + 288]
+    vpxorq       xmm10, xmm10, [rsp + 576]
     vpclmulqdq   xmm22, xmm12, xmm14, 0
     vpclmulqdq   xmm24, xmm12, xmm14, 17
     vpshufd      xmm25, xmm12, 78
@@ -6967,7 +6967,7 @@ kg_gf2m409_ladder_step_avx512:
     vpclmulqdq   xmm28, xmm20, xmm10, 17
     vpshufd      xmm31, xmm20, 78
     vpxorq       xmm31, xmm20, xmm31
-    vmovdqa64    [rsp + 288], xmm13                  ; spill
+    vmovdqa64    [rsp + 576], xmm13                  ; spill
     vpshufd      xmm13, xmm10, 78
     vpxorq       xmm13, xmm10, xmm13
     vpclmulqdq   xmm13, xmm31, xmm13, 0
@@ -7004,23 +7004,23 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm1, xmm17, xmm1
     vpternlogq   xmm15, xmm19, xmm3, 150
     vpternlogq   xmm16, xmm8, xmm7, 150
-    vmovdqa64    xmm3, [rsp + 288]                   ; reload
+    vmovdqa64    xmm3, [rsp + 576]                   ; reload
     vpternlogq   xmm3, xmm26, xmm9, 150
-    vmovdqa64    xmm7, [rsp + 896]                   ; reload
+    vmovdqa64    xmm7, [rsp + 1792]                  ; reload
     vpxorq       xmm7, xmm7, xmm10
-    vmovdqa64    xmm9, [rsp + 864]                   ; reload
+    vmovdqa64    xmm9, [rsp + 1728]                  ; reload
     vpternlogq   xmm9, xmm19, xmm4, 150
-    vmovdqa64    xmm4, [rsp + 832]                   ; reload
+    vmovdqa64    xmm4, [rsp + 1664]                  ; reload
     vpternlogq   xmm2, xmm4, xmm8, 150
-    vmovdqa64    xmm4, [rsp + 800]                   ; reload
+    vmovdqa64    xmm4, [rsp + 1600]                  ; reload
     vpternlogq   xmm5, xmm4, xmm26, 150
-    vmovdqa64    xmm4, [rsp + 768]                   ; reload
+    vmovdqa64    xmm4, [rsp + 1536]                  ; reload
     vpxorq       xmm4, xmm4, xmm6
     vpslldq      xmm6, xmm11, 8
-    vmovdqa64    xmm8, [rsp + 736]                   ; reload
+    vmovdqa64    xmm8, [rsp + 1472]                  ; reload
     vpternlogq   xmm6, xmm8, xmm21, 150
     vpalignr     xmm8, xmm1, xmm11, 8
-    vmovdqa64    xmm10, [rsp + 704]                  ; reload
+    vmovdqa64    xmm10, [rsp + 1408]                 ; reload
     vpternlogq   xmm8, xmm10, xmm0, 150
     vpalignr     xmm0, xmm16, xmm1, 8
     vpalignr     xmm1, xmm7, xmm16, 8
@@ -7028,7 +7028,7 @@ kg_gf2m409_ladder_step_avx512:
     vpalignr     xmm2, xmm4, xmm2, 8
     vpxorq       xmm2, xmm5, xmm2
     vpsrldq      xmm4, xmm4, 8
-    vmovdqa64    xmm5, [rsp + 224]                   ; reload
+    vmovdqa64    xmm5, [rsp + 448]                   ; reload
     vpternlogq   xmm4, xmm5, xmm18, 150
     vpsllq       xmm5, xmm4, 39
     vpsrlq       xmm10, xmm4, 25
@@ -7067,32 +7067,32 @@ kg_gf2m409_ladder_step_avx512:
     vpternlogq   xmm15, xmm14, xmm3, 150
     vpsrldq      xmm2, xmm2, 8
     vpternlogq   xmm2, xmm1, [rax - 128], 40
-    vmovdqa64    xmm1, [rsp + 160]                   ; reload
+    vmovdqa64    xmm1, [rsp + 320]                   ; reload
     vpsrlq       xmm3, xmm1, 25
     vpsllq       xmm4, xmm3, 23
     lea          rax, [rel gf2m_mask_1ffffff_0 + 128] ; addresses gf2m_mask_1ffffff_0 near byte 0
     vpandq       xmm1, xmm1, [rax - 128]
     vpunpcklqdq  xmm3, xmm3, xmm4
-    vmovdqa64    xmm4, [rsp + 192]                   ; reload
+    vmovdqa64    xmm4, [rsp + 384]                   ; reload
     vpxorq       xmm3, xmm4, xmm3
     vmovdqu64    [rdi], xmm3
-    vmovdqa64    xmm3, [rsp + 128]                   ; reload
+    vmovdqa64    xmm3, [rsp + 256]                   ; reload
     vmovdqu64    [rdi + 16], xmm3
-    vmovdqa64    xmm3, [rsp + 640]                   ; reload
+    vmovdqa64    xmm3, [rsp + 1280]                  ; reload
     vmovdqu64    [rdi + 32], xmm3
     vmovq        qword [rdi + 48], xmm1
-    vmovdqa64    xmm1, [rsp + 96]                    ; reload
+    vmovdqa64    xmm1, [rsp + 192]                   ; reload
     vpsrlq       xmm3, xmm1, 25
     vpsllq       xmm4, xmm3, 23
     vpandq       xmm1, xmm1, [rax - 128]
     vpunpcklqdq  xmm3, xmm3, xmm4
-    vmovdqa64    xmm4, [rsp + 32]                    ; reload
-    vmovdqa64    xmm5, [rsp + 64]                    ; reload
+    vmovdqa64    xmm4, [rsp + 64]                    ; reload
+    vmovdqa64    xmm5, [rsp + 128]                   ; reload
     vpternlogq   xmm4, xmm5, xmm3, 150
     vmovdqu64    [rdi + 56], xmm4
     vmovdqa64    xmm3, [rsp]                         ; reload
     vmovdqu64    [rdi + 72], xmm3
-    vmovdqa64    xmm3, [rsp + 672]                   ; reload
+    vmovdqa64    xmm3, [rsp + 1344]                  ; reload
     vmovdqu64    [rdi + 88], xmm3
     vmovq        qword [rdi + 104], xmm1
     vpsrlq       xmm1, xmm2, 25
@@ -7104,17 +7104,17 @@ kg_gf2m409_ladder_step_avx512:
     vmovdqu64    [rdi + 128], xmm0
     vmovdqu64    [rdi + 144], xmm15
     vmovq        qword [rdi + 160], xmm2
-    vmovdqa64    xmm0, [rsp + 512]                   ; reload
+    vmovdqa64    xmm0, [rsp + 1024]                  ; reload
     vpsrlq       xmm1, xmm0, 25
     vpsllq       xmm2, xmm1, 23
     vpandq       xmm0, xmm0, [rax - 128]
     vpunpcklqdq  xmm1, xmm1, xmm2
-    vmovdqa64    xmm2, [rsp + 608]                   ; reload
+    vmovdqa64    xmm2, [rsp + 1216]                  ; reload
     vpxorq       xmm1, xmm2, xmm1
     vmovdqu64    [rdi + 168], xmm1
-    vmovdqa64    xmm1, [rsp + 576]                   ; reload
+    vmovdqa64    xmm1, [rsp + 1152]                  ; reload
     vmovdqu64    [rdi + 184], xmm1
-    vmovdqa64    xmm1, [rsp + 544]                   ; reload
+    vmovdqa64    xmm1, [rsp + 1088]                  ; reload
     vmovdqu64    [rdi + 200], xmm1
     vmovq        qword [rdi + 216], xmm0
     mov rsp, rbp
@@ -7141,8 +7141,8 @@ kg_gf2m409_ladder_step2_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 160
+    and rsp, -64
+    sub rsp, 320
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -7251,13 +7251,13 @@ kg_gf2m409_ladder_step2_avx512:
     vpclmulqdq   ymm31, ymm11, ymm7, 0
     vmovdqa64    [rsp], xmm19                        ; spill
     vpxorq       ymm19, ymm10, ymm11
-    vmovdqa64    [rsp + 32], xmm18                   ; spill
+    vmovdqa64    [rsp + 64], xmm18                   ; spill
     vpxorq       ymm18, ymm6, ymm7
-    vmovdqa64    [rsp + 64], xmm17                   ; spill
+    vmovdqa64    [rsp + 128], xmm17                  ; spill
     vpclmulqdq   ymm17, ymm19, ymm18, 0
-    vmovdqa64    [rsp + 96], xmm16                   ; spill
+    vmovdqa64    [rsp + 192], xmm16                  ; spill
     vpclmulqdq   ymm16, ymm19, ymm18, 17
-    vmovdqa64    [rsp + 128], xmm23                  ; spill
+    vmovdqa64    [rsp + 256], xmm23                  ; spill
     vpshufd      ymm23, ymm19, 78
     vpxorq       ymm19, ymm19, ymm23
     vpshufd      ymm23, ymm18, 78
@@ -7408,7 +7408,7 @@ kg_gf2m409_ladder_step2_avx512:
     vinserti64x2 ymm5, ymm0, xmm20, 1
     vinserti64x2 ymm7, ymm3, xmm21, 1
     vinserti64x2 ymm10, ymm1, xmm22, 1
-    vinserti64x2 ymm11, ymm2, [rsp + 128], 1
+    vinserti64x2 ymm11, ymm2, [rsp + 256], 1
     vshufi64x2   ymm12, ymm0, ymm0, 3
     vshufi64x2   ymm13, ymm3, ymm3, 3
     vshufi64x2   ymm14, ymm1, ymm1, 3
@@ -7457,7 +7457,7 @@ kg_gf2m409_ladder_step2_avx512:
     vpxorq       ymm29, ymm14, ymm15
     vpclmulqdq   ymm30, ymm28, ymm29, 0
     vpclmulqdq   ymm31, ymm28, ymm29, 17
-    vmovdqa64    [rsp + 128], ymm2                   ; spill
+    vmovdqa64    [rsp + 256], ymm2                   ; spill
     vpshufd      ymm2, ymm28, 78
     vpxorq       ymm2, ymm28, ymm2
     vpshufd      ymm28, ymm29, 78
@@ -7571,7 +7571,7 @@ kg_gf2m409_ladder_step2_avx512:
     vshufi64x2   ymm1, ymm6, ymm1, 1
     vpxorq       ymm1, ymm10, ymm1
     vshufi64x2   ymm10, ymm4, ymm5, 2
-    vshufi64x2   ymm12, ymm4, [rsp + 128], 1
+    vshufi64x2   ymm12, ymm4, [rsp + 256], 1
     vpxorq       ymm10, ymm10, ymm12
     vpclmulqdq   ymm10, ymm10, ymm10, 0
     vpclmulqdq   ymm12, ymm1, ymm1, 17
@@ -7616,9 +7616,9 @@ kg_gf2m409_ladder_step2_avx512:
     vpxorq       ymm1, ymm3, ymm1
     vpsrldq      ymm3, ymm12, 8
     vpternlogq   ymm3, ymm13, [rax - 128], 40
-    vinserti64x2 ymm12, ymm8, [rsp + 96], 1
-    vinserti64x2 ymm13, ymm9, [rsp + 64], 1
-    vinserti64x2 ymm14, ymm6, [rsp + 32], 1
+    vinserti64x2 ymm12, ymm8, [rsp + 192], 1
+    vinserti64x2 ymm13, ymm9, [rsp + 128], 1
+    vinserti64x2 ymm14, ymm6, [rsp + 64], 1
     vinserti64x2 ymm15, ymm4, [rsp], 1
     vshufi64x2   ymm8, ymm8, ymm0, 1
     vshufi64x2   ymm9, ymm9, ymm10, 1

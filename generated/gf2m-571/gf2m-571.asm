@@ -6313,8 +6313,8 @@ kg_gf2m571_mul_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 288
+    and rsp, -64
+    sub rsp, 576
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -6383,7 +6383,7 @@ kg_gf2m571_mul_avx512:
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp], xmm18                        ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
-    vmovdqa64    [rsp + 32], xmm22                   ; spill
+    vmovdqa64    [rsp + 64], xmm22                   ; spill
     vpshufd      xmm22, xmm16, 78
     vpxorq       xmm16, xmm16, xmm22
     vpshufd      xmm22, xmm25, 78
@@ -6444,18 +6444,18 @@ kg_gf2m571_mul_avx512:
     vpxorq       xmm29, xmm1, xmm29
     vpshufd      xmm30, xmm4, 78
     vpxorq       xmm30, xmm4, xmm30
-    vmovdqa64    [rsp + 64], xmm20                   ; spill
+    vmovdqa64    [rsp + 128], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm9, xmm28, 150
-    vmovdqa64    [rsp + 96], xmm17                   ; spill
+    vmovdqa64    [rsp + 192], xmm17                  ; spill
     vpxorq       xmm17, xmm0, xmm1
-    vmovdqa64    [rsp + 128], xmm13                  ; spill
+    vmovdqa64    [rsp + 256], xmm13                  ; spill
     vpxorq       xmm13, xmm3, xmm4
-    vmovdqa64    [rsp + 160], xmm12                  ; spill
+    vmovdqa64    [rsp + 320], xmm12                  ; spill
     vpclmulqdq   xmm12, xmm17, xmm13, 0
-    vmovdqa64    [rsp + 192], xmm10                  ; spill
+    vmovdqa64    [rsp + 384], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm17, xmm13, 17
-    vmovdqa64    [rsp + 224], xmm27                  ; spill
+    vmovdqa64    [rsp + 448], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm13, 78
@@ -6469,7 +6469,7 @@ kg_gf2m571_mul_avx512:
     vpxorq       xmm10, xmm10, xmm28
     vpclmulqdq   xmm12, xmm2, xmm7, 0
     vpclmulqdq   xmm17, xmm2, xmm7, 17
-    vmovdqa64    xmm27, [rsp + 32]                   ; reload
+    vmovdqa64    xmm27, [rsp + 64]                   ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
     vpternlogq   xmm23, xmm12, xmm17, 150
     vpxorq       xmm0, xmm0, xmm2
@@ -6478,13 +6478,13 @@ kg_gf2m571_mul_avx512:
     vpclmulqdq   xmm7, xmm0, xmm2, 17
     vpshufd      xmm27, xmm0, 78
     vpxorq       xmm27, xmm0, xmm27
-    vmovdqa64    [rsp + 32], xmm13                   ; spill
+    vmovdqa64    [rsp + 64], xmm13                   ; spill
     vpshufd      xmm13, xmm2, 78
     vpxorq       xmm13, xmm2, xmm13
     vpclmulqdq   xmm13, xmm27, xmm13, 0
     vpternlogq   xmm13, xmm3, xmm7, 150
     vpclmulqdq   xmm27, xmm1, xmm4, 0
-    vmovdqa64    [rsp + 256], xmm31                  ; spill
+    vmovdqa64    [rsp + 512], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm1, xmm4, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -6516,27 +6516,27 @@ kg_gf2m571_mul_avx512:
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm11, 150
-    vmovdqa64    xmm11, [rsp + 224]                  ; reload
-    vmovdqa64    xmm15, [rsp + 256]                  ; reload
+    vmovdqa64    xmm11, [rsp + 448]                  ; reload
+    vmovdqa64    xmm15, [rsp + 512]                  ; reload
     vpternlogq   xmm11, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 192]                  ; reload
+    vmovdqa64    xmm14, [rsp + 384]                  ; reload
     vpxorq       xmm5, xmm14, xmm5
-    vmovdqa64    xmm15, [rsp + 160]                  ; reload
+    vmovdqa64    xmm15, [rsp + 320]                  ; reload
     vpxorq       xmm8, xmm15, xmm8
     vpxorq       xmm8, xmm8, xmm16
-    vmovdqa64    xmm18, [rsp + 128]                  ; reload
+    vmovdqa64    xmm18, [rsp + 256]                  ; reload
     vpxorq       xmm9, xmm18, xmm9
-    vpxorq       xmm19, xmm17, [rsp + 32]
+    vpxorq       xmm19, xmm17, [rsp + 64]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm3, xmm10, [rsp + 96], 150
-    vpternlogq   xmm12, xmm6, [rsp + 64], 150
+    vpternlogq   xmm3, xmm10, [rsp + 192], 150
+    vpternlogq   xmm12, xmm6, [rsp + 128], 150
     vpternlogq   xmm2, xmm7, xmm25, 150
-    vmovdqa64    xmm6, [rsp + 32]                    ; reload
+    vmovdqa64    xmm6, [rsp + 64]                    ; reload
     vpternlogq   xmm0, xmm6, xmm16, 150
     vpxorq       xmm1, xmm1, xmm26
     vpslldq      xmm6, xmm15, 8
     vpalignr     xmm7, xmm17, xmm15, 8
-    vmovdqa64    xmm10, [rsp + 64]                   ; reload
+    vmovdqa64    xmm10, [rsp + 128]                  ; reload
     vpalignr     xmm15, xmm10, xmm17, 8
     vpalignr     xmm10, xmm8, xmm10, 8
     vpternlogq   xmm5, xmm25, xmm10, 150
@@ -6566,7 +6566,7 @@ kg_gf2m571_mul_avx512:
     vpclmulqdq   xmm9, xmm9, [rax - 128], 0
     vpternlogq   xmm6, xmm14, xmm9, 150
     vpternlogq   xmm7, xmm18, xmm3, 150
-    vmovdqa64    xmm3, [rsp + 96]                    ; reload
+    vmovdqa64    xmm3, [rsp + 192]                   ; reload
     vpternlogq   xmm15, xmm3, xmm2, 150
     vpslldq      xmm2, xmm11, 8
     vpalignr     xmm3, xmm10, xmm11, 8
@@ -6683,8 +6683,8 @@ kg_gf2m571_mul_lazy_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 288
+    and rsp, -64
+    sub rsp, 576
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -6753,7 +6753,7 @@ kg_gf2m571_mul_lazy_avx512:
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp], xmm18                        ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
-    vmovdqa64    [rsp + 32], xmm22                   ; spill
+    vmovdqa64    [rsp + 64], xmm22                   ; spill
     vpshufd      xmm22, xmm16, 78
     vpxorq       xmm16, xmm16, xmm22
     vpshufd      xmm22, xmm25, 78
@@ -6814,18 +6814,18 @@ kg_gf2m571_mul_lazy_avx512:
     vpxorq       xmm29, xmm1, xmm29
     vpshufd      xmm30, xmm4, 78
     vpxorq       xmm30, xmm4, xmm30
-    vmovdqa64    [rsp + 64], xmm20                   ; spill
+    vmovdqa64    [rsp + 128], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm9, xmm28, 150
-    vmovdqa64    [rsp + 96], xmm17                   ; spill
+    vmovdqa64    [rsp + 192], xmm17                  ; spill
     vpxorq       xmm17, xmm0, xmm1
-    vmovdqa64    [rsp + 128], xmm13                  ; spill
+    vmovdqa64    [rsp + 256], xmm13                  ; spill
     vpxorq       xmm13, xmm3, xmm4
-    vmovdqa64    [rsp + 160], xmm12                  ; spill
+    vmovdqa64    [rsp + 320], xmm12                  ; spill
     vpclmulqdq   xmm12, xmm17, xmm13, 0
-    vmovdqa64    [rsp + 192], xmm10                  ; spill
+    vmovdqa64    [rsp + 384], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm17, xmm13, 17
-    vmovdqa64    [rsp + 224], xmm27                  ; spill
+    vmovdqa64    [rsp + 448], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm13, 78
@@ -6839,7 +6839,7 @@ kg_gf2m571_mul_lazy_avx512:
     vpxorq       xmm10, xmm10, xmm28
     vpclmulqdq   xmm12, xmm2, xmm7, 0
     vpclmulqdq   xmm17, xmm2, xmm7, 17
-    vmovdqa64    xmm27, [rsp + 32]                   ; reload
+    vmovdqa64    xmm27, [rsp + 64]                   ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
     vpternlogq   xmm23, xmm12, xmm17, 150
     vpxorq       xmm0, xmm0, xmm2
@@ -6848,13 +6848,13 @@ kg_gf2m571_mul_lazy_avx512:
     vpclmulqdq   xmm7, xmm0, xmm2, 17
     vpshufd      xmm27, xmm0, 78
     vpxorq       xmm27, xmm0, xmm27
-    vmovdqa64    [rsp + 32], xmm13                   ; spill
+    vmovdqa64    [rsp + 64], xmm13                   ; spill
     vpshufd      xmm13, xmm2, 78
     vpxorq       xmm13, xmm2, xmm13
     vpclmulqdq   xmm13, xmm27, xmm13, 0
     vpternlogq   xmm13, xmm3, xmm7, 150
     vpclmulqdq   xmm27, xmm1, xmm4, 0
-    vmovdqa64    [rsp + 256], xmm31                  ; spill
+    vmovdqa64    [rsp + 512], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm1, xmm4, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -6886,27 +6886,27 @@ kg_gf2m571_mul_lazy_avx512:
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm11, 150
-    vmovdqa64    xmm11, [rsp + 224]                  ; reload
-    vmovdqa64    xmm15, [rsp + 256]                  ; reload
+    vmovdqa64    xmm11, [rsp + 448]                  ; reload
+    vmovdqa64    xmm15, [rsp + 512]                  ; reload
     vpternlogq   xmm11, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 192]                  ; reload
+    vmovdqa64    xmm14, [rsp + 384]                  ; reload
     vpxorq       xmm5, xmm14, xmm5
-    vmovdqa64    xmm15, [rsp + 160]                  ; reload
+    vmovdqa64    xmm15, [rsp + 320]                  ; reload
     vpxorq       xmm8, xmm15, xmm8
     vpxorq       xmm8, xmm8, xmm16
-    vmovdqa64    xmm18, [rsp + 128]                  ; reload
+    vmovdqa64    xmm18, [rsp + 256]                  ; reload
     vpxorq       xmm9, xmm18, xmm9
-    vpxorq       xmm19, xmm17, [rsp + 32]
+    vpxorq       xmm19, xmm17, [rsp + 64]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm3, xmm10, [rsp + 96], 150
-    vpternlogq   xmm12, xmm6, [rsp + 64], 150
+    vpternlogq   xmm3, xmm10, [rsp + 192], 150
+    vpternlogq   xmm12, xmm6, [rsp + 128], 150
     vpternlogq   xmm2, xmm7, xmm25, 150
-    vmovdqa64    xmm6, [rsp + 32]                    ; reload
+    vmovdqa64    xmm6, [rsp + 64]                    ; reload
     vpternlogq   xmm0, xmm6, xmm16, 150
     vpxorq       xmm1, xmm1, xmm26
     vpslldq      xmm6, xmm15, 8
     vpalignr     xmm7, xmm17, xmm15, 8
-    vmovdqa64    xmm10, [rsp + 64]                   ; reload
+    vmovdqa64    xmm10, [rsp + 128]                  ; reload
     vpalignr     xmm15, xmm10, xmm17, 8
     vpalignr     xmm10, xmm8, xmm10, 8
     vpternlogq   xmm5, xmm25, xmm10, 150
@@ -6936,7 +6936,7 @@ kg_gf2m571_mul_lazy_avx512:
     vpclmulqdq   xmm9, xmm9, [rax - 128], 0
     vpternlogq   xmm6, xmm14, xmm9, 150
     vpternlogq   xmm7, xmm18, xmm3, 150
-    vmovdqa64    xmm3, [rsp + 96]                    ; reload
+    vmovdqa64    xmm3, [rsp + 192]                   ; reload
     vpternlogq   xmm15, xmm3, xmm2, 150
     vpslldq      xmm2, xmm11, 8
     vpxorq       xmm2, xmm6, xmm2
@@ -7140,8 +7140,8 @@ kg_gf2m571_mulwide_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 288
+    and rsp, -64
+    sub rsp, 576
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -7210,7 +7210,7 @@ kg_gf2m571_mulwide_avx512:
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp], xmm18                        ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
-    vmovdqa64    [rsp + 32], xmm22                   ; spill
+    vmovdqa64    [rsp + 64], xmm22                   ; spill
     vpshufd      xmm22, xmm16, 78
     vpxorq       xmm16, xmm16, xmm22
     vpshufd      xmm22, xmm25, 78
@@ -7271,18 +7271,18 @@ kg_gf2m571_mulwide_avx512:
     vpxorq       xmm29, xmm1, xmm29
     vpshufd      xmm30, xmm4, 78
     vpxorq       xmm30, xmm4, xmm30
-    vmovdqa64    [rsp + 64], xmm20                   ; spill
+    vmovdqa64    [rsp + 128], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm9, xmm28, 150
-    vmovdqa64    [rsp + 96], xmm17                   ; spill
+    vmovdqa64    [rsp + 192], xmm17                  ; spill
     vpxorq       xmm17, xmm0, xmm1
-    vmovdqa64    [rsp + 128], xmm13                  ; spill
+    vmovdqa64    [rsp + 256], xmm13                  ; spill
     vpxorq       xmm13, xmm3, xmm4
-    vmovdqa64    [rsp + 160], xmm12                  ; spill
+    vmovdqa64    [rsp + 320], xmm12                  ; spill
     vpclmulqdq   xmm12, xmm17, xmm13, 0
-    vmovdqa64    [rsp + 192], xmm10                  ; spill
+    vmovdqa64    [rsp + 384], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm17, xmm13, 17
-    vmovdqa64    [rsp + 224], xmm27                  ; spill
+    vmovdqa64    [rsp + 448], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm13, 78
@@ -7296,7 +7296,7 @@ kg_gf2m571_mulwide_avx512:
     vpxorq       xmm10, xmm10, xmm28
     vpclmulqdq   xmm12, xmm2, xmm7, 0
     vpclmulqdq   xmm17, xmm2, xmm7, 17
-    vmovdqa64    xmm27, [rsp + 32]                   ; reload
+    vmovdqa64    xmm27, [rsp + 64]                   ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
     vpternlogq   xmm23, xmm12, xmm17, 150
     vpxorq       xmm0, xmm0, xmm2
@@ -7305,13 +7305,13 @@ kg_gf2m571_mulwide_avx512:
     vpclmulqdq   xmm7, xmm0, xmm2, 17
     vpshufd      xmm27, xmm0, 78
     vpxorq       xmm27, xmm0, xmm27
-    vmovdqa64    [rsp + 32], xmm13                   ; spill
+    vmovdqa64    [rsp + 64], xmm13                   ; spill
     vpshufd      xmm13, xmm2, 78
     vpxorq       xmm13, xmm2, xmm13
     vpclmulqdq   xmm13, xmm27, xmm13, 0
     vpternlogq   xmm13, xmm3, xmm7, 150
     vpclmulqdq   xmm27, xmm1, xmm4, 0
-    vmovdqa64    [rsp + 256], xmm31                  ; spill
+    vmovdqa64    [rsp + 512], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm1, xmm4, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -7343,31 +7343,31 @@ kg_gf2m571_mulwide_avx512:
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm11, 150
-    vmovdqa64    xmm11, [rsp + 224]                  ; reload
-    vmovdqa64    xmm15, [rsp + 256]                  ; reload
+    vmovdqa64    xmm11, [rsp + 448]                  ; reload
+    vmovdqa64    xmm15, [rsp + 512]                  ; reload
     vpternlogq   xmm11, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 192]                  ; reload
+    vmovdqa64    xmm14, [rsp + 384]                  ; reload
     vpxorq       xmm5, xmm14, xmm5
-    vmovdqa64    xmm15, [rsp + 160]                  ; reload
+    vmovdqa64    xmm15, [rsp + 320]                  ; reload
     vpxorq       xmm8, xmm15, xmm8
     vpxorq       xmm8, xmm8, xmm16
-    vmovdqa64    xmm18, [rsp + 128]                  ; reload
+    vmovdqa64    xmm18, [rsp + 256]                  ; reload
     vpxorq       xmm9, xmm18, xmm9
-    vpxorq       xmm19, xmm17, [rsp + 32]
+    vpxorq       xmm19, xmm17, [rsp + 64]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm3, xmm10, [rsp + 96], 150
-    vpternlogq   xmm12, xmm6, [rsp + 64], 150
+    vpternlogq   xmm3, xmm10, [rsp + 192], 150
+    vpternlogq   xmm12, xmm6, [rsp + 128], 150
     vpternlogq   xmm2, xmm7, xmm25, 150
-    vmovdqa64    xmm6, [rsp + 32]                    ; reload
+    vmovdqa64    xmm6, [rsp + 64]                    ; reload
     vpternlogq   xmm0, xmm6, xmm16, 150
     vpxorq       xmm1, xmm1, xmm26
     vpslldq      xmm6, xmm15, 8
     vpxorq       xmm6, xmm14, xmm6
     vpalignr     xmm7, xmm17, xmm15, 8
     vpxorq       xmm7, xmm18, xmm7
-    vmovdqa64    xmm10, [rsp + 64]                   ; reload
+    vmovdqa64    xmm10, [rsp + 128]                  ; reload
     vpalignr     xmm14, xmm10, xmm17, 8
-    vmovdqa64    xmm15, [rsp + 96]                   ; reload
+    vmovdqa64    xmm15, [rsp + 192]                  ; reload
     vpxorq       xmm14, xmm15, xmm14
     vpalignr     xmm10, xmm8, xmm10, 8
     vpternlogq   xmm5, xmm25, xmm10, 150
@@ -7413,8 +7413,8 @@ kg_gf2m571_muladd_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 1056
+    and rsp, -64
+    sub rsp, 2112
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -7471,39 +7471,39 @@ kg_gf2m571_muladd_avx512:
     vpclmulqdq   xmm30, xmm2, xmm7, 17
     vpshufd      xmm31, xmm2, 78
     vpxorq       xmm31, xmm2, xmm31
-    vmovdqa64    [rsp + 32], xmm19                   ; spill
+    vmovdqa64    [rsp + 64], xmm19                   ; spill
     vpshufd      xmm19, xmm7, 78
     vpxorq       xmm19, xmm7, xmm19
-    vmovdqa64    [rsp + 64], xmm13                   ; spill
+    vmovdqa64    [rsp + 128], xmm13                  ; spill
     vpclmulqdq   xmm13, xmm31, xmm19, 0
     vpternlogq   xmm13, xmm29, xmm30, 150
-    vmovdqa64    [rsp + 96], xmm18                   ; spill
+    vmovdqa64    [rsp + 192], xmm18                  ; spill
     vpxorq       xmm18, xmm0, xmm2
-    vmovdqa64    [rsp + 128], xmm12                  ; spill
+    vmovdqa64    [rsp + 256], xmm12                  ; spill
     vpxorq       xmm12, xmm5, xmm7
-    vmovdqa64    [rsp + 160], xmm17                  ; spill
+    vmovdqa64    [rsp + 320], xmm17                  ; spill
     vpclmulqdq   xmm17, xmm18, xmm12, 0
-    vmovdqa64    [rsp + 192], xmm11                  ; spill
+    vmovdqa64    [rsp + 384], xmm11                  ; spill
     vpclmulqdq   xmm11, xmm18, xmm12, 17
-    vmovdqa64    [rsp + 224], xmm16                  ; spill
+    vmovdqa64    [rsp + 448], xmm16                  ; spill
     vpshufd      xmm16, xmm18, 78
     vpxorq       xmm16, xmm18, xmm16
-    vmovdqa64    [rsp + 256], xmm10                  ; spill
+    vmovdqa64    [rsp + 512], xmm10                  ; spill
     vpshufd      xmm10, xmm12, 78
     vpxorq       xmm10, xmm12, xmm10
     vpclmulqdq   xmm10, xmm16, xmm10, 0
     vpternlogq   xmm10, xmm17, xmm11, 150
     vpclmulqdq   xmm16, xmm1, xmm6, 0
-    vmovdqa64    [rsp + 288], xmm15                  ; spill
+    vmovdqa64    [rsp + 576], xmm15                  ; spill
     vpclmulqdq   xmm15, xmm1, xmm6, 17
     vpclmulqdq   xmm25, xmm25, xmm26, 0
     vpternlogq   xmm25, xmm16, xmm15, 150
     vpxorq       xmm18, xmm18, xmm1
     vpxorq       xmm12, xmm12, xmm6
     vpclmulqdq   xmm26, xmm18, xmm12, 0
-    vmovdqa64    [rsp + 320], xmm14                  ; spill
+    vmovdqa64    [rsp + 640], xmm14                  ; spill
     vpclmulqdq   xmm14, xmm18, xmm12, 17
-    vmovdqa64    [rsp + 352], xmm19                  ; spill
+    vmovdqa64    [rsp + 704], xmm19                  ; spill
     vpshufd      xmm19, xmm18, 78
     vpxorq       xmm18, xmm18, xmm19
     vpshufd      xmm19, xmm12, 78
@@ -7564,18 +7564,18 @@ kg_gf2m571_muladd_avx512:
     vpxorq       xmm29, xmm1, xmm29
     vpshufd      xmm30, xmm4, 78
     vpxorq       xmm30, xmm4, xmm30
-    vmovdqa64    [rsp + 384], xmm10                  ; spill
+    vmovdqa64    [rsp + 768], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm29, xmm30, 0
     vpternlogq   xmm10, xmm9, xmm28, 150
-    vmovdqa64    [rsp + 416], xmm17                  ; spill
+    vmovdqa64    [rsp + 832], xmm17                  ; spill
     vpxorq       xmm17, xmm0, xmm1
-    vmovdqa64    [rsp + 448], xmm23                  ; spill
+    vmovdqa64    [rsp + 896], xmm23                  ; spill
     vpxorq       xmm23, xmm3, xmm4
-    vmovdqa64    [rsp + 480], xmm22                  ; spill
+    vmovdqa64    [rsp + 960], xmm22                  ; spill
     vpclmulqdq   xmm22, xmm17, xmm23, 0
-    vmovdqa64    [rsp + 512], xmm20                  ; spill
+    vmovdqa64    [rsp + 1024], xmm20                 ; spill
     vpclmulqdq   xmm20, xmm17, xmm23, 17
-    vmovdqa64    [rsp + 544], xmm15                  ; spill
+    vmovdqa64    [rsp + 1088], xmm15                 ; spill
     vpshufd      xmm15, xmm17, 78
     vpxorq       xmm15, xmm17, xmm15
     vpshufd      xmm17, xmm23, 78
@@ -7589,7 +7589,7 @@ kg_gf2m571_muladd_avx512:
     vpxorq       xmm17, xmm20, xmm28
     vpclmulqdq   xmm20, xmm2, xmm7, 0
     vpclmulqdq   xmm22, xmm2, xmm7, 17
-    vpclmulqdq   xmm23, xmm31, [rsp + 352], 0
+    vpclmulqdq   xmm23, xmm31, [rsp + 704], 0
     vpternlogq   xmm23, xmm20, xmm22, 150
     vpxorq       xmm0, xmm0, xmm2
     vpxorq       xmm2, xmm3, xmm7
@@ -7597,13 +7597,13 @@ kg_gf2m571_muladd_avx512:
     vpclmulqdq   xmm7, xmm0, xmm2, 17
     vpshufd      xmm31, xmm0, 78
     vpxorq       xmm31, xmm0, xmm31
-    vmovdqa64    [rsp + 352], xmm15                  ; spill
+    vmovdqa64    [rsp + 704], xmm15                  ; spill
     vpshufd      xmm15, xmm2, 78
     vpxorq       xmm15, xmm2, xmm15
     vpclmulqdq   xmm15, xmm31, xmm15, 0
     vpternlogq   xmm15, xmm3, xmm7, 150
     vpclmulqdq   xmm31, xmm1, xmm4, 0
-    vmovdqa64    [rsp + 576], xmm27                  ; spill
+    vmovdqa64    [rsp + 1152], xmm27                 ; spill
     vpclmulqdq   xmm27, xmm1, xmm4, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm31, xmm27, 150
@@ -7631,52 +7631,52 @@ kg_gf2m571_muladd_avx512:
     vpxorq       xmm1, xmm29, xmm6
     vpxorq       xmm15, xmm27, xmm7
     vpternlogq   xmm16, xmm18, xmm11, 150
-    vmovdqa64    xmm11, [rsp + 320]                  ; reload
+    vmovdqa64    xmm11, [rsp + 640]                  ; reload
     vpternlogq   xmm12, xmm11, xmm21, 150
     vpternlogq   xmm24, xmm19, xmm14, 150
     vpternlogq   xmm26, xmm25, xmm13, 150
-    vmovdqa64    xmm13, [rsp + 576]                  ; reload
-    vmovdqa64    xmm14, [rsp + 544]                  ; reload
+    vmovdqa64    xmm13, [rsp + 1152]                 ; reload
+    vmovdqa64    xmm14, [rsp + 1088]                 ; reload
     vpternlogq   xmm13, xmm14, xmm18, 150
-    vmovdqa64    xmm14, [rsp + 512]                  ; reload
+    vmovdqa64    xmm14, [rsp + 1024]                 ; reload
     vpxorq       xmm5, xmm14, xmm5
-    vmovdqa64    xmm18, [rsp + 480]                  ; reload
+    vmovdqa64    xmm18, [rsp + 960]                  ; reload
     vpxorq       xmm8, xmm18, xmm8
-    vmovdqa64    xmm19, [rsp + 448]                  ; reload
+    vmovdqa64    xmm19, [rsp + 896]                  ; reload
     vpxorq       xmm9, xmm19, xmm9
-    vpxorq       xmm20, xmm11, [rsp + 352]
-    vpternlogq   xmm3, xmm17, [rsp + 416], 150
-    vpternlogq   xmm10, xmm6, [rsp + 384], 150
+    vpxorq       xmm20, xmm11, [rsp + 704]
+    vpternlogq   xmm3, xmm17, [rsp + 832], 150
+    vpternlogq   xmm10, xmm6, [rsp + 768], 150
     vpternlogq   xmm2, xmm7, xmm16, 150
-    vmovdqa64    xmm6, [rsp + 352]                   ; reload
+    vmovdqa64    xmm6, [rsp + 704]                   ; reload
     vpternlogq   xmm0, xmm6, xmm12, 150
-    vmovdqa64    xmm6, [rsp + 256]                   ; reload
-    vpclmulqdq   xmm7, xmm6, [rsp + 288], 0
-    vpclmulqdq   xmm17, xmm6, [rsp + 288], 17
+    vmovdqa64    xmm6, [rsp + 512]                   ; reload
+    vpclmulqdq   xmm7, xmm6, [rsp + 576], 0
+    vpclmulqdq   xmm17, xmm6, [rsp + 576], 17
     vpshufd      xmm21, xmm6, 78
     vpxorq       xmm21, xmm6, xmm21
-    vpshufd      xmm22, [rsp + 288], 78
-    vmovdqa64    xmm23, [rsp + 288]                  ; reload
+    vpshufd      xmm22, [rsp + 576], 78
+    vmovdqa64    xmm23, [rsp + 576]                  ; reload
     vpxorq       xmm22, xmm23, xmm22
     vpclmulqdq   xmm21, xmm21, xmm22, 0
     vpternlogq   xmm21, xmm7, xmm17, 150
-    vmovdqa64    xmm22, [rsp + 192]                  ; reload
-    vpclmulqdq   xmm25, xmm22, [rsp + 224], 0
-    vpclmulqdq   xmm27, xmm22, [rsp + 224], 17
+    vmovdqa64    xmm22, [rsp + 384]                  ; reload
+    vpclmulqdq   xmm25, xmm22, [rsp + 448], 0
+    vpclmulqdq   xmm27, xmm22, [rsp + 448], 17
     vpshufd      xmm28, xmm22, 78
     vpxorq       xmm28, xmm22, xmm28
-    vpshufd      xmm29, [rsp + 224], 78
-    vmovdqa64    xmm30, [rsp + 224]                  ; reload
+    vpshufd      xmm29, [rsp + 448], 78
+    vmovdqa64    xmm30, [rsp + 448]                  ; reload
     vpxorq       xmm29, xmm30, xmm29
     vpclmulqdq   xmm31, xmm28, xmm29, 0
     vpternlogq   xmm31, xmm25, xmm27, 150
-    vmovdqa64    [rsp + 352], xmm2                   ; spill
+    vmovdqa64    [rsp + 704], xmm2                   ; spill
     vpxorq       xmm2, xmm6, xmm22
     vpxorq       xmm19, xmm23, xmm30
     vpclmulqdq   xmm14, xmm2, xmm19, 0
-    vmovdqa64    [rsp + 544], xmm15                  ; spill
+    vmovdqa64    [rsp + 1088], xmm15                 ; spill
     vpclmulqdq   xmm15, xmm2, xmm19, 17
-    vmovdqa64    [rsp + 576], xmm1                   ; spill
+    vmovdqa64    [rsp + 1152], xmm1                  ; spill
     vpshufd      xmm1, xmm2, 78
     vpxorq       xmm1, xmm2, xmm1
     vpshufd      xmm2, xmm19, 78
@@ -7688,47 +7688,47 @@ kg_gf2m571_muladd_avx512:
     vpxorq       xmm14, xmm14, xmm2
     vpternlogq   xmm1, xmm21, xmm31, 150
     vpxorq       xmm15, xmm15, xmm27
-    vmovdqa64    xmm17, [rsp + 128]                  ; reload
-    vpclmulqdq   xmm19, xmm17, [rsp + 160], 0
-    vpclmulqdq   xmm25, xmm17, [rsp + 160], 17
-    vmovdqa64    [rsp + 608], xmm4                   ; spill
+    vmovdqa64    xmm17, [rsp + 256]                  ; reload
+    vpclmulqdq   xmm19, xmm17, [rsp + 320], 0
+    vpclmulqdq   xmm25, xmm17, [rsp + 320], 17
+    vmovdqa64    [rsp + 1216], xmm4                  ; spill
     vpshufd      xmm4, xmm17, 78
     vpxorq       xmm4, xmm17, xmm4
-    vmovdqa64    [rsp + 640], xmm0                   ; spill
-    vpshufd      xmm0, [rsp + 160], 78
-    vmovdqa64    [rsp + 672], xmm10                  ; spill
-    vmovdqa64    xmm10, [rsp + 160]                  ; reload
+    vmovdqa64    [rsp + 1280], xmm0                  ; spill
+    vpshufd      xmm0, [rsp + 320], 78
+    vmovdqa64    [rsp + 1344], xmm10                 ; spill
+    vmovdqa64    xmm10, [rsp + 320]                  ; reload
     vpxorq       xmm0, xmm10, xmm0
-    vmovdqa64    [rsp + 704], xmm3                   ; spill
+    vmovdqa64    [rsp + 1408], xmm3                  ; spill
     vpclmulqdq   xmm3, xmm4, xmm0, 0
     vpternlogq   xmm3, xmm19, xmm25, 150
-    vmovdqa64    [rsp + 736], xmm13                  ; spill
+    vmovdqa64    [rsp + 1472], xmm13                 ; spill
     vpxorq       xmm13, xmm6, xmm17
-    vmovdqa64    [rsp + 768], xmm20                  ; spill
+    vmovdqa64    [rsp + 1536], xmm20                 ; spill
     vpxorq       xmm20, xmm23, xmm10
-    vmovdqa64    [rsp + 800], xmm26                  ; spill
+    vmovdqa64    [rsp + 1600], xmm26                 ; spill
     vpclmulqdq   xmm26, xmm13, xmm20, 0
-    vmovdqa64    [rsp + 832], xmm9                   ; spill
+    vmovdqa64    [rsp + 1664], xmm9                  ; spill
     vpclmulqdq   xmm9, xmm13, xmm20, 17
-    vmovdqa64    [rsp + 864], xmm24                  ; spill
+    vmovdqa64    [rsp + 1728], xmm24                 ; spill
     vpshufd      xmm24, xmm13, 78
     vpxorq       xmm24, xmm13, xmm24
-    vmovdqa64    [rsp + 896], xmm8                   ; spill
+    vmovdqa64    [rsp + 1792], xmm8                  ; spill
     vpshufd      xmm8, xmm20, 78
     vpxorq       xmm8, xmm20, xmm8
     vpclmulqdq   xmm8, xmm24, xmm8, 0
     vpternlogq   xmm8, xmm26, xmm9, 150
     vpclmulqdq   xmm24, xmm22, xmm30, 0
-    vmovdqa64    [rsp + 928], xmm12                  ; spill
+    vmovdqa64    [rsp + 1856], xmm12                 ; spill
     vpclmulqdq   xmm12, xmm22, xmm30, 17
     vpclmulqdq   xmm28, xmm28, xmm29, 0
     vpternlogq   xmm28, xmm24, xmm12, 150
     vpxorq       xmm13, xmm13, xmm22
     vpxorq       xmm20, xmm20, xmm30
     vpclmulqdq   xmm29, xmm13, xmm20, 0
-    vmovdqa64    [rsp + 960], xmm5                   ; spill
+    vmovdqa64    [rsp + 1920], xmm5                  ; spill
     vpclmulqdq   xmm5, xmm13, xmm20, 17
-    vmovdqa64    [rsp + 992], xmm16                  ; spill
+    vmovdqa64    [rsp + 1984], xmm16                 ; spill
     vpshufd      xmm16, xmm13, 78
     vpxorq       xmm13, xmm13, xmm16
     vpshufd      xmm16, xmm20, 78
@@ -7748,23 +7748,23 @@ kg_gf2m571_muladd_avx512:
     vpxorq       xmm8, xmm8, xmm2
     vpternlogq   xmm16, xmm9, xmm14, 150
     vpternlogq   xmm5, xmm9, xmm15, 150
-    vmovdqa64    xmm9, [rsp + 64]                    ; reload
-    vpclmulqdq   xmm15, xmm9, [rsp + 96], 0
-    vpclmulqdq   xmm20, xmm9, [rsp + 96], 17
+    vmovdqa64    xmm9, [rsp + 128]                   ; reload
+    vpclmulqdq   xmm15, xmm9, [rsp + 192], 0
+    vpclmulqdq   xmm20, xmm9, [rsp + 192], 17
     vpshufd      xmm24, xmm9, 78
     vpxorq       xmm24, xmm9, xmm24
-    vpshufd      xmm25, [rsp + 96], 78
-    vmovdqa64    xmm26, [rsp + 96]                   ; reload
+    vpshufd      xmm25, [rsp + 192], 78
+    vmovdqa64    xmm26, [rsp + 192]                  ; reload
     vpxorq       xmm25, xmm26, xmm25
     vpclmulqdq   xmm24, xmm24, xmm25, 0
     vpternlogq   xmm24, xmm15, xmm20, 150
     vmovdqa64    xmm25, [rsp]                        ; reload
-    vpclmulqdq   xmm27, xmm25, [rsp + 32], 0
+    vpclmulqdq   xmm27, xmm25, [rsp + 64], 0
     vpxorq       xmm29, xmm9, xmm25
-    vpxorq       xmm31, xmm26, [rsp + 32]
+    vpxorq       xmm31, xmm26, [rsp + 64]
     vpclmulqdq   xmm11, xmm29, xmm31, 0
     vpclmulqdq   xmm18, xmm29, xmm31, 17
-    vmovdqa64    [rsp + 1024], xmm8                  ; spill
+    vmovdqa64    [rsp + 2048], xmm8                  ; spill
     vpshufd      xmm8, xmm29, 78
     vpxorq       xmm8, xmm29, xmm8
     vpshufd      xmm29, xmm31, 78
@@ -7778,7 +7778,7 @@ kg_gf2m571_muladd_avx512:
     vpxorq       xmm6, xmm6, xmm9
     vpxorq       xmm9, xmm22, xmm25
     vpxorq       xmm22, xmm23, xmm26
-    vpxorq       xmm23, xmm30, [rsp + 32]
+    vpxorq       xmm23, xmm30, [rsp + 64]
     vpclmulqdq   xmm25, xmm6, xmm22, 0
     vpclmulqdq   xmm26, xmm6, xmm22, 17
     vpshufd      xmm27, xmm6, 78
@@ -7791,21 +7791,21 @@ kg_gf2m571_muladd_avx512:
     vpclmulqdq   xmm30, xmm9, xmm23, 17
     vpshufd      xmm31, xmm9, 78
     vpxorq       xmm31, xmm9, xmm31
-    vmovdqa64    [rsp + 32], xmm19                   ; spill
+    vmovdqa64    [rsp + 64], xmm19                   ; spill
     vpshufd      xmm19, xmm23, 78
     vpxorq       xmm19, xmm23, xmm19
-    vmovdqa64    [rsp + 224], xmm14                  ; spill
+    vmovdqa64    [rsp + 448], xmm14                  ; spill
     vpclmulqdq   xmm14, xmm31, xmm19, 0
     vpternlogq   xmm14, xmm29, xmm30, 150
-    vmovdqa64    [rsp + 96], xmm21                   ; spill
+    vmovdqa64    [rsp + 192], xmm21                  ; spill
     vpxorq       xmm21, xmm6, xmm9
-    vmovdqa64    [rsp + 288], xmm7                   ; spill
+    vmovdqa64    [rsp + 576], xmm7                   ; spill
     vpxorq       xmm7, xmm22, xmm23
     vmovdqa64    [rsp], xmm12                        ; spill
     vpclmulqdq   xmm12, xmm21, xmm7, 0
-    vmovdqa64    [rsp + 192], xmm18                  ; spill
+    vmovdqa64    [rsp + 384], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm21, xmm7, 17
-    vmovdqa64    [rsp + 64], xmm2                    ; spill
+    vmovdqa64    [rsp + 128], xmm2                   ; spill
     vpshufd      xmm2, xmm21, 78
     vpxorq       xmm2, xmm21, xmm2
     vpshufd      xmm21, xmm7, 78
@@ -7832,7 +7832,7 @@ kg_gf2m571_muladd_avx512:
     vpclmulqdq   xmm22, xmm22, xmm29, 0
     vpternlogq   xmm22, xmm10, xmm17, 150
     vpclmulqdq   xmm29, xmm9, xmm23, 0
-    vmovdqa64    [rsp + 160], xmm2                   ; spill
+    vmovdqa64    [rsp + 320], xmm2                   ; spill
     vpclmulqdq   xmm2, xmm9, xmm23, 17
     vpclmulqdq   xmm19, xmm31, xmm19, 0
     vpternlogq   xmm19, xmm29, xmm2, 150
@@ -7862,76 +7862,76 @@ kg_gf2m571_muladd_avx512:
     vpternlogq   xmm16, xmm3, xmm15, 150
     vpternlogq   xmm13, xmm1, xmm24, 150
     vpternlogq   xmm11, xmm20, xmm5, 150
-    vpternlogq   xmm8, xmm28, [rsp + 64], 150
-    vmovdqa64    xmm5, [rsp + 192]                   ; reload
+    vpternlogq   xmm8, xmm28, [rsp + 128], 150
+    vmovdqa64    xmm5, [rsp + 384]                   ; reload
     vmovdqa64    xmm15, [rsp]                        ; reload
     vpternlogq   xmm5, xmm15, xmm3, 150
-    vmovdqa64    xmm3, [rsp + 288]                   ; reload
+    vmovdqa64    xmm3, [rsp + 576]                   ; reload
     vpxorq       xmm15, xmm3, xmm25
     vpxorq       xmm15, xmm15, xmm16
-    vmovdqa64    xmm19, [rsp + 96]                   ; reload
+    vmovdqa64    xmm19, [rsp + 192]                  ; reload
     vpxorq       xmm20, xmm19, xmm27
     vpxorq       xmm20, xmm20, xmm13
-    vmovdqa64    xmm21, [rsp + 224]                  ; reload
+    vmovdqa64    xmm21, [rsp + 448]                  ; reload
     vpxorq       xmm12, xmm21, xmm12
     vpxorq       xmm12, xmm12, xmm11
-    vpxorq       xmm22, xmm1, [rsp + 160]
+    vpxorq       xmm22, xmm1, [rsp + 320]
     vpxorq       xmm22, xmm22, xmm8
-    vpternlogq   xmm10, xmm18, [rsp + 32], 150
+    vpternlogq   xmm10, xmm18, [rsp + 64], 150
     vpxorq       xmm10, xmm10, xmm5
-    vpternlogq   xmm14, xmm0, [rsp + 1024], 150
+    vpternlogq   xmm14, xmm0, [rsp + 2048], 150
     vpternlogq   xmm9, xmm7, xmm16, 150
-    vmovdqa64    xmm0, [rsp + 160]                   ; reload
+    vmovdqa64    xmm0, [rsp + 320]                   ; reload
     vpternlogq   xmm4, xmm0, xmm13, 150
     vpxorq       xmm0, xmm17, xmm11
     vpxorq       xmm6, xmm6, xmm8
     vpxorq       xmm2, xmm2, xmm5
-    vmovdqa64    xmm5, [rsp + 480]                   ; reload
+    vmovdqa64    xmm5, [rsp + 960]                   ; reload
     vpxorq       xmm5, xmm5, xmm19
-    vmovdqa64    xmm7, [rsp + 320]                   ; reload
+    vmovdqa64    xmm7, [rsp + 640]                   ; reload
     vpxorq       xmm1, xmm7, xmm1
-    vmovdqa64    xmm7, [rsp + 384]                   ; reload
-    vpxorq       xmm7, xmm7, [rsp + 1024]
-    vmovdqa64    xmm8, [rsp + 960]                   ; reload
-    vmovdqa64    xmm11, [rsp + 992]                  ; reload
+    vmovdqa64    xmm7, [rsp + 768]                   ; reload
+    vpxorq       xmm7, xmm7, [rsp + 2048]
+    vmovdqa64    xmm8, [rsp + 1920]                  ; reload
+    vmovdqa64    xmm11, [rsp + 1984]                 ; reload
     vpternlogq   xmm8, xmm11, xmm15, 150
-    vmovdqa64    xmm11, [rsp + 896]                  ; reload
-    vmovdqa64    xmm13, [rsp + 928]                  ; reload
+    vmovdqa64    xmm11, [rsp + 1792]                 ; reload
+    vmovdqa64    xmm13, [rsp + 1856]                 ; reload
     vpternlogq   xmm11, xmm13, xmm20, 150
-    vmovdqa64    xmm13, [rsp + 832]                  ; reload
-    vmovdqa64    xmm15, [rsp + 864]                  ; reload
+    vmovdqa64    xmm13, [rsp + 1664]                 ; reload
+    vmovdqa64    xmm15, [rsp + 1728]                 ; reload
     vpternlogq   xmm13, xmm15, xmm12, 150
-    vmovdqa64    xmm12, [rsp + 768]                  ; reload
-    vmovdqa64    xmm16, [rsp + 800]                  ; reload
+    vmovdqa64    xmm12, [rsp + 1536]                 ; reload
+    vmovdqa64    xmm16, [rsp + 1600]                 ; reload
     vpternlogq   xmm12, xmm16, xmm22, 150
-    vmovdqa64    xmm17, [rsp + 704]                  ; reload
-    vmovdqa64    xmm18, [rsp + 736]                  ; reload
+    vmovdqa64    xmm17, [rsp + 1408]                 ; reload
+    vmovdqa64    xmm18, [rsp + 1472]                 ; reload
     vpternlogq   xmm17, xmm18, xmm10, 150
-    vmovdqa64    xmm10, [rsp + 672]                  ; reload
+    vmovdqa64    xmm10, [rsp + 1344]                 ; reload
     vpxorq       xmm10, xmm10, xmm14
-    vmovdqa64    xmm14, [rsp + 640]                  ; reload
+    vmovdqa64    xmm14, [rsp + 1280]                 ; reload
     vpxorq       xmm4, xmm14, xmm4
-    vmovdqa64    xmm14, [rsp + 608]                  ; reload
+    vmovdqa64    xmm14, [rsp + 1216]                 ; reload
     vpternlogq   xmm14, xmm15, xmm0, 150
-    vmovdqa64    xmm0, [rsp + 576]                   ; reload
+    vmovdqa64    xmm0, [rsp + 1152]                  ; reload
     vpternlogq   xmm0, xmm16, xmm6, 150
-    vmovdqa64    xmm6, [rsp + 544]                   ; reload
+    vmovdqa64    xmm6, [rsp + 1088]                  ; reload
     vpternlogq   xmm6, xmm18, xmm2, 150
     vpslldq      xmm2, xmm5, 8
-    vmovdqa64    xmm15, [rsp + 512]                  ; reload
+    vmovdqa64    xmm15, [rsp + 1024]                 ; reload
     vpternlogq   xmm2, xmm15, xmm3, 150
     vpalignr     xmm3, xmm1, xmm5, 8
-    vmovdqa64    xmm5, [rsp + 448]                   ; reload
+    vmovdqa64    xmm5, [rsp + 896]                   ; reload
     vpternlogq   xmm3, xmm5, xmm21, 150
     vpalignr     xmm1, xmm7, xmm1, 8
-    vmovdqa64    xmm5, [rsp + 416]                   ; reload
-    vpternlogq   xmm1, xmm5, [rsp + 32], 150
+    vmovdqa64    xmm5, [rsp + 832]                   ; reload
+    vpternlogq   xmm1, xmm5, [rsp + 64], 150
     vpalignr     xmm5, xmm11, xmm7, 8
     vpalignr     xmm7, xmm12, xmm11, 8
     vpalignr     xmm11, xmm10, xmm12, 8
     vpxorq       xmm11, xmm17, xmm11
     vpalignr     xmm10, xmm4, xmm10, 8
-    vmovdqa64    xmm12, [rsp + 352]                  ; reload
+    vmovdqa64    xmm12, [rsp + 704]                  ; reload
     vpternlogq   xmm12, xmm9, xmm10, 150
     vpalignr     xmm4, xmm0, xmm4, 8
     vpxorq       xmm4, xmm14, xmm4
@@ -9550,8 +9550,8 @@ kg_gf2m571_ladder_step_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 1568
+    and rsp, -64
+    sub rsp, 3136
     vmovq        xmm0, qword [rsi + 64]
     vmovq        xmm1, qword [rsi + 136]
     vmovdqu64    xmm2, [rsi + 144]
@@ -9620,32 +9620,32 @@ kg_gf2m571_ladder_step_avx512:
     vmovdqa64    [rsp], xmm16                        ; spill
     vpshufd      xmm16, xmm24, 78
     vpxorq       xmm16, xmm24, xmm16
-    vmovdqa64    [rsp + 32], xmm15                   ; spill
+    vmovdqa64    [rsp + 64], xmm15                   ; spill
     vpshufd      xmm15, xmm7, 78
     vpxorq       xmm15, xmm7, xmm15
     vpclmulqdq   xmm15, xmm16, xmm15, 0
     vpternlogq   xmm15, xmm22, xmm23, 150
     vpclmulqdq   xmm16, xmm25, xmm8, 0
-    vmovdqa64    [rsp + 64], xmm14                   ; spill
+    vmovdqa64    [rsp + 128], xmm14                  ; spill
     vpclmulqdq   xmm14, xmm25, xmm8, 17
-    vmovdqa64    [rsp + 96], xmm13                   ; spill
+    vmovdqa64    [rsp + 192], xmm13                  ; spill
     vpshufd      xmm13, xmm25, 78
     vpxorq       xmm13, xmm25, xmm13
-    vmovdqa64    [rsp + 128], xmm12                  ; spill
+    vmovdqa64    [rsp + 256], xmm12                  ; spill
     vpshufd      xmm12, xmm8, 78
     vpxorq       xmm12, xmm8, xmm12
-    vmovdqa64    [rsp + 160], xmm21                  ; spill
+    vmovdqa64    [rsp + 320], xmm21                  ; spill
     vpclmulqdq   xmm21, xmm13, xmm12, 0
     vpternlogq   xmm21, xmm16, xmm14, 150
-    vmovdqa64    [rsp + 192], xmm20                  ; spill
+    vmovdqa64    [rsp + 384], xmm20                  ; spill
     vpxorq       xmm20, xmm24, xmm25
-    vmovdqa64    [rsp + 224], xmm19                  ; spill
+    vmovdqa64    [rsp + 448], xmm19                  ; spill
     vpxorq       xmm19, xmm7, xmm8
-    vmovdqa64    [rsp + 256], xmm18                  ; spill
+    vmovdqa64    [rsp + 512], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm20, xmm19, 0
-    vmovdqa64    [rsp + 288], xmm17                  ; spill
+    vmovdqa64    [rsp + 576], xmm17                  ; spill
     vpclmulqdq   xmm17, xmm20, xmm19, 17
-    vmovdqa64    [rsp + 320], xmm1                   ; spill
+    vmovdqa64    [rsp + 640], xmm1                   ; spill
     vpshufd      xmm1, xmm20, 78
     vpxorq       xmm1, xmm20, xmm1
     vpshufd      xmm20, xmm19, 78
@@ -9661,39 +9661,39 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm20, xmm26, xmm9, 17
     vpshufd      xmm23, xmm26, 78
     vpxorq       xmm23, xmm26, xmm23
-    vmovdqa64    [rsp + 352], xmm6                   ; spill
+    vmovdqa64    [rsp + 704], xmm6                   ; spill
     vpshufd      xmm6, xmm9, 78
     vpxorq       xmm6, xmm9, xmm6
-    vmovdqa64    [rsp + 384], xmm5                   ; spill
+    vmovdqa64    [rsp + 768], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm23, xmm6, 0
     vpternlogq   xmm5, xmm19, xmm20, 150
-    vmovdqa64    [rsp + 416], xmm31                  ; spill
+    vmovdqa64    [rsp + 832], xmm31                  ; spill
     vpxorq       xmm31, xmm24, xmm26
-    vmovdqa64    [rsp + 448], xmm4                   ; spill
+    vmovdqa64    [rsp + 896], xmm4                   ; spill
     vpxorq       xmm4, xmm7, xmm9
-    vmovdqa64    [rsp + 480], xmm30                  ; spill
+    vmovdqa64    [rsp + 960], xmm30                  ; spill
     vpclmulqdq   xmm30, xmm31, xmm4, 0
-    vmovdqa64    [rsp + 512], xmm3                   ; spill
+    vmovdqa64    [rsp + 1024], xmm3                  ; spill
     vpclmulqdq   xmm3, xmm31, xmm4, 17
-    vmovdqa64    [rsp + 544], xmm29                  ; spill
+    vmovdqa64    [rsp + 1088], xmm29                 ; spill
     vpshufd      xmm29, xmm31, 78
     vpxorq       xmm29, xmm31, xmm29
-    vmovdqa64    [rsp + 576], xmm2                   ; spill
+    vmovdqa64    [rsp + 1152], xmm2                  ; spill
     vpshufd      xmm2, xmm4, 78
     vpxorq       xmm2, xmm4, xmm2
     vpclmulqdq   xmm2, xmm29, xmm2, 0
     vpternlogq   xmm2, xmm30, xmm3, 150
     vpclmulqdq   xmm29, xmm25, xmm8, 0
-    vmovdqa64    [rsp + 608], xmm28                  ; spill
+    vmovdqa64    [rsp + 1216], xmm28                 ; spill
     vpclmulqdq   xmm28, xmm25, xmm8, 17
     vpclmulqdq   xmm12, xmm13, xmm12, 0
     vpternlogq   xmm12, xmm29, xmm28, 150
     vpxorq       xmm13, xmm31, xmm25
     vpxorq       xmm4, xmm4, xmm8
     vpclmulqdq   xmm31, xmm13, xmm4, 0
-    vmovdqa64    [rsp + 640], xmm1                   ; spill
+    vmovdqa64    [rsp + 1280], xmm1                  ; spill
     vpclmulqdq   xmm1, xmm13, xmm4, 17
-    vmovdqa64    [rsp + 672], xmm6                   ; spill
+    vmovdqa64    [rsp + 1344], xmm6                  ; spill
     vpshufd      xmm6, xmm13, 78
     vpxorq       xmm6, xmm13, xmm6
     vpshufd      xmm13, xmm4, 78
@@ -9744,32 +9744,32 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm11, xmm29, xmm7, 17
     vpshufd      xmm31, xmm29, 78
     vpxorq       xmm31, xmm29, xmm31
-    vmovdqa64    [rsp + 704], xmm24                  ; spill
+    vmovdqa64    [rsp + 1408], xmm24                 ; spill
     vpshufd      xmm24, xmm7, 78
     vpxorq       xmm24, xmm7, xmm24
     vpclmulqdq   xmm24, xmm31, xmm24, 0
     vpternlogq   xmm24, xmm10, xmm11, 150
     vpclmulqdq   xmm31, xmm30, xmm8, 0
-    vmovdqa64    [rsp + 736], xmm25                  ; spill
+    vmovdqa64    [rsp + 1472], xmm25                 ; spill
     vpclmulqdq   xmm25, xmm30, xmm8, 17
-    vmovdqa64    [rsp + 768], xmm27                  ; spill
+    vmovdqa64    [rsp + 1536], xmm27                 ; spill
     vpshufd      xmm27, xmm30, 78
     vpxorq       xmm27, xmm30, xmm27
-    vmovdqa64    [rsp + 800], xmm0                   ; spill
+    vmovdqa64    [rsp + 1600], xmm0                  ; spill
     vpshufd      xmm0, xmm8, 78
     vpxorq       xmm0, xmm8, xmm0
-    vmovdqa64    [rsp + 832], xmm2                   ; spill
+    vmovdqa64    [rsp + 1664], xmm2                  ; spill
     vpclmulqdq   xmm2, xmm27, xmm0, 0
     vpternlogq   xmm2, xmm31, xmm25, 150
-    vmovdqa64    [rsp + 864], xmm14                  ; spill
+    vmovdqa64    [rsp + 1728], xmm14                 ; spill
     vpxorq       xmm14, xmm29, xmm30
-    vmovdqa64    [rsp + 896], xmm18                  ; spill
+    vmovdqa64    [rsp + 1792], xmm18                 ; spill
     vpxorq       xmm18, xmm7, xmm8
-    vmovdqa64    [rsp + 928], xmm15                  ; spill
+    vmovdqa64    [rsp + 1856], xmm15                 ; spill
     vpclmulqdq   xmm15, xmm14, xmm18, 0
-    vmovdqa64    [rsp + 960], xmm22                  ; spill
+    vmovdqa64    [rsp + 1920], xmm22                 ; spill
     vpclmulqdq   xmm22, xmm14, xmm18, 17
-    vmovdqa64    [rsp + 992], xmm21                  ; spill
+    vmovdqa64    [rsp + 1984], xmm21                 ; spill
     vpshufd      xmm21, xmm14, 78
     vpxorq       xmm14, xmm14, xmm21
     vpshufd      xmm21, xmm18, 78
@@ -9783,22 +9783,22 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm18, xmm22, xmm25
     vpclmulqdq   xmm21, xmm26, xmm9, 0
     vpclmulqdq   xmm22, xmm26, xmm9, 17
-    vpclmulqdq   xmm23, xmm23, [rsp + 672], 0
+    vpclmulqdq   xmm23, xmm23, [rsp + 1344], 0
     vpternlogq   xmm23, xmm21, xmm22, 150
     vpxorq       xmm29, xmm29, xmm26
     vpxorq       xmm7, xmm7, xmm9
     vpclmulqdq   xmm9, xmm29, xmm7, 0
     vpclmulqdq   xmm31, xmm29, xmm7, 17
-    vmovdqa64    [rsp + 672], xmm26                  ; spill
+    vmovdqa64    [rsp + 1344], xmm26                 ; spill
     vpshufd      xmm26, xmm29, 78
     vpxorq       xmm26, xmm29, xmm26
-    vmovdqa64    [rsp + 1024], xmm14                 ; spill
+    vmovdqa64    [rsp + 2048], xmm14                 ; spill
     vpshufd      xmm14, xmm7, 78
     vpxorq       xmm14, xmm7, xmm14
     vpclmulqdq   xmm14, xmm26, xmm14, 0
     vpternlogq   xmm14, xmm9, xmm31, 150
     vpclmulqdq   xmm26, xmm30, xmm8, 0
-    vmovdqa64    [rsp + 1056], xmm28                 ; spill
+    vmovdqa64    [rsp + 2112], xmm28                 ; spill
     vpclmulqdq   xmm28, xmm30, xmm8, 17
     vpclmulqdq   xmm0, xmm27, xmm0, 0
     vpternlogq   xmm0, xmm26, xmm28, 150
@@ -9826,31 +9826,31 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm0, xmm0, xmm2
     vpxorq       xmm21, xmm28, xmm11
     vpternlogq   xmm6, xmm13, xmm3, 150
-    vmovdqa64    xmm3, [rsp + 640]                   ; reload
+    vmovdqa64    xmm3, [rsp + 1280]                  ; reload
     vpternlogq   xmm4, xmm3, xmm17, 150
     vpternlogq   xmm19, xmm16, xmm1, 150
     vpternlogq   xmm20, xmm12, xmm5, 150
-    vmovdqa64    xmm1, [rsp + 992]                   ; reload
-    vmovdqa64    xmm5, [rsp + 1056]                  ; reload
+    vmovdqa64    xmm1, [rsp + 1984]                  ; reload
+    vmovdqa64    xmm5, [rsp + 2112]                  ; reload
     vpternlogq   xmm1, xmm5, xmm13, 150
-    vmovdqa64    xmm5, [rsp + 960]                   ; reload
+    vmovdqa64    xmm5, [rsp + 1920]                  ; reload
     vpxorq       xmm10, xmm5, xmm10
-    vmovdqa64    xmm12, [rsp + 928]                  ; reload
+    vmovdqa64    xmm12, [rsp + 1856]                 ; reload
     vpxorq       xmm13, xmm12, xmm24
     vpxorq       xmm13, xmm13, xmm4
-    vmovdqa64    xmm16, [rsp + 896]                  ; reload
+    vmovdqa64    xmm16, [rsp + 1792]                 ; reload
     vpxorq       xmm15, xmm16, xmm15
-    vpxorq       xmm17, xmm3, [rsp + 1024]
+    vpxorq       xmm17, xmm3, [rsp + 2048]
     vpxorq       xmm17, xmm17, xmm20
-    vpternlogq   xmm9, xmm18, [rsp + 864], 150
-    vpternlogq   xmm14, xmm2, [rsp + 832], 150
+    vpternlogq   xmm9, xmm18, [rsp + 1728], 150
+    vpternlogq   xmm14, xmm2, [rsp + 1664], 150
     vpternlogq   xmm8, xmm11, xmm6, 150
-    vmovdqa64    xmm2, [rsp + 1024]                  ; reload
+    vmovdqa64    xmm2, [rsp + 2048]                  ; reload
     vpternlogq   xmm7, xmm2, xmm4, 150
     vpxorq       xmm0, xmm0, xmm20
     vpslldq      xmm2, xmm12, 8
     vpalignr     xmm4, xmm3, xmm12, 8
-    vmovdqa64    xmm11, [rsp + 832]                  ; reload
+    vmovdqa64    xmm11, [rsp + 1664]                 ; reload
     vpalignr     xmm3, xmm11, xmm3, 8
     vpalignr     xmm11, xmm13, xmm11, 8
     vpternlogq   xmm10, xmm6, xmm11, 150
@@ -9880,7 +9880,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm13, xmm13, [rax - 128], 0
     vpternlogq   xmm2, xmm5, xmm13, 150
     vpternlogq   xmm4, xmm16, xmm9, 150
-    vmovdqa64    xmm5, [rsp + 864]                   ; reload
+    vmovdqa64    xmm5, [rsp + 1728]                  ; reload
     vpternlogq   xmm3, xmm5, xmm6, 150
     vpslldq      xmm5, xmm12, 8
     vpxorq       xmm2, xmm2, xmm5
@@ -9892,23 +9892,23 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm10, xmm8, xmm5, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm1, [rsp + 576]                   ; reload
-    vpclmulqdq   xmm5, xmm1, [rsp + 608], 0
-    vpclmulqdq   xmm6, xmm1, [rsp + 608], 17
+    vmovdqa64    xmm1, [rsp + 1152]                  ; reload
+    vpclmulqdq   xmm5, xmm1, [rsp + 1216], 0
+    vpclmulqdq   xmm6, xmm1, [rsp + 1216], 17
     vpshufd      xmm7, xmm1, 78
     vpxorq       xmm7, xmm1, xmm7
-    vpshufd      xmm8, [rsp + 608], 78
-    vmovdqa64    xmm9, [rsp + 608]                   ; reload
+    vpshufd      xmm8, [rsp + 1216], 78
+    vmovdqa64    xmm9, [rsp + 1216]                  ; reload
     vpxorq       xmm8, xmm9, xmm8
     vpclmulqdq   xmm7, xmm7, xmm8, 0
     vpternlogq   xmm7, xmm5, xmm6, 150
-    vmovdqa64    xmm8, [rsp + 512]                   ; reload
-    vpclmulqdq   xmm11, xmm8, [rsp + 544], 0
-    vpclmulqdq   xmm12, xmm8, [rsp + 544], 17
+    vmovdqa64    xmm8, [rsp + 1024]                  ; reload
+    vpclmulqdq   xmm11, xmm8, [rsp + 1088], 0
+    vpclmulqdq   xmm12, xmm8, [rsp + 1088], 17
     vpshufd      xmm13, xmm8, 78
     vpxorq       xmm13, xmm8, xmm13
-    vpshufd      xmm14, [rsp + 544], 78
-    vmovdqa64    xmm15, [rsp + 544]                  ; reload
+    vpshufd      xmm14, [rsp + 1088], 78
+    vmovdqa64    xmm15, [rsp + 1088]                 ; reload
     vpxorq       xmm14, xmm15, xmm14
     vpclmulqdq   xmm16, xmm13, xmm14, 0
     vpternlogq   xmm16, xmm11, xmm12, 150
@@ -9927,13 +9927,13 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm11, xmm11, xmm6
     vpternlogq   xmm17, xmm7, xmm16, 150
     vpxorq       xmm18, xmm20, xmm12
-    vmovdqa64    xmm19, [rsp + 448]                  ; reload
-    vpclmulqdq   xmm20, xmm19, [rsp + 480], 0
-    vpclmulqdq   xmm21, xmm19, [rsp + 480], 17
+    vmovdqa64    xmm19, [rsp + 896]                  ; reload
+    vpclmulqdq   xmm20, xmm19, [rsp + 960], 0
+    vpclmulqdq   xmm21, xmm19, [rsp + 960], 17
     vpshufd      xmm22, xmm19, 78
     vpxorq       xmm22, xmm19, xmm22
-    vpshufd      xmm23, [rsp + 480], 78
-    vmovdqa64    xmm24, [rsp + 480]                  ; reload
+    vpshufd      xmm23, [rsp + 960], 78
+    vmovdqa64    xmm24, [rsp + 960]                  ; reload
     vpxorq       xmm23, xmm24, xmm23
     vpclmulqdq   xmm25, xmm22, xmm23, 0
     vpternlogq   xmm25, xmm20, xmm21, 150
@@ -9948,16 +9948,16 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm30, xmm30, xmm31, 0
     vpternlogq   xmm30, xmm28, xmm29, 150
     vpclmulqdq   xmm31, xmm8, xmm15, 0
-    vmovdqa64    [rsp + 864], xmm0                   ; spill
+    vmovdqa64    [rsp + 1728], xmm0                  ; spill
     vpclmulqdq   xmm0, xmm8, xmm15, 17
     vpclmulqdq   xmm13, xmm13, xmm14, 0
     vpternlogq   xmm13, xmm31, xmm0, 150
     vpxorq       xmm14, xmm26, xmm8
     vpxorq       xmm26, xmm27, xmm15
     vpclmulqdq   xmm27, xmm14, xmm26, 0
-    vmovdqa64    [rsp + 896], xmm10                  ; spill
+    vmovdqa64    [rsp + 1792], xmm10                 ; spill
     vpclmulqdq   xmm10, xmm14, xmm26, 17
-    vmovdqa64    [rsp + 960], xmm3                   ; spill
+    vmovdqa64    [rsp + 1920], xmm3                  ; spill
     vpshufd      xmm3, xmm14, 78
     vpxorq       xmm3, xmm14, xmm3
     vpshufd      xmm14, xmm26, 78
@@ -9977,25 +9977,25 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm20, xmm20, xmm6
     vpternlogq   xmm26, xmm14, xmm11, 150
     vpternlogq   xmm10, xmm14, xmm18, 150
-    vmovdqa64    xmm14, [rsp + 384]                  ; reload
-    vpclmulqdq   xmm18, xmm14, [rsp + 416], 0
-    vpclmulqdq   xmm21, xmm14, [rsp + 416], 17
+    vmovdqa64    xmm14, [rsp + 768]                  ; reload
+    vpclmulqdq   xmm18, xmm14, [rsp + 832], 0
+    vpclmulqdq   xmm21, xmm14, [rsp + 832], 17
     vpshufd      xmm25, xmm14, 78
     vpxorq       xmm25, xmm14, xmm25
-    vpshufd      xmm27, [rsp + 416], 78
-    vmovdqa64    xmm28, [rsp + 416]                  ; reload
+    vpshufd      xmm27, [rsp + 832], 78
+    vmovdqa64    xmm28, [rsp + 832]                  ; reload
     vpxorq       xmm27, xmm28, xmm27
     vpclmulqdq   xmm25, xmm25, xmm27, 0
     vpternlogq   xmm25, xmm18, xmm21, 150
-    vmovdqa64    xmm27, [rsp + 352]                  ; reload
-    vpclmulqdq   xmm29, xmm27, [rsp + 320], 0
+    vmovdqa64    xmm27, [rsp + 704]                  ; reload
+    vpclmulqdq   xmm29, xmm27, [rsp + 640], 0
     vpxorq       xmm30, xmm14, xmm27
-    vpxorq       xmm31, xmm28, [rsp + 320]
-    vmovdqa64    [rsp + 832], xmm4                   ; spill
+    vpxorq       xmm31, xmm28, [rsp + 640]
+    vmovdqa64    [rsp + 1664], xmm4                  ; spill
     vpclmulqdq   xmm4, xmm30, xmm31, 0
-    vmovdqa64    [rsp + 640], xmm2                   ; spill
+    vmovdqa64    [rsp + 1280], xmm2                  ; spill
     vpclmulqdq   xmm2, xmm30, xmm31, 17
-    vmovdqa64    [rsp + 928], xmm20                  ; spill
+    vmovdqa64    [rsp + 1856], xmm20                 ; spill
     vpshufd      xmm20, xmm30, 78
     vpxorq       xmm20, xmm30, xmm20
     vpshufd      xmm30, xmm31, 78
@@ -10009,7 +10009,7 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm1, xmm1, xmm14
     vpxorq       xmm8, xmm8, xmm27
     vpxorq       xmm14, xmm9, xmm28
-    vpxorq       xmm27, xmm15, [rsp + 320]
+    vpxorq       xmm27, xmm15, [rsp + 640]
     vpclmulqdq   xmm29, xmm1, xmm14, 0
     vpclmulqdq   xmm30, xmm1, xmm14, 17
     vpshufd      xmm31, xmm1, 78
@@ -10022,21 +10022,21 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm15, xmm8, xmm27, 17
     vpshufd      xmm28, xmm8, 78
     vpxorq       xmm28, xmm8, xmm28
-    vmovdqa64    [rsp + 352], xmm16                  ; spill
+    vmovdqa64    [rsp + 704], xmm16                  ; spill
     vpshufd      xmm16, xmm27, 78
     vpxorq       xmm16, xmm27, xmm16
-    vmovdqa64    [rsp + 512], xmm11                  ; spill
+    vmovdqa64    [rsp + 1024], xmm11                 ; spill
     vpclmulqdq   xmm11, xmm28, xmm16, 0
     vpternlogq   xmm11, xmm31, xmm15, 150
-    vmovdqa64    [rsp + 384], xmm7                   ; spill
+    vmovdqa64    [rsp + 768], xmm7                   ; spill
     vpxorq       xmm7, xmm1, xmm8
-    vmovdqa64    [rsp + 576], xmm5                   ; spill
+    vmovdqa64    [rsp + 1152], xmm5                  ; spill
     vpxorq       xmm5, xmm14, xmm27
-    vmovdqa64    [rsp + 1024], xmm0                  ; spill
+    vmovdqa64    [rsp + 2048], xmm0                  ; spill
     vpclmulqdq   xmm0, xmm7, xmm5, 0
-    vmovdqa64    [rsp + 1056], xmm2                  ; spill
+    vmovdqa64    [rsp + 2112], xmm2                  ; spill
     vpclmulqdq   xmm2, xmm7, xmm5, 17
-    vmovdqa64    [rsp + 992], xmm6                   ; spill
+    vmovdqa64    [rsp + 1984], xmm6                  ; spill
     vpshufd      xmm6, xmm7, 78
     vpxorq       xmm6, xmm7, xmm6
     vpshufd      xmm7, xmm5, 78
@@ -10063,7 +10063,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm24, xmm31, xmm24, 0
     vpternlogq   xmm24, xmm19, xmm23, 150
     vpclmulqdq   xmm31, xmm8, xmm27, 0
-    vmovdqa64    [rsp + 448], xmm5                   ; spill
+    vmovdqa64    [rsp + 896], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm8, xmm27, 17
     vpclmulqdq   xmm16, xmm28, xmm16, 0
     vpternlogq   xmm16, xmm31, xmm5, 150
@@ -10093,28 +10093,28 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm26, xmm12, xmm18, 150
     vpternlogq   xmm3, xmm17, xmm25, 150
     vpternlogq   xmm4, xmm21, xmm10, 150
-    vpternlogq   xmm20, xmm13, [rsp + 992], 150
-    vmovdqa64    xmm10, [rsp + 1056]                 ; reload
-    vmovdqa64    xmm13, [rsp + 1024]                 ; reload
+    vpternlogq   xmm20, xmm13, [rsp + 1984], 150
+    vmovdqa64    xmm10, [rsp + 2112]                 ; reload
+    vmovdqa64    xmm13, [rsp + 2048]                 ; reload
     vpternlogq   xmm10, xmm13, xmm12, 150
-    vmovdqa64    xmm12, [rsp + 576]                  ; reload
+    vmovdqa64    xmm12, [rsp + 1152]                 ; reload
     vpxorq       xmm13, xmm12, xmm29
-    vmovdqa64    xmm16, [rsp + 384]                  ; reload
+    vmovdqa64    xmm16, [rsp + 768]                  ; reload
     vpxorq       xmm9, xmm16, xmm9
     vpxorq       xmm9, xmm9, xmm3
-    vmovdqa64    xmm18, [rsp + 512]                  ; reload
+    vmovdqa64    xmm18, [rsp + 1024]                 ; reload
     vpxorq       xmm0, xmm18, xmm0
-    vpxorq       xmm19, xmm17, [rsp + 448]
+    vpxorq       xmm19, xmm17, [rsp + 896]
     vpxorq       xmm19, xmm19, xmm20
-    vpternlogq   xmm11, xmm2, [rsp + 352], 150
-    vpternlogq   xmm15, xmm6, [rsp + 928], 150
+    vpternlogq   xmm11, xmm2, [rsp + 704], 150
+    vpternlogq   xmm15, xmm6, [rsp + 1856], 150
     vpternlogq   xmm14, xmm7, xmm26, 150
-    vmovdqa64    xmm2, [rsp + 448]                   ; reload
+    vmovdqa64    xmm2, [rsp + 896]                   ; reload
     vpternlogq   xmm1, xmm2, xmm3, 150
     vpxorq       xmm2, xmm8, xmm20
     vpslldq      xmm3, xmm16, 8
     vpalignr     xmm6, xmm17, xmm16, 8
-    vmovdqa64    xmm7, [rsp + 928]                   ; reload
+    vmovdqa64    xmm7, [rsp + 1856]                  ; reload
     vpalignr     xmm8, xmm7, xmm17, 8
     vpalignr     xmm7, xmm9, xmm7, 8
     vpternlogq   xmm13, xmm26, xmm7, 150
@@ -10143,7 +10143,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm2, xmm2, [rax - 128], 0
     vpternlogq   xmm3, xmm12, xmm2, 150
     vpternlogq   xmm6, xmm18, xmm11, 150
-    vmovdqa64    xmm2, [rsp + 352]                   ; reload
+    vmovdqa64    xmm2, [rsp + 704]                   ; reload
     vpternlogq   xmm8, xmm2, xmm7, 150
     vpslldq      xmm2, xmm10, 8
     vpxorq       xmm2, xmm3, xmm2
@@ -10155,18 +10155,18 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm13, xmm5, xmm4, 150
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm0, [rsp + 800]                   ; reload
+    vmovdqa64    xmm0, [rsp + 1600]                  ; reload
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vmovdqa64    xmm4, [rsp + 768]                   ; reload
+    vmovdqa64    xmm4, [rsp + 1536]                  ; reload
     vpclmulqdq   xmm5, xmm4, xmm4, 17
     vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vmovdqa64    xmm7, [rsp + 672]                   ; reload
+    vmovdqa64    xmm7, [rsp + 1344]                  ; reload
     vpclmulqdq   xmm8, xmm7, xmm7, 17
     vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vmovdqa64    xmm9, [rsp + 736]                   ; reload
+    vmovdqa64    xmm9, [rsp + 1472]                  ; reload
     vpclmulqdq   xmm10, xmm9, xmm9, 17
     vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vmovdqa64    xmm11, [rsp + 704]                  ; reload
+    vmovdqa64    xmm11, [rsp + 1408]                 ; reload
     vpclmulqdq   xmm12, xmm11, xmm11, 17
     vpclmulqdq   xmm11, xmm11, xmm11, 0
     vpclmulqdq   xmm14, xmm0, [rax - 128], 0
@@ -10192,18 +10192,18 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm10, xmm5, xmm4, 150
     vpsrldq      xmm4, xmm14, 8
     vpternlogq   xmm4, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm0, [rsp + 320]                   ; reload
+    vmovdqa64    xmm0, [rsp + 640]                   ; reload
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vmovdqa64    xmm5, [rsp + 416]                   ; reload
+    vmovdqa64    xmm5, [rsp + 832]                   ; reload
     vpclmulqdq   xmm7, xmm5, xmm5, 17
     vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vmovdqa64    xmm8, [rsp + 480]                   ; reload
+    vmovdqa64    xmm8, [rsp + 960]                   ; reload
     vpclmulqdq   xmm14, xmm8, xmm8, 17
     vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vmovdqa64    xmm15, [rsp + 544]                  ; reload
+    vmovdqa64    xmm15, [rsp + 1088]                 ; reload
     vpclmulqdq   xmm16, xmm15, xmm15, 17
     vpclmulqdq   xmm15, xmm15, xmm15, 0
-    vmovdqa64    xmm17, [rsp + 608]                  ; reload
+    vmovdqa64    xmm17, [rsp + 1216]                 ; reload
     vpclmulqdq   xmm18, xmm17, xmm17, 17
     vpclmulqdq   xmm17, xmm17, xmm17, 0
     vpclmulqdq   xmm19, xmm0, [rax - 128], 0
@@ -10229,15 +10229,15 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm16, xmm7, xmm5, 150
     vpsrldq      xmm5, xmm19, 8
     vpternlogq   xmm5, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm0, [rsp + 640]                   ; reload
+    vmovdqa64    xmm0, [rsp + 1280]                  ; reload
     vpxorq       xmm7, xmm0, xmm2
-    vmovdqa64    xmm8, [rsp + 832]                   ; reload
+    vmovdqa64    xmm8, [rsp + 1664]                  ; reload
     vpxorq       xmm14, xmm8, xmm3
-    vmovdqa64    xmm19, [rsp + 960]                  ; reload
+    vmovdqa64    xmm19, [rsp + 1920]                 ; reload
     vpxorq       xmm20, xmm19, xmm6
-    vmovdqa64    xmm21, [rsp + 896]                  ; reload
+    vmovdqa64    xmm21, [rsp + 1792]                 ; reload
     vpxorq       xmm22, xmm21, xmm13
-    vmovdqa64    xmm23, [rsp + 864]                  ; reload
+    vmovdqa64    xmm23, [rsp + 1728]                 ; reload
     vpxorq       xmm24, xmm23, xmm1
     vpclmulqdq   xmm24, xmm24, xmm24, 0
     vpclmulqdq   xmm25, xmm22, xmm22, 17
@@ -10254,7 +10254,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm25, xmm25, [rax - 128], 1
     vpclmulqdq   xmm31, xmm22, [rax - 128], 0
     vpclmulqdq   xmm22, xmm22, [rax - 128], 1
-    vmovdqa64    [rsp + 608], xmm1                   ; spill
+    vmovdqa64    [rsp + 1216], xmm1                  ; spill
     vpclmulqdq   xmm1, xmm26, [rax - 128], 0
     vpclmulqdq   xmm26, xmm26, [rax - 128], 1
     vpxorq       xmm20, xmm20, xmm24
@@ -10289,10 +10289,10 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm30, xmm26, xmm29, 0
     vpternlogq   xmm30, xmm24, xmm25, 150
     vpxorq       xmm31, xmm11, xmm12
-    vmovdqa64    [rsp + 544], xmm13                  ; spill
+    vmovdqa64    [rsp + 1088], xmm13                 ; spill
     vpxorq       xmm13, xmm17, xmm18
     vpclmulqdq   xmm21, xmm31, xmm13, 0
-    vmovdqa64    [rsp + 480], xmm6                   ; spill
+    vmovdqa64    [rsp + 960], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm31, xmm13, 17
     vpshufd      xmm19, xmm31, 78
     vpxorq       xmm19, xmm31, xmm19
@@ -10309,37 +10309,37 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm24, xmm9, xmm15, 17
     vpshufd      xmm31, xmm9, 78
     vpxorq       xmm31, xmm9, xmm31
-    vmovdqa64    [rsp + 416], xmm3                   ; spill
+    vmovdqa64    [rsp + 832], xmm3                   ; spill
     vpshufd      xmm3, xmm15, 78
     vpxorq       xmm3, xmm15, xmm3
     vpclmulqdq   xmm8, xmm31, xmm3, 0
     vpternlogq   xmm8, xmm22, xmm24, 150
     vpxorq       xmm0, xmm11, xmm9
-    vmovdqa64    [rsp + 320], xmm2                   ; spill
+    vmovdqa64    [rsp + 640], xmm2                   ; spill
     vpxorq       xmm2, xmm17, xmm15
-    vmovdqa64    [rsp + 704], xmm1                   ; spill
+    vmovdqa64    [rsp + 1408], xmm1                  ; spill
     vpclmulqdq   xmm1, xmm0, xmm2, 0
-    vmovdqa64    [rsp + 736], xmm27                  ; spill
+    vmovdqa64    [rsp + 1472], xmm27                 ; spill
     vpclmulqdq   xmm27, xmm0, xmm2, 17
-    vmovdqa64    [rsp + 672], xmm14                  ; spill
+    vmovdqa64    [rsp + 1344], xmm14                 ; spill
     vpshufd      xmm14, xmm0, 78
     vpxorq       xmm14, xmm0, xmm14
-    vmovdqa64    [rsp + 768], xmm28                  ; spill
+    vmovdqa64    [rsp + 1536], xmm28                 ; spill
     vpshufd      xmm28, xmm2, 78
     vpxorq       xmm28, xmm2, xmm28
     vpclmulqdq   xmm14, xmm14, xmm28, 0
     vpternlogq   xmm14, xmm1, xmm27, 150
     vpclmulqdq   xmm28, xmm12, xmm18, 0
-    vmovdqa64    [rsp + 800], xmm7                   ; spill
+    vmovdqa64    [rsp + 1600], xmm7                  ; spill
     vpclmulqdq   xmm7, xmm12, xmm18, 17
     vpclmulqdq   xmm26, xmm26, xmm29, 0
     vpternlogq   xmm26, xmm28, xmm7, 150
     vpxorq       xmm0, xmm0, xmm12
     vpxorq       xmm2, xmm2, xmm18
     vpclmulqdq   xmm29, xmm0, xmm2, 0
-    vmovdqa64    [rsp + 352], xmm13                  ; spill
+    vmovdqa64    [rsp + 704], xmm13                  ; spill
     vpclmulqdq   xmm13, xmm0, xmm2, 17
-    vmovdqa64    [rsp + 512], xmm3                   ; spill
+    vmovdqa64    [rsp + 1024], xmm3                  ; spill
     vpshufd      xmm3, xmm0, 78
     vpxorq       xmm0, xmm0, xmm3
     vpshufd      xmm3, xmm2, 78
@@ -10385,41 +10385,41 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm28, xmm11, xmm10
     vpxorq       xmm29, xmm12, xmm4
     vpxorq       xmm30, xmm17, xmm16
-    vmovdqa64    [rsp + 576], xmm4                   ; spill
+    vmovdqa64    [rsp + 1152], xmm4                  ; spill
     vpxorq       xmm4, xmm18, xmm5
-    vmovdqa64    [rsp + 928], xmm10                  ; spill
+    vmovdqa64    [rsp + 1856], xmm10                 ; spill
     vpclmulqdq   xmm10, xmm28, xmm30, 0
-    vmovdqa64    [rsp + 384], xmm12                  ; spill
+    vmovdqa64    [rsp + 768], xmm12                  ; spill
     vpclmulqdq   xmm12, xmm28, xmm30, 17
-    vmovdqa64    [rsp + 448], xmm11                  ; spill
+    vmovdqa64    [rsp + 896], xmm11                  ; spill
     vpshufd      xmm11, xmm28, 78
     vpxorq       xmm11, xmm28, xmm11
-    vmovdqa64    [rsp + 1024], xmm5                  ; spill
+    vmovdqa64    [rsp + 2048], xmm5                  ; spill
     vpshufd      xmm5, xmm30, 78
     vpxorq       xmm5, xmm30, xmm5
     vpclmulqdq   xmm5, xmm11, xmm5, 0
     vpternlogq   xmm5, xmm10, xmm12, 150
     vpclmulqdq   xmm11, xmm29, xmm4, 0
-    vmovdqa64    [rsp + 1056], xmm16                 ; spill
+    vmovdqa64    [rsp + 2112], xmm16                 ; spill
     vpclmulqdq   xmm16, xmm29, xmm4, 17
-    vmovdqa64    [rsp + 992], xmm18                  ; spill
+    vmovdqa64    [rsp + 1984], xmm18                 ; spill
     vpshufd      xmm18, xmm29, 78
     vpxorq       xmm18, xmm29, xmm18
-    vmovdqa64    [rsp + 1088], xmm17                 ; spill
+    vmovdqa64    [rsp + 2176], xmm17                 ; spill
     vpshufd      xmm17, xmm4, 78
     vpxorq       xmm17, xmm4, xmm17
-    vmovdqa64    [rsp + 1120], xmm14                 ; spill
+    vmovdqa64    [rsp + 2240], xmm14                 ; spill
     vpclmulqdq   xmm14, xmm18, xmm17, 0
     vpternlogq   xmm14, xmm11, xmm16, 150
-    vmovdqa64    [rsp + 1152], xmm1                  ; spill
+    vmovdqa64    [rsp + 2304], xmm1                  ; spill
     vpxorq       xmm1, xmm28, xmm29
-    vmovdqa64    [rsp + 1184], xmm21                 ; spill
+    vmovdqa64    [rsp + 2368], xmm21                 ; spill
     vpxorq       xmm21, xmm30, xmm4
-    vmovdqa64    [rsp + 1216], xmm23                 ; spill
+    vmovdqa64    [rsp + 2432], xmm23                 ; spill
     vpclmulqdq   xmm23, xmm1, xmm21, 0
-    vmovdqa64    [rsp + 1248], xmm20                 ; spill
+    vmovdqa64    [rsp + 2496], xmm20                 ; spill
     vpclmulqdq   xmm20, xmm1, xmm21, 17
-    vmovdqa64    [rsp + 1280], xmm7                  ; spill
+    vmovdqa64    [rsp + 2560], xmm7                  ; spill
     vpshufd      xmm7, xmm1, 78
     vpxorq       xmm1, xmm1, xmm7
     vpshufd      xmm7, xmm21, 78
@@ -10433,23 +10433,23 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm12, xmm20, xmm16
     vpclmulqdq   xmm20, xmm9, xmm15, 0
     vpclmulqdq   xmm21, xmm9, xmm15, 17
-    vpclmulqdq   xmm23, xmm31, [rsp + 512], 0
+    vpclmulqdq   xmm23, xmm31, [rsp + 1024], 0
     vpternlogq   xmm23, xmm20, xmm21, 150
     vpxorq       xmm28, xmm28, xmm9
     vpxorq       xmm30, xmm30, xmm15
     vpclmulqdq   xmm31, xmm28, xmm30, 0
-    vmovdqa64    [rsp + 512], xmm9                   ; spill
+    vmovdqa64    [rsp + 1024], xmm9                  ; spill
     vpclmulqdq   xmm9, xmm28, xmm30, 17
-    vmovdqa64    [rsp + 1312], xmm15                 ; spill
+    vmovdqa64    [rsp + 2624], xmm15                 ; spill
     vpshufd      xmm15, xmm28, 78
     vpxorq       xmm15, xmm28, xmm15
-    vmovdqa64    [rsp + 1344], xmm1                  ; spill
+    vmovdqa64    [rsp + 2688], xmm1                  ; spill
     vpshufd      xmm1, xmm30, 78
     vpxorq       xmm1, xmm30, xmm1
     vpclmulqdq   xmm1, xmm15, xmm1, 0
     vpternlogq   xmm1, xmm31, xmm9, 150
     vpclmulqdq   xmm15, xmm29, xmm4, 0
-    vmovdqa64    [rsp + 1376], xmm27                 ; spill
+    vmovdqa64    [rsp + 2752], xmm27                 ; spill
     vpclmulqdq   xmm27, xmm29, xmm4, 17
     vpclmulqdq   xmm17, xmm18, xmm17, 0
     vpternlogq   xmm17, xmm15, xmm27, 150
@@ -10477,31 +10477,31 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm9, xmm17, xmm7
     vpxorq       xmm17, xmm27, xmm14
     vpternlogq   xmm3, xmm19, xmm2, 150
-    vmovdqa64    xmm2, [rsp + 352]                   ; reload
+    vmovdqa64    xmm2, [rsp + 704]                   ; reload
     vpternlogq   xmm0, xmm2, xmm22, 150
     vpternlogq   xmm24, xmm6, xmm13, 150
     vpternlogq   xmm25, xmm26, xmm8, 150
-    vmovdqa64    xmm6, [rsp + 1376]                  ; reload
-    vmovdqa64    xmm8, [rsp + 1280]                  ; reload
+    vmovdqa64    xmm6, [rsp + 2752]                  ; reload
+    vmovdqa64    xmm8, [rsp + 2560]                  ; reload
     vpternlogq   xmm6, xmm8, xmm19, 150
-    vmovdqa64    xmm8, [rsp + 1248]                  ; reload
+    vmovdqa64    xmm8, [rsp + 2496]                  ; reload
     vpxorq       xmm10, xmm8, xmm10
-    vmovdqa64    xmm13, [rsp + 1216]                 ; reload
+    vmovdqa64    xmm13, [rsp + 2432]                 ; reload
     vpxorq       xmm5, xmm13, xmm5
     vpxorq       xmm5, xmm5, xmm0
-    vmovdqa64    xmm19, [rsp + 1184]                 ; reload
+    vmovdqa64    xmm19, [rsp + 2368]                 ; reload
     vpxorq       xmm11, xmm19, xmm11
-    vpxorq       xmm20, xmm2, [rsp + 1344]
+    vpxorq       xmm20, xmm2, [rsp + 2688]
     vpxorq       xmm20, xmm20, xmm25
-    vpternlogq   xmm16, xmm12, [rsp + 1152], 150
-    vpternlogq   xmm1, xmm7, [rsp + 1120], 150
+    vpternlogq   xmm16, xmm12, [rsp + 2304], 150
+    vpternlogq   xmm1, xmm7, [rsp + 2240], 150
     vpternlogq   xmm15, xmm14, xmm3, 150
-    vmovdqa64    xmm7, [rsp + 1344]                  ; reload
+    vmovdqa64    xmm7, [rsp + 2688]                  ; reload
     vpternlogq   xmm4, xmm7, xmm0, 150
     vpxorq       xmm0, xmm9, xmm25
     vpslldq      xmm7, xmm13, 8
     vpalignr     xmm9, xmm2, xmm13, 8
-    vmovdqa64    xmm12, [rsp + 1120]                 ; reload
+    vmovdqa64    xmm12, [rsp + 2240]                 ; reload
     vpalignr     xmm2, xmm12, xmm2, 8
     vpalignr     xmm12, xmm5, xmm12, 8
     vpternlogq   xmm10, xmm3, xmm12, 150
@@ -10530,7 +10530,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm11, xmm11, [rax - 128], 0
     vpternlogq   xmm7, xmm8, xmm11, 150
     vpternlogq   xmm9, xmm19, xmm13, 150
-    vmovdqa64    xmm8, [rsp + 1152]                  ; reload
+    vmovdqa64    xmm8, [rsp + 2304]                  ; reload
     vpternlogq   xmm2, xmm8, xmm1, 150
     vpslldq      xmm1, xmm12, 8
     vpalignr     xmm8, xmm6, xmm12, 8
@@ -10541,23 +10541,23 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm10, xmm5, xmm4, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm3, [rsp + 288]                   ; reload
-    vpclmulqdq   xmm4, xmm3, [rsp + 1088], 0
-    vpclmulqdq   xmm5, xmm3, [rsp + 1088], 17
+    vmovdqa64    xmm3, [rsp + 576]                   ; reload
+    vpclmulqdq   xmm4, xmm3, [rsp + 2176], 0
+    vpclmulqdq   xmm5, xmm3, [rsp + 2176], 17
     vpshufd      xmm6, xmm3, 78
     vpxorq       xmm6, xmm3, xmm6
-    vpshufd      xmm9, [rsp + 1088], 78
-    vmovdqa64    xmm11, [rsp + 1088]                 ; reload
+    vpshufd      xmm9, [rsp + 2176], 78
+    vmovdqa64    xmm11, [rsp + 2176]                 ; reload
     vpxorq       xmm9, xmm11, xmm9
     vpclmulqdq   xmm6, xmm6, xmm9, 0
     vpternlogq   xmm6, xmm4, xmm5, 150
-    vmovdqa64    xmm9, [rsp + 256]                   ; reload
-    vpclmulqdq   xmm12, xmm9, [rsp + 992], 0
-    vpclmulqdq   xmm13, xmm9, [rsp + 992], 17
+    vmovdqa64    xmm9, [rsp + 512]                   ; reload
+    vpclmulqdq   xmm12, xmm9, [rsp + 1984], 0
+    vpclmulqdq   xmm13, xmm9, [rsp + 1984], 17
     vpshufd      xmm14, xmm9, 78
     vpxorq       xmm14, xmm9, xmm14
-    vpshufd      xmm15, [rsp + 992], 78
-    vmovdqa64    xmm16, [rsp + 992]                  ; reload
+    vpshufd      xmm15, [rsp + 1984], 78
+    vmovdqa64    xmm16, [rsp + 1984]                 ; reload
     vpxorq       xmm15, xmm16, xmm15
     vpclmulqdq   xmm17, xmm14, xmm15, 0
     vpternlogq   xmm17, xmm12, xmm13, 150
@@ -10576,13 +10576,13 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm12, xmm12, xmm5
     vpternlogq   xmm18, xmm6, xmm17, 150
     vpxorq       xmm19, xmm21, xmm13
-    vmovdqa64    xmm20, [rsp + 224]                  ; reload
-    vpclmulqdq   xmm21, xmm20, [rsp + 1312], 0
-    vpclmulqdq   xmm22, xmm20, [rsp + 1312], 17
+    vmovdqa64    xmm20, [rsp + 448]                  ; reload
+    vpclmulqdq   xmm21, xmm20, [rsp + 2624], 0
+    vpclmulqdq   xmm22, xmm20, [rsp + 2624], 17
     vpshufd      xmm23, xmm20, 78
     vpxorq       xmm23, xmm20, xmm23
-    vpshufd      xmm24, [rsp + 1312], 78
-    vmovdqa64    xmm25, [rsp + 1312]                 ; reload
+    vpshufd      xmm24, [rsp + 2624], 78
+    vmovdqa64    xmm25, [rsp + 2624]                 ; reload
     vpxorq       xmm24, xmm25, xmm24
     vpclmulqdq   xmm26, xmm23, xmm24, 0
     vpternlogq   xmm26, xmm21, xmm22, 150
@@ -10592,22 +10592,22 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm30, xmm27, xmm28, 17
     vpshufd      xmm31, xmm27, 78
     vpxorq       xmm31, xmm27, xmm31
-    vmovdqa64    [rsp + 1152], xmm10                 ; spill
+    vmovdqa64    [rsp + 2304], xmm10                 ; spill
     vpshufd      xmm10, xmm28, 78
     vpxorq       xmm10, xmm28, xmm10
     vpclmulqdq   xmm10, xmm31, xmm10, 0
     vpternlogq   xmm10, xmm29, xmm30, 150
     vpclmulqdq   xmm31, xmm9, xmm16, 0
-    vmovdqa64    [rsp + 1184], xmm2                  ; spill
+    vmovdqa64    [rsp + 2368], xmm2                  ; spill
     vpclmulqdq   xmm2, xmm9, xmm16, 17
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpternlogq   xmm14, xmm31, xmm2, 150
     vpxorq       xmm15, xmm27, xmm9
     vpxorq       xmm27, xmm28, xmm16
     vpclmulqdq   xmm28, xmm15, xmm27, 0
-    vmovdqa64    [rsp + 1248], xmm8                  ; spill
+    vmovdqa64    [rsp + 2496], xmm8                  ; spill
     vpclmulqdq   xmm8, xmm15, xmm27, 17
-    vmovdqa64    [rsp + 1120], xmm1                  ; spill
+    vmovdqa64    [rsp + 2240], xmm1                  ; spill
     vpshufd      xmm1, xmm15, 78
     vpxorq       xmm1, xmm15, xmm1
     vpshufd      xmm15, xmm27, 78
@@ -10627,25 +10627,25 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm10, xmm10, xmm5
     vpternlogq   xmm27, xmm15, xmm12, 150
     vpternlogq   xmm8, xmm15, xmm19, 150
-    vmovdqa64    xmm15, [rsp + 192]                  ; reload
-    vpclmulqdq   xmm19, xmm15, [rsp + 1056], 0
-    vpclmulqdq   xmm21, xmm15, [rsp + 1056], 17
+    vmovdqa64    xmm15, [rsp + 384]                  ; reload
+    vpclmulqdq   xmm19, xmm15, [rsp + 2112], 0
+    vpclmulqdq   xmm21, xmm15, [rsp + 2112], 17
     vpshufd      xmm22, xmm15, 78
     vpxorq       xmm22, xmm15, xmm22
-    vpshufd      xmm26, [rsp + 1056], 78
-    vmovdqa64    xmm28, [rsp + 1056]                 ; reload
+    vpshufd      xmm26, [rsp + 2112], 78
+    vmovdqa64    xmm28, [rsp + 2112]                 ; reload
     vpxorq       xmm26, xmm28, xmm26
     vpclmulqdq   xmm22, xmm22, xmm26, 0
     vpternlogq   xmm22, xmm19, xmm21, 150
-    vmovdqa64    xmm26, [rsp + 160]                  ; reload
-    vpclmulqdq   xmm29, xmm26, [rsp + 1024], 0
+    vmovdqa64    xmm26, [rsp + 320]                  ; reload
+    vpclmulqdq   xmm29, xmm26, [rsp + 2048], 0
     vpxorq       xmm30, xmm15, xmm26
-    vpxorq       xmm31, xmm28, [rsp + 1024]
-    vmovdqa64    [rsp + 352], xmm7                   ; spill
+    vpxorq       xmm31, xmm28, [rsp + 2048]
+    vmovdqa64    [rsp + 704], xmm7                   ; spill
     vpclmulqdq   xmm7, xmm30, xmm31, 0
-    vmovdqa64    [rsp + 1216], xmm0                  ; spill
+    vmovdqa64    [rsp + 2432], xmm0                  ; spill
     vpclmulqdq   xmm0, xmm30, xmm31, 17
-    vmovdqa64    [rsp + 1344], xmm10                 ; spill
+    vmovdqa64    [rsp + 2688], xmm10                 ; spill
     vpshufd      xmm10, xmm30, 78
     vpxorq       xmm10, xmm30, xmm10
     vpshufd      xmm30, xmm31, 78
@@ -10659,7 +10659,7 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm3, xmm3, xmm15
     vpxorq       xmm9, xmm9, xmm26
     vpxorq       xmm11, xmm11, xmm28
-    vpxorq       xmm15, xmm16, [rsp + 1024]
+    vpxorq       xmm15, xmm16, [rsp + 2048]
     vpclmulqdq   xmm16, xmm3, xmm11, 0
     vpclmulqdq   xmm26, xmm3, xmm11, 17
     vpshufd      xmm28, xmm3, 78
@@ -10672,21 +10672,21 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm30, xmm9, xmm15, 17
     vpshufd      xmm31, xmm9, 78
     vpxorq       xmm31, xmm9, xmm31
-    vmovdqa64    [rsp + 1024], xmm17                 ; spill
+    vmovdqa64    [rsp + 2048], xmm17                 ; spill
     vpshufd      xmm17, xmm15, 78
     vpxorq       xmm17, xmm15, xmm17
-    vmovdqa64    [rsp + 992], xmm12                  ; spill
+    vmovdqa64    [rsp + 1984], xmm12                 ; spill
     vpclmulqdq   xmm12, xmm31, xmm17, 0
     vpternlogq   xmm12, xmm29, xmm30, 150
-    vmovdqa64    [rsp + 1056], xmm6                  ; spill
+    vmovdqa64    [rsp + 2112], xmm6                  ; spill
     vpxorq       xmm6, xmm3, xmm9
-    vmovdqa64    [rsp + 1088], xmm4                  ; spill
+    vmovdqa64    [rsp + 2176], xmm4                  ; spill
     vpxorq       xmm4, xmm11, xmm15
-    vmovdqa64    [rsp + 160], xmm0                   ; spill
+    vmovdqa64    [rsp + 320], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm6, xmm4, 0
-    vmovdqa64    [rsp + 256], xmm2                   ; spill
+    vmovdqa64    [rsp + 512], xmm2                   ; spill
     vpclmulqdq   xmm2, xmm6, xmm4, 17
-    vmovdqa64    [rsp + 192], xmm5                   ; spill
+    vmovdqa64    [rsp + 384], xmm5                   ; spill
     vpshufd      xmm5, xmm6, 78
     vpxorq       xmm5, xmm6, xmm5
     vpshufd      xmm6, xmm4, 78
@@ -10713,7 +10713,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm25, xmm25, xmm29, 0
     vpternlogq   xmm25, xmm20, xmm24, 150
     vpclmulqdq   xmm29, xmm9, xmm15, 0
-    vmovdqa64    [rsp + 1312], xmm4                  ; spill
+    vmovdqa64    [rsp + 2624], xmm4                  ; spill
     vpclmulqdq   xmm4, xmm9, xmm15, 17
     vpclmulqdq   xmm17, xmm31, xmm17, 0
     vpternlogq   xmm17, xmm29, xmm4, 150
@@ -10743,28 +10743,28 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm27, xmm13, xmm19, 150
     vpternlogq   xmm1, xmm18, xmm22, 150
     vpternlogq   xmm7, xmm21, xmm8, 150
-    vpternlogq   xmm10, xmm14, [rsp + 192], 150
-    vmovdqa64    xmm8, [rsp + 160]                   ; reload
-    vmovdqa64    xmm14, [rsp + 256]                  ; reload
+    vpternlogq   xmm10, xmm14, [rsp + 384], 150
+    vmovdqa64    xmm8, [rsp + 320]                   ; reload
+    vmovdqa64    xmm14, [rsp + 512]                  ; reload
     vpternlogq   xmm8, xmm14, xmm13, 150
-    vmovdqa64    xmm13, [rsp + 1088]                 ; reload
+    vmovdqa64    xmm13, [rsp + 2176]                 ; reload
     vpxorq       xmm14, xmm13, xmm16
-    vmovdqa64    xmm16, [rsp + 1056]                 ; reload
+    vmovdqa64    xmm16, [rsp + 2112]                 ; reload
     vpxorq       xmm17, xmm16, xmm28
     vpxorq       xmm17, xmm17, xmm1
-    vmovdqa64    xmm19, [rsp + 992]                  ; reload
+    vmovdqa64    xmm19, [rsp + 1984]                 ; reload
     vpxorq       xmm0, xmm19, xmm0
-    vpxorq       xmm21, xmm18, [rsp + 1312]
+    vpxorq       xmm21, xmm18, [rsp + 2624]
     vpxorq       xmm21, xmm21, xmm10
-    vpternlogq   xmm12, xmm2, [rsp + 1024], 150
-    vpternlogq   xmm20, xmm5, [rsp + 1344], 150
+    vpternlogq   xmm12, xmm2, [rsp + 2048], 150
+    vpternlogq   xmm20, xmm5, [rsp + 2688], 150
     vpternlogq   xmm11, xmm6, xmm27, 150
-    vmovdqa64    xmm2, [rsp + 1312]                  ; reload
+    vmovdqa64    xmm2, [rsp + 2624]                  ; reload
     vpternlogq   xmm3, xmm2, xmm1, 150
     vpxorq       xmm1, xmm9, xmm10
     vpslldq      xmm2, xmm16, 8
     vpalignr     xmm5, xmm18, xmm16, 8
-    vmovdqa64    xmm6, [rsp + 1344]                  ; reload
+    vmovdqa64    xmm6, [rsp + 2688]                  ; reload
     vpalignr     xmm9, xmm6, xmm18, 8
     vpalignr     xmm6, xmm17, xmm6, 8
     vpternlogq   xmm14, xmm27, xmm6, 150
@@ -10793,7 +10793,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm3, xmm3, [rax - 128], 0
     vpternlogq   xmm2, xmm13, xmm3, 150
     vpternlogq   xmm5, xmm19, xmm11, 150
-    vmovdqa64    xmm3, [rsp + 1024]                  ; reload
+    vmovdqa64    xmm3, [rsp + 2048]                  ; reload
     vpternlogq   xmm9, xmm3, xmm6, 150
     vpslldq      xmm3, xmm10, 8
     vpalignr     xmm6, xmm8, xmm10, 8
@@ -10802,12 +10802,12 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm14, xmm7, xmm4, 150
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpternlogq   xmm2, xmm3, [rsp + 448], 150
-    vpternlogq   xmm5, xmm6, [rsp + 384], 150
-    vpternlogq   xmm9, xmm8, [rsp + 512], 150
-    vmovdqa64    xmm0, [rsp + 928]                   ; reload
+    vpternlogq   xmm2, xmm3, [rsp + 896], 150
+    vpternlogq   xmm5, xmm6, [rsp + 768], 150
+    vpternlogq   xmm9, xmm8, [rsp + 1024], 150
+    vmovdqa64    xmm0, [rsp + 1856]                  ; reload
     vpxorq       xmm0, xmm0, xmm14
-    vmovdqa64    xmm3, [rsp + 576]                   ; reload
+    vmovdqa64    xmm3, [rsp + 1152]                  ; reload
     vpxorq       xmm1, xmm3, xmm1
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -10841,23 +10841,23 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm7, xmm3, xmm0, 150
     vpsrldq      xmm0, xmm9, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm1, [rsp + 128]                   ; reload
-    vpclmulqdq   xmm3, xmm1, [rsp + 800], 0
-    vpclmulqdq   xmm4, xmm1, [rsp + 800], 17
+    vmovdqa64    xmm1, [rsp + 256]                   ; reload
+    vpclmulqdq   xmm3, xmm1, [rsp + 1600], 0
+    vpclmulqdq   xmm4, xmm1, [rsp + 1600], 17
     vpshufd      xmm6, xmm1, 78
     vpxorq       xmm6, xmm1, xmm6
-    vpshufd      xmm9, [rsp + 800], 78
-    vmovdqa64    xmm10, [rsp + 800]                  ; reload
+    vpshufd      xmm9, [rsp + 1600], 78
+    vmovdqa64    xmm10, [rsp + 1600]                 ; reload
     vpxorq       xmm9, xmm10, xmm9
     vpclmulqdq   xmm6, xmm6, xmm9, 0
     vpternlogq   xmm6, xmm3, xmm4, 150
-    vmovdqa64    xmm9, [rsp + 96]                    ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 768], 0
-    vpclmulqdq   xmm12, xmm9, [rsp + 768], 17
+    vmovdqa64    xmm9, [rsp + 192]                   ; reload
+    vpclmulqdq   xmm11, xmm9, [rsp + 1536], 0
+    vpclmulqdq   xmm12, xmm9, [rsp + 1536], 17
     vpshufd      xmm13, xmm9, 78
     vpxorq       xmm13, xmm9, xmm13
-    vpshufd      xmm14, [rsp + 768], 78
-    vmovdqa64    xmm15, [rsp + 768]                  ; reload
+    vpshufd      xmm14, [rsp + 1536], 78
+    vmovdqa64    xmm15, [rsp + 1536]                 ; reload
     vpxorq       xmm14, xmm15, xmm14
     vpclmulqdq   xmm16, xmm13, xmm14, 0
     vpternlogq   xmm16, xmm11, xmm12, 150
@@ -10876,13 +10876,13 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm11, xmm11, xmm4
     vpternlogq   xmm17, xmm6, xmm16, 150
     vpxorq       xmm18, xmm20, xmm12
-    vmovdqa64    xmm19, [rsp + 64]                   ; reload
-    vpclmulqdq   xmm20, xmm19, [rsp + 672], 0
-    vpclmulqdq   xmm21, xmm19, [rsp + 672], 17
+    vmovdqa64    xmm19, [rsp + 128]                  ; reload
+    vpclmulqdq   xmm20, xmm19, [rsp + 1344], 0
+    vpclmulqdq   xmm21, xmm19, [rsp + 1344], 17
     vpshufd      xmm22, xmm19, 78
     vpxorq       xmm22, xmm19, xmm22
-    vpshufd      xmm23, [rsp + 672], 78
-    vmovdqa64    xmm24, [rsp + 672]                  ; reload
+    vpshufd      xmm23, [rsp + 1344], 78
+    vmovdqa64    xmm24, [rsp + 1344]                 ; reload
     vpxorq       xmm23, xmm24, xmm23
     vpclmulqdq   xmm25, xmm22, xmm23, 0
     vpternlogq   xmm25, xmm20, xmm21, 150
@@ -10897,16 +10897,16 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm30, xmm30, xmm31, 0
     vpternlogq   xmm30, xmm28, xmm29, 150
     vpclmulqdq   xmm31, xmm9, xmm15, 0
-    vmovdqa64    [rsp + 576], xmm7                   ; spill
+    vmovdqa64    [rsp + 1152], xmm7                  ; spill
     vpclmulqdq   xmm7, xmm9, xmm15, 17
     vpclmulqdq   xmm13, xmm13, xmm14, 0
     vpternlogq   xmm13, xmm31, xmm7, 150
     vpxorq       xmm14, xmm26, xmm9
     vpxorq       xmm26, xmm27, xmm15
     vpclmulqdq   xmm27, xmm14, xmm26, 0
-    vmovdqa64    [rsp + 928], xmm5                   ; spill
+    vmovdqa64    [rsp + 1856], xmm5                  ; spill
     vpclmulqdq   xmm5, xmm14, xmm26, 17
-    vmovdqa64    [rsp + 512], xmm8                   ; spill
+    vmovdqa64    [rsp + 1024], xmm8                  ; spill
     vpshufd      xmm8, xmm14, 78
     vpxorq       xmm8, xmm14, xmm8
     vpshufd      xmm14, xmm26, 78
@@ -10926,25 +10926,25 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm20, xmm20, xmm4
     vpternlogq   xmm26, xmm14, xmm11, 150
     vpternlogq   xmm5, xmm14, xmm18, 150
-    vmovdqa64    xmm14, [rsp + 32]                   ; reload
-    vpclmulqdq   xmm18, xmm14, [rsp + 736], 0
-    vpclmulqdq   xmm21, xmm14, [rsp + 736], 17
+    vmovdqa64    xmm14, [rsp + 64]                   ; reload
+    vpclmulqdq   xmm18, xmm14, [rsp + 1472], 0
+    vpclmulqdq   xmm21, xmm14, [rsp + 1472], 17
     vpshufd      xmm25, xmm14, 78
     vpxorq       xmm25, xmm14, xmm25
-    vpshufd      xmm27, [rsp + 736], 78
-    vmovdqa64    xmm28, [rsp + 736]                  ; reload
+    vpshufd      xmm27, [rsp + 1472], 78
+    vmovdqa64    xmm28, [rsp + 1472]                 ; reload
     vpxorq       xmm27, xmm28, xmm27
     vpclmulqdq   xmm25, xmm25, xmm27, 0
     vpternlogq   xmm25, xmm18, xmm21, 150
     vmovdqa64    xmm27, [rsp]                        ; reload
-    vpclmulqdq   xmm29, xmm27, [rsp + 704], 0
+    vpclmulqdq   xmm29, xmm27, [rsp + 1408], 0
     vpxorq       xmm30, xmm14, xmm27
-    vpxorq       xmm31, xmm28, [rsp + 704]
-    vmovdqa64    [rsp + 384], xmm2                   ; spill
+    vpxorq       xmm31, xmm28, [rsp + 1408]
+    vmovdqa64    [rsp + 768], xmm2                   ; spill
     vpclmulqdq   xmm2, xmm30, xmm31, 0
-    vmovdqa64    [rsp + 448], xmm0                   ; spill
+    vmovdqa64    [rsp + 896], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm30, xmm31, 17
-    vmovdqa64    [rsp + 1024], xmm20                 ; spill
+    vmovdqa64    [rsp + 2048], xmm20                 ; spill
     vpshufd      xmm20, xmm30, 78
     vpxorq       xmm20, xmm30, xmm20
     vpshufd      xmm30, xmm31, 78
@@ -10958,7 +10958,7 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm1, xmm1, xmm14
     vpxorq       xmm9, xmm9, xmm27
     vpxorq       xmm14, xmm10, xmm28
-    vpxorq       xmm27, xmm15, [rsp + 704]
+    vpxorq       xmm27, xmm15, [rsp + 1408]
     vpclmulqdq   xmm29, xmm1, xmm14, 0
     vpclmulqdq   xmm30, xmm1, xmm14, 17
     vpshufd      xmm31, xmm1, 78
@@ -10974,18 +10974,18 @@ kg_gf2m571_ladder_step_avx512:
     vmovdqa64    [rsp], xmm16                        ; spill
     vpshufd      xmm16, xmm27, 78
     vpxorq       xmm16, xmm27, xmm16
-    vmovdqa64    [rsp + 96], xmm11                   ; spill
+    vmovdqa64    [rsp + 192], xmm11                  ; spill
     vpclmulqdq   xmm11, xmm10, xmm16, 0
     vpternlogq   xmm11, xmm31, xmm15, 150
-    vmovdqa64    [rsp + 32], xmm6                    ; spill
+    vmovdqa64    [rsp + 64], xmm6                    ; spill
     vpxorq       xmm6, xmm1, xmm9
-    vmovdqa64    [rsp + 128], xmm3                   ; spill
+    vmovdqa64    [rsp + 256], xmm3                   ; spill
     vpxorq       xmm3, xmm14, xmm27
-    vmovdqa64    [rsp + 992], xmm0                   ; spill
+    vmovdqa64    [rsp + 1984], xmm0                  ; spill
     vpclmulqdq   xmm0, xmm6, xmm3, 0
-    vmovdqa64    [rsp + 1088], xmm7                  ; spill
+    vmovdqa64    [rsp + 2176], xmm7                  ; spill
     vpclmulqdq   xmm7, xmm6, xmm3, 17
-    vmovdqa64    [rsp + 1344], xmm4                  ; spill
+    vmovdqa64    [rsp + 2688], xmm4                  ; spill
     vpshufd      xmm4, xmm6, 78
     vpxorq       xmm4, xmm6, xmm4
     vpshufd      xmm6, xmm3, 78
@@ -11012,7 +11012,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm24, xmm31, xmm24, 0
     vpternlogq   xmm24, xmm19, xmm23, 150
     vpclmulqdq   xmm31, xmm9, xmm27, 0
-    vmovdqa64    [rsp + 64], xmm3                    ; spill
+    vmovdqa64    [rsp + 128], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm9, xmm27, 17
     vpclmulqdq   xmm10, xmm10, xmm16, 0
     vpternlogq   xmm10, xmm31, xmm3, 150
@@ -11042,49 +11042,49 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm26, xmm12, xmm18, 150
     vpternlogq   xmm8, xmm17, xmm25, 150
     vpternlogq   xmm2, xmm21, xmm5, 150
-    vpternlogq   xmm20, xmm13, [rsp + 1344], 150
-    vmovdqa64    xmm5, [rsp + 992]                   ; reload
-    vmovdqa64    xmm10, [rsp + 1088]                 ; reload
+    vpternlogq   xmm20, xmm13, [rsp + 2688], 150
+    vmovdqa64    xmm5, [rsp + 1984]                  ; reload
+    vmovdqa64    xmm10, [rsp + 2176]                 ; reload
     vpternlogq   xmm5, xmm10, xmm12, 150
-    vmovdqa64    xmm10, [rsp + 128]                  ; reload
+    vmovdqa64    xmm10, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm10, xmm29
-    vmovdqa64    xmm13, [rsp + 32]                   ; reload
+    vmovdqa64    xmm13, [rsp + 64]                   ; reload
     vpxorq       xmm18, xmm13, xmm28
-    vmovdqa64    xmm19, [rsp + 96]                   ; reload
+    vmovdqa64    xmm19, [rsp + 192]                  ; reload
     vpxorq       xmm0, xmm19, xmm0
-    vpxorq       xmm21, xmm17, [rsp + 64]
+    vpxorq       xmm21, xmm17, [rsp + 128]
     vpternlogq   xmm11, xmm6, [rsp], 150
-    vpternlogq   xmm15, xmm4, [rsp + 1024], 150
+    vpternlogq   xmm15, xmm4, [rsp + 2048], 150
     vpternlogq   xmm14, xmm7, xmm26, 150
-    vmovdqa64    xmm4, [rsp + 64]                    ; reload
+    vmovdqa64    xmm4, [rsp + 128]                   ; reload
     vpternlogq   xmm1, xmm4, xmm8, 150
-    vmovdqa64    xmm4, [rsp + 640]                   ; reload
-    vpclmulqdq   xmm6, xmm4, [rsp + 320], 0
-    vpclmulqdq   xmm7, xmm4, [rsp + 320], 17
+    vmovdqa64    xmm4, [rsp + 1280]                  ; reload
+    vpclmulqdq   xmm6, xmm4, [rsp + 640], 0
+    vpclmulqdq   xmm7, xmm4, [rsp + 640], 17
     vpshufd      xmm22, xmm4, 78
     vpxorq       xmm22, xmm4, xmm22
-    vpshufd      xmm23, [rsp + 320], 78
-    vmovdqa64    xmm24, [rsp + 320]                  ; reload
+    vpshufd      xmm23, [rsp + 640], 78
+    vmovdqa64    xmm24, [rsp + 640]                  ; reload
     vpxorq       xmm23, xmm24, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm6, xmm7, 150
-    vmovdqa64    xmm23, [rsp + 832]                  ; reload
-    vpclmulqdq   xmm25, xmm23, [rsp + 416], 0
-    vpclmulqdq   xmm27, xmm23, [rsp + 416], 17
+    vmovdqa64    xmm23, [rsp + 1664]                 ; reload
+    vpclmulqdq   xmm25, xmm23, [rsp + 832], 0
+    vpclmulqdq   xmm27, xmm23, [rsp + 832], 17
     vpshufd      xmm28, xmm23, 78
     vpxorq       xmm28, xmm23, xmm28
-    vpshufd      xmm29, [rsp + 416], 78
-    vmovdqa64    xmm30, [rsp + 416]                  ; reload
+    vpshufd      xmm29, [rsp + 832], 78
+    vmovdqa64    xmm30, [rsp + 832]                  ; reload
     vpxorq       xmm29, xmm30, xmm29
     vpclmulqdq   xmm31, xmm28, xmm29, 0
     vpternlogq   xmm31, xmm25, xmm27, 150
-    vmovdqa64    [rsp + 64], xmm14                   ; spill
+    vmovdqa64    [rsp + 128], xmm14                  ; spill
     vpxorq       xmm14, xmm4, xmm23
     vpxorq       xmm19, xmm24, xmm30
     vpclmulqdq   xmm10, xmm14, xmm19, 0
-    vmovdqa64    [rsp + 1088], xmm3                  ; spill
+    vmovdqa64    [rsp + 2176], xmm3                  ; spill
     vpclmulqdq   xmm3, xmm14, xmm19, 17
-    vmovdqa64    [rsp + 992], xmm9                   ; spill
+    vmovdqa64    [rsp + 1984], xmm9                  ; spill
     vpshufd      xmm9, xmm14, 78
     vpxorq       xmm9, xmm14, xmm9
     vpshufd      xmm14, xmm19, 78
@@ -11096,47 +11096,47 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm10, xmm10, xmm7
     vpternlogq   xmm9, xmm22, xmm31, 150
     vpxorq       xmm3, xmm3, xmm27
-    vmovdqa64    xmm14, [rsp + 960]                  ; reload
-    vpclmulqdq   xmm19, xmm14, [rsp + 480], 0
-    vpclmulqdq   xmm25, xmm14, [rsp + 480], 17
-    vmovdqa64    [rsp + 1344], xmm16                 ; spill
+    vmovdqa64    xmm14, [rsp + 1920]                 ; reload
+    vpclmulqdq   xmm19, xmm14, [rsp + 960], 0
+    vpclmulqdq   xmm25, xmm14, [rsp + 960], 17
+    vmovdqa64    [rsp + 2688], xmm16                 ; spill
     vpshufd      xmm16, xmm14, 78
     vpxorq       xmm16, xmm14, xmm16
-    vmovdqa64    [rsp + 1056], xmm1                  ; spill
-    vpshufd      xmm1, [rsp + 480], 78
-    vmovdqa64    [rsp + 1312], xmm15                 ; spill
-    vmovdqa64    xmm15, [rsp + 480]                  ; reload
+    vmovdqa64    [rsp + 2112], xmm1                  ; spill
+    vpshufd      xmm1, [rsp + 960], 78
+    vmovdqa64    [rsp + 2624], xmm15                 ; spill
+    vmovdqa64    xmm15, [rsp + 960]                  ; reload
     vpxorq       xmm1, xmm15, xmm1
-    vmovdqa64    [rsp + 256], xmm5                   ; spill
+    vmovdqa64    [rsp + 512], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm16, xmm1, 0
     vpternlogq   xmm5, xmm19, xmm25, 150
-    vmovdqa64    [rsp + 160], xmm11                  ; spill
+    vmovdqa64    [rsp + 320], xmm11                  ; spill
     vpxorq       xmm11, xmm4, xmm14
-    vmovdqa64    [rsp + 192], xmm20                  ; spill
+    vmovdqa64    [rsp + 384], xmm20                  ; spill
     vpxorq       xmm20, xmm24, xmm15
-    vmovdqa64    [rsp + 224], xmm21                  ; spill
+    vmovdqa64    [rsp + 448], xmm21                  ; spill
     vpclmulqdq   xmm21, xmm11, xmm20, 0
-    vmovdqa64    [rsp + 288], xmm0                   ; spill
+    vmovdqa64    [rsp + 576], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm11, xmm20, 17
-    vmovdqa64    [rsp + 1280], xmm2                  ; spill
+    vmovdqa64    [rsp + 2560], xmm2                  ; spill
     vpshufd      xmm2, xmm11, 78
     vpxorq       xmm2, xmm11, xmm2
-    vmovdqa64    [rsp + 1376], xmm8                  ; spill
+    vmovdqa64    [rsp + 2752], xmm8                  ; spill
     vpshufd      xmm8, xmm20, 78
     vpxorq       xmm8, xmm20, xmm8
     vpclmulqdq   xmm2, xmm2, xmm8, 0
     vpternlogq   xmm2, xmm21, xmm0, 150
     vpclmulqdq   xmm8, xmm23, xmm30, 0
-    vmovdqa64    [rsp + 1408], xmm18                 ; spill
+    vmovdqa64    [rsp + 2816], xmm18                 ; spill
     vpclmulqdq   xmm18, xmm23, xmm30, 17
     vpclmulqdq   xmm28, xmm28, xmm29, 0
     vpternlogq   xmm28, xmm8, xmm18, 150
     vpxorq       xmm11, xmm11, xmm23
     vpxorq       xmm20, xmm20, xmm30
     vpclmulqdq   xmm29, xmm11, xmm20, 0
-    vmovdqa64    [rsp + 1440], xmm12                 ; spill
+    vmovdqa64    [rsp + 2880], xmm12                 ; spill
     vpclmulqdq   xmm12, xmm11, xmm20, 17
-    vmovdqa64    [rsp + 1472], xmm26                 ; spill
+    vmovdqa64    [rsp + 2944], xmm26                 ; spill
     vpshufd      xmm26, xmm11, 78
     vpxorq       xmm11, xmm11, xmm26
     vpshufd      xmm26, xmm20, 78
@@ -11156,24 +11156,24 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm2, xmm2, xmm5
     vpternlogq   xmm8, xmm0, xmm10, 150
     vpternlogq   xmm12, xmm0, xmm3, 150
-    vmovdqa64    xmm0, [rsp + 896]                   ; reload
-    vpclmulqdq   xmm3, xmm0, [rsp + 544], 0
-    vpclmulqdq   xmm20, xmm0, [rsp + 544], 17
+    vmovdqa64    xmm0, [rsp + 1792]                  ; reload
+    vpclmulqdq   xmm3, xmm0, [rsp + 1088], 0
+    vpclmulqdq   xmm20, xmm0, [rsp + 1088], 17
     vpshufd      xmm21, xmm0, 78
     vpxorq       xmm21, xmm0, xmm21
-    vpshufd      xmm25, [rsp + 544], 78
-    vmovdqa64    xmm26, [rsp + 544]                  ; reload
+    vpshufd      xmm25, [rsp + 1088], 78
+    vmovdqa64    xmm26, [rsp + 1088]                 ; reload
     vpxorq       xmm25, xmm26, xmm25
     vpclmulqdq   xmm21, xmm21, xmm25, 0
     vpternlogq   xmm21, xmm3, xmm20, 150
-    vmovdqa64    xmm25, [rsp + 864]                  ; reload
-    vpclmulqdq   xmm27, xmm25, [rsp + 608], 0
+    vmovdqa64    xmm25, [rsp + 1728]                 ; reload
+    vpclmulqdq   xmm27, xmm25, [rsp + 1216], 0
     vpxorq       xmm29, xmm0, xmm25
-    vpxorq       xmm31, xmm26, [rsp + 608]
-    vmovdqa64    [rsp + 1504], xmm17                 ; spill
+    vpxorq       xmm31, xmm26, [rsp + 1216]
+    vmovdqa64    [rsp + 3008], xmm17                 ; spill
     vpclmulqdq   xmm17, xmm29, xmm31, 0
     vpclmulqdq   xmm13, xmm29, xmm31, 17
-    vmovdqa64    [rsp + 1536], xmm2                  ; spill
+    vmovdqa64    [rsp + 3072], xmm2                  ; spill
     vpshufd      xmm2, xmm29, 78
     vpxorq       xmm2, xmm29, xmm2
     vpshufd      xmm29, xmm31, 78
@@ -11187,7 +11187,7 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm0, xmm4, xmm0
     vpxorq       xmm4, xmm23, xmm25
     vpxorq       xmm23, xmm24, xmm26
-    vpxorq       xmm24, xmm30, [rsp + 608]
+    vpxorq       xmm24, xmm30, [rsp + 1216]
     vpclmulqdq   xmm25, xmm0, xmm23, 0
     vpclmulqdq   xmm26, xmm0, xmm23, 17
     vpshufd      xmm27, xmm0, 78
@@ -11200,21 +11200,21 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm30, xmm4, xmm24, 17
     vpshufd      xmm31, xmm4, 78
     vpxorq       xmm31, xmm4, xmm31
-    vmovdqa64    [rsp + 608], xmm19                  ; spill
+    vmovdqa64    [rsp + 1216], xmm19                 ; spill
     vpshufd      xmm19, xmm24, 78
     vpxorq       xmm19, xmm24, xmm19
-    vmovdqa64    [rsp + 416], xmm10                  ; spill
+    vmovdqa64    [rsp + 832], xmm10                  ; spill
     vpclmulqdq   xmm10, xmm31, xmm19, 0
     vpternlogq   xmm10, xmm29, xmm30, 150
-    vmovdqa64    [rsp + 544], xmm22                  ; spill
+    vmovdqa64    [rsp + 1088], xmm22                 ; spill
     vpxorq       xmm22, xmm0, xmm4
-    vmovdqa64    [rsp + 320], xmm6                   ; spill
+    vmovdqa64    [rsp + 640], xmm6                   ; spill
     vpxorq       xmm6, xmm23, xmm24
-    vmovdqa64    [rsp + 864], xmm13                  ; spill
+    vmovdqa64    [rsp + 1728], xmm13                 ; spill
     vpclmulqdq   xmm13, xmm22, xmm6, 0
-    vmovdqa64    [rsp + 832], xmm18                  ; spill
+    vmovdqa64    [rsp + 1664], xmm18                 ; spill
     vpclmulqdq   xmm18, xmm22, xmm6, 17
-    vmovdqa64    [rsp + 896], xmm2                   ; spill
+    vmovdqa64    [rsp + 1792], xmm2                  ; spill
     vpshufd      xmm2, xmm22, 78
     vpxorq       xmm2, xmm22, xmm2
     vpshufd      xmm22, xmm6, 78
@@ -11241,7 +11241,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm23, xmm23, xmm29, 0
     vpternlogq   xmm23, xmm15, xmm16, 150
     vpclmulqdq   xmm29, xmm4, xmm24, 0
-    vmovdqa64    [rsp + 480], xmm2                   ; spill
+    vmovdqa64    [rsp + 960], xmm2                   ; spill
     vpclmulqdq   xmm2, xmm4, xmm24, 17
     vpclmulqdq   xmm19, xmm31, xmm19, 0
     vpternlogq   xmm19, xmm29, xmm2, 150
@@ -11271,77 +11271,77 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm8, xmm7, xmm3, 150
     vpternlogq   xmm11, xmm9, xmm21, 150
     vpternlogq   xmm17, xmm20, xmm12, 150
-    vmovdqa64    xmm3, [rsp + 896]                   ; reload
+    vmovdqa64    xmm3, [rsp + 1792]                  ; reload
     vpternlogq   xmm3, xmm28, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 864]                   ; reload
-    vmovdqa64    xmm12, [rsp + 832]                  ; reload
+    vmovdqa64    xmm5, [rsp + 1728]                  ; reload
+    vmovdqa64    xmm12, [rsp + 1664]                 ; reload
     vpternlogq   xmm5, xmm12, xmm7, 150
-    vmovdqa64    xmm7, [rsp + 320]                   ; reload
+    vmovdqa64    xmm7, [rsp + 640]                   ; reload
     vpxorq       xmm12, xmm7, xmm25
     vpxorq       xmm12, xmm12, xmm8
-    vmovdqa64    xmm19, [rsp + 544]                  ; reload
+    vmovdqa64    xmm19, [rsp + 1088]                 ; reload
     vpxorq       xmm20, xmm19, xmm27
     vpxorq       xmm20, xmm20, xmm11
-    vmovdqa64    xmm21, [rsp + 416]                  ; reload
+    vmovdqa64    xmm21, [rsp + 832]                  ; reload
     vpxorq       xmm13, xmm21, xmm13
     vpxorq       xmm13, xmm13, xmm17
-    vpxorq       xmm22, xmm9, [rsp + 480]
+    vpxorq       xmm22, xmm9, [rsp + 960]
     vpxorq       xmm22, xmm22, xmm3
-    vpternlogq   xmm10, xmm18, [rsp + 608], 150
+    vpternlogq   xmm10, xmm18, [rsp + 1216], 150
     vpxorq       xmm10, xmm10, xmm5
-    vpternlogq   xmm15, xmm1, [rsp + 1536], 150
+    vpternlogq   xmm15, xmm1, [rsp + 3072], 150
     vpternlogq   xmm14, xmm6, xmm8, 150
-    vmovdqa64    xmm1, [rsp + 480]                   ; reload
+    vmovdqa64    xmm1, [rsp + 960]                   ; reload
     vpternlogq   xmm0, xmm1, xmm11, 150
     vpxorq       xmm1, xmm16, xmm17
     vpxorq       xmm3, xmm4, xmm3
     vpxorq       xmm2, xmm2, xmm5
-    vmovdqa64    xmm4, [rsp + 32]                    ; reload
+    vmovdqa64    xmm4, [rsp + 64]                    ; reload
     vpxorq       xmm4, xmm4, xmm19
-    vmovdqa64    xmm5, [rsp + 1504]                  ; reload
+    vmovdqa64    xmm5, [rsp + 3008]                  ; reload
     vpxorq       xmm5, xmm5, xmm9
-    vmovdqa64    xmm6, [rsp + 1024]                  ; reload
-    vpxorq       xmm6, xmm6, [rsp + 1536]
-    vmovdqa64    xmm8, [rsp + 1440]                  ; reload
-    vmovdqa64    xmm9, [rsp + 1472]                  ; reload
+    vmovdqa64    xmm6, [rsp + 2048]                  ; reload
+    vpxorq       xmm6, xmm6, [rsp + 3072]
+    vmovdqa64    xmm8, [rsp + 2880]                  ; reload
+    vmovdqa64    xmm9, [rsp + 2944]                  ; reload
     vpternlogq   xmm8, xmm9, xmm12, 150
-    vmovdqa64    xmm9, [rsp + 1408]                  ; reload
-    vmovdqa64    xmm11, [rsp + 1376]                 ; reload
+    vmovdqa64    xmm9, [rsp + 2816]                  ; reload
+    vmovdqa64    xmm11, [rsp + 2752]                 ; reload
     vpternlogq   xmm9, xmm11, xmm20, 150
-    vmovdqa64    xmm11, [rsp + 288]                  ; reload
-    vmovdqa64    xmm12, [rsp + 1280]                 ; reload
+    vmovdqa64    xmm11, [rsp + 576]                  ; reload
+    vmovdqa64    xmm12, [rsp + 2560]                 ; reload
     vpternlogq   xmm11, xmm12, xmm13, 150
-    vmovdqa64    xmm13, [rsp + 224]                  ; reload
-    vmovdqa64    xmm16, [rsp + 192]                  ; reload
+    vmovdqa64    xmm13, [rsp + 448]                  ; reload
+    vmovdqa64    xmm16, [rsp + 384]                  ; reload
     vpternlogq   xmm13, xmm16, xmm22, 150
-    vmovdqa64    xmm17, [rsp + 160]                  ; reload
-    vmovdqa64    xmm18, [rsp + 256]                  ; reload
+    vmovdqa64    xmm17, [rsp + 320]                  ; reload
+    vmovdqa64    xmm18, [rsp + 512]                  ; reload
     vpternlogq   xmm17, xmm18, xmm10, 150
-    vmovdqa64    xmm10, [rsp + 1312]                 ; reload
+    vmovdqa64    xmm10, [rsp + 2624]                 ; reload
     vpxorq       xmm10, xmm10, xmm15
-    vmovdqa64    xmm15, [rsp + 1056]                 ; reload
+    vmovdqa64    xmm15, [rsp + 2112]                 ; reload
     vpxorq       xmm0, xmm15, xmm0
-    vmovdqa64    xmm15, [rsp + 1344]                 ; reload
+    vmovdqa64    xmm15, [rsp + 2688]                 ; reload
     vpternlogq   xmm15, xmm12, xmm1, 150
-    vmovdqa64    xmm1, [rsp + 992]                   ; reload
+    vmovdqa64    xmm1, [rsp + 1984]                  ; reload
     vpternlogq   xmm1, xmm16, xmm3, 150
-    vmovdqa64    xmm3, [rsp + 1088]                  ; reload
+    vmovdqa64    xmm3, [rsp + 2176]                  ; reload
     vpternlogq   xmm3, xmm18, xmm2, 150
     vpslldq      xmm2, xmm4, 8
-    vmovdqa64    xmm12, [rsp + 128]                  ; reload
+    vmovdqa64    xmm12, [rsp + 256]                  ; reload
     vpternlogq   xmm2, xmm12, xmm7, 150
     vpalignr     xmm4, xmm5, xmm4, 8
-    vmovdqa64    xmm7, [rsp + 96]                    ; reload
+    vmovdqa64    xmm7, [rsp + 192]                   ; reload
     vpternlogq   xmm4, xmm7, xmm21, 150
     vpalignr     xmm5, xmm6, xmm5, 8
     vmovdqa64    xmm7, [rsp]                         ; reload
-    vpternlogq   xmm5, xmm7, [rsp + 608], 150
+    vpternlogq   xmm5, xmm7, [rsp + 1216], 150
     vpalignr     xmm6, xmm9, xmm6, 8
     vpalignr     xmm7, xmm13, xmm9, 8
     vpalignr     xmm9, xmm10, xmm13, 8
     vpxorq       xmm9, xmm17, xmm9
     vpalignr     xmm10, xmm0, xmm10, 8
-    vmovdqa64    xmm12, [rsp + 64]                   ; reload
+    vmovdqa64    xmm12, [rsp + 128]                  ; reload
     vpternlogq   xmm12, xmm14, xmm10, 150
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxorq       xmm0, xmm15, xmm0
@@ -11371,7 +11371,7 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm0, xmm8, xmm0
     vpsrldq      xmm1, xmm3, 8
     vpternlogq   xmm1, xmm11, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm3, [rsp + 448]                   ; reload
+    vmovdqa64    xmm3, [rsp + 896]                   ; reload
     vpsrlq       xmm6, xmm3, 59
     vpsllq       xmm7, xmm6, 10
     vpsllq       xmm8, xmm6, 5
@@ -11380,17 +11380,17 @@ kg_gf2m571_ladder_step_avx512:
     vpandq       xmm3, xmm3, [rax - 128]
     vpxorq       xmm6, xmm9, xmm6
     vpternlogq   xmm7, xmm8, xmm6, 150
-    vmovdqa64    xmm6, [rsp + 384]                   ; reload
+    vmovdqa64    xmm6, [rsp + 768]                   ; reload
     vpxorq       xmm6, xmm6, xmm7
     vmovdqu64    [rdi], xmm6
-    vmovdqa64    xmm6, [rsp + 512]                   ; reload
+    vmovdqa64    xmm6, [rsp + 1024]                  ; reload
     vmovdqu64    [rdi + 16], xmm6
-    vmovdqa64    xmm6, [rsp + 928]                   ; reload
+    vmovdqa64    xmm6, [rsp + 1856]                  ; reload
     vmovdqu64    [rdi + 32], xmm6
-    vmovdqa64    xmm6, [rsp + 576]                   ; reload
+    vmovdqa64    xmm6, [rsp + 1152]                  ; reload
     vmovdqu64    [rdi + 48], xmm6
     vmovq        qword [rdi + 64], xmm3
-    vmovdqa64    xmm3, [rsp + 1216]                  ; reload
+    vmovdqa64    xmm3, [rsp + 2432]                  ; reload
     vpsrlq       xmm6, xmm3, 59
     vpsllq       xmm7, xmm6, 10
     vpsllq       xmm8, xmm6, 5
@@ -11398,15 +11398,15 @@ kg_gf2m571_ladder_step_avx512:
     vpandq       xmm3, xmm3, [rax - 128]
     vpxorq       xmm6, xmm9, xmm6
     vpternlogq   xmm7, xmm8, xmm6, 150
-    vmovdqa64    xmm6, [rsp + 352]                   ; reload
-    vmovdqa64    xmm8, [rsp + 1120]                  ; reload
+    vmovdqa64    xmm6, [rsp + 704]                   ; reload
+    vmovdqa64    xmm8, [rsp + 2240]                  ; reload
     vpternlogq   xmm6, xmm8, xmm7, 150
     vmovdqu64    [rdi + 72], xmm6
-    vmovdqa64    xmm6, [rsp + 1248]                  ; reload
+    vmovdqa64    xmm6, [rsp + 2496]                  ; reload
     vmovdqu64    [rdi + 88], xmm6
-    vmovdqa64    xmm6, [rsp + 1184]                  ; reload
+    vmovdqa64    xmm6, [rsp + 2368]                  ; reload
     vmovdqu64    [rdi + 104], xmm6
-    vmovdqa64    xmm6, [rsp + 1152]                  ; reload
+    vmovdqa64    xmm6, [rsp + 2304]                  ; reload
     vmovdqu64    [rdi + 120], xmm6
     vmovq        qword [rdi + 136], xmm3
     vpsrlq       xmm3, xmm1, 59
@@ -11422,7 +11422,7 @@ kg_gf2m571_ladder_step_avx512:
     vmovdqu64    [rdi + 176], xmm5
     vmovdqu64    [rdi + 192], xmm0
     vmovq        qword [rdi + 208], xmm1
-    vmovdqa64    xmm0, [rsp + 704]                   ; reload
+    vmovdqa64    xmm0, [rsp + 1408]                  ; reload
     vpsrlq       xmm1, xmm0, 59
     vpsllq       xmm2, xmm1, 10
     vpsllq       xmm3, xmm1, 5
@@ -11430,14 +11430,14 @@ kg_gf2m571_ladder_step_avx512:
     vpandq       xmm0, xmm0, [rax - 128]
     vpxorq       xmm1, xmm4, xmm1
     vpternlogq   xmm2, xmm3, xmm1, 150
-    vmovdqa64    xmm1, [rsp + 800]                   ; reload
+    vmovdqa64    xmm1, [rsp + 1600]                  ; reload
     vpxorq       xmm1, xmm1, xmm2
     vmovdqu64    [rdi + 216], xmm1
-    vmovdqa64    xmm1, [rsp + 768]                   ; reload
+    vmovdqa64    xmm1, [rsp + 1536]                  ; reload
     vmovdqu64    [rdi + 232], xmm1
-    vmovdqa64    xmm1, [rsp + 672]                   ; reload
+    vmovdqa64    xmm1, [rsp + 1344]                  ; reload
     vmovdqu64    [rdi + 248], xmm1
-    vmovdqa64    xmm1, [rsp + 736]                   ; reload
+    vmovdqa64    xmm1, [rsp + 1472]                  ; reload
     vmovdqu64    [rdi + 264], xmm1
     vmovq        qword [rdi + 280], xmm0
     mov rsp, rbp
@@ -11464,8 +11464,8 @@ kg_gf2m571_ladder_step2_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 768
+    and rsp, -64
+    sub rsp, 1536
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -11565,15 +11565,15 @@ kg_gf2m571_ladder_step2_avx512:
     vmovdqa64    [rsp], xmm24                        ; spill
     vpclmulqdq   ymm24, ymm30, ymm31, 0
     vpternlogq   ymm24, ymm18, ymm19, 150
-    vmovdqa64    [rsp + 32], xmm23                   ; spill
+    vmovdqa64    [rsp + 64], xmm23                   ; spill
     vpxorq       ymm23, ymm10, ymm11
-    vmovdqa64    [rsp + 64], xmm22                   ; spill
+    vmovdqa64    [rsp + 128], xmm22                  ; spill
     vpxorq       ymm22, ymm5, ymm6
-    vmovdqa64    [rsp + 96], xmm21                   ; spill
+    vmovdqa64    [rsp + 192], xmm21                  ; spill
     vpclmulqdq   ymm21, ymm23, ymm22, 0
-    vmovdqa64    [rsp + 128], xmm20                  ; spill
+    vmovdqa64    [rsp + 256], xmm20                  ; spill
     vpclmulqdq   ymm20, ymm23, ymm22, 17
-    vmovdqa64    [rsp + 160], xmm29                  ; spill
+    vmovdqa64    [rsp + 320], xmm29                  ; spill
     vpshufd      ymm29, ymm23, 78
     vpxorq       ymm23, ymm23, ymm29
     vpshufd      ymm29, ymm22, 78
@@ -11589,39 +11589,39 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   ymm23, ymm12, ymm7, 17
     vpshufd      ymm29, ymm12, 78
     vpxorq       ymm29, ymm12, ymm29
-    vmovdqa64    [rsp + 192], xmm28                  ; spill
+    vmovdqa64    [rsp + 384], xmm28                  ; spill
     vpshufd      ymm28, ymm7, 78
     vpxorq       ymm28, ymm7, ymm28
-    vmovdqa64    [rsp + 224], xmm27                  ; spill
+    vmovdqa64    [rsp + 448], xmm27                  ; spill
     vpclmulqdq   ymm27, ymm29, ymm28, 0
     vpternlogq   ymm27, ymm21, ymm23, 150
-    vmovdqa64    [rsp + 256], xmm26                  ; spill
+    vmovdqa64    [rsp + 512], xmm26                  ; spill
     vpxorq       ymm26, ymm10, ymm12
-    vmovdqa64    [rsp + 288], xmm25                  ; spill
+    vmovdqa64    [rsp + 576], xmm25                  ; spill
     vpxorq       ymm25, ymm5, ymm7
-    vmovdqa64    [rsp + 320], ymm0                   ; spill
+    vmovdqa64    [rsp + 640], ymm0                   ; spill
     vpclmulqdq   ymm0, ymm26, ymm25, 0
-    vmovdqa64    [rsp + 352], ymm1                   ; spill
+    vmovdqa64    [rsp + 704], ymm1                   ; spill
     vpclmulqdq   ymm1, ymm26, ymm25, 17
-    vmovdqa64    [rsp + 384], ymm2                   ; spill
+    vmovdqa64    [rsp + 768], ymm2                   ; spill
     vpshufd      ymm2, ymm26, 78
     vpxorq       ymm2, ymm26, ymm2
-    vmovdqa64    [rsp + 416], ymm3                   ; spill
+    vmovdqa64    [rsp + 832], ymm3                   ; spill
     vpshufd      ymm3, ymm25, 78
     vpxorq       ymm3, ymm25, ymm3
     vpclmulqdq   ymm2, ymm2, ymm3, 0
     vpternlogq   ymm2, ymm0, ymm1, 150
     vpclmulqdq   ymm3, ymm11, ymm6, 0
-    vmovdqa64    [rsp + 448], ymm4                   ; spill
+    vmovdqa64    [rsp + 896], ymm4                   ; spill
     vpclmulqdq   ymm4, ymm11, ymm6, 17
     vpclmulqdq   ymm30, ymm30, ymm31, 0
     vpternlogq   ymm30, ymm3, ymm4, 150
     vpxorq       ymm26, ymm26, ymm11
     vpxorq       ymm25, ymm25, ymm6
     vpclmulqdq   ymm31, ymm26, ymm25, 0
-    vmovdqa64    [rsp + 480], ymm22                  ; spill
+    vmovdqa64    [rsp + 960], ymm22                  ; spill
     vpclmulqdq   ymm22, ymm26, ymm25, 17
-    vmovdqa64    [rsp + 512], ymm28                  ; spill
+    vmovdqa64    [rsp + 1024], ymm28                 ; spill
     vpshufd      ymm28, ymm26, 78
     vpxorq       ymm26, ymm26, ymm28
     vpshufd      ymm28, ymm25, 78
@@ -11682,18 +11682,18 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm28, ymm11, ymm28
     vpshufd      ymm31, ymm6, 78
     vpxorq       ymm31, ymm6, ymm31
-    vmovdqa64    [rsp + 544], ymm2                   ; spill
+    vmovdqa64    [rsp + 1088], ymm2                  ; spill
     vpclmulqdq   ymm2, ymm28, ymm31, 0
     vpternlogq   ymm2, ymm14, ymm27, 150
-    vmovdqa64    [rsp + 576], ymm0                   ; spill
+    vmovdqa64    [rsp + 1152], ymm0                  ; spill
     vpxorq       ymm0, ymm10, ymm11
-    vmovdqa64    [rsp + 608], ymm18                  ; spill
+    vmovdqa64    [rsp + 1216], ymm18                 ; spill
     vpxorq       ymm18, ymm5, ymm6
-    vmovdqa64    [rsp + 640], ymm17                  ; spill
+    vmovdqa64    [rsp + 1280], ymm17                 ; spill
     vpclmulqdq   ymm17, ymm0, ymm18, 0
-    vmovdqa64    [rsp + 672], ymm15                  ; spill
+    vmovdqa64    [rsp + 1344], ymm15                 ; spill
     vpclmulqdq   ymm15, ymm0, ymm18, 17
-    vmovdqa64    [rsp + 704], ymm4                   ; spill
+    vmovdqa64    [rsp + 1408], ymm4                  ; spill
     vpshufd      ymm4, ymm0, 78
     vpxorq       ymm0, ymm0, ymm4
     vpshufd      ymm4, ymm18, 78
@@ -11707,7 +11707,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm14, ymm15, ymm27
     vpclmulqdq   ymm15, ymm12, ymm7, 0
     vpclmulqdq   ymm17, ymm12, ymm7, 17
-    vpclmulqdq   ymm18, ymm29, [rsp + 512], 0
+    vpclmulqdq   ymm18, ymm29, [rsp + 1024], 0
     vpternlogq   ymm18, ymm15, ymm17, 150
     vpxorq       ymm10, ymm10, ymm12
     vpxorq       ymm5, ymm5, ymm7
@@ -11715,13 +11715,13 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   ymm12, ymm10, ymm5, 17
     vpshufd      ymm29, ymm10, 78
     vpxorq       ymm29, ymm10, ymm29
-    vmovdqa64    [rsp + 512], ymm0                   ; spill
+    vmovdqa64    [rsp + 1024], ymm0                  ; spill
     vpshufd      ymm0, ymm5, 78
     vpxorq       ymm0, ymm5, ymm0
     vpclmulqdq   ymm0, ymm29, ymm0, 0
     vpternlogq   ymm0, ymm7, ymm12, 150
     vpclmulqdq   ymm29, ymm11, ymm6, 0
-    vmovdqa64    [rsp + 736], ymm26                  ; spill
+    vmovdqa64    [rsp + 1472], ymm26                 ; spill
     vpclmulqdq   ymm26, ymm11, ymm6, 17
     vpclmulqdq   ymm28, ymm28, ymm31, 0
     vpternlogq   ymm28, ymm29, ymm26, 150
@@ -11749,31 +11749,31 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm10, ymm28, ymm2
     vpxorq       ymm12, ymm26, ymm4
     vpternlogq   ymm3, ymm19, ymm1, 150
-    vmovdqa64    ymm1, [rsp + 480]                   ; reload
+    vmovdqa64    ymm1, [rsp + 960]                   ; reload
     vpternlogq   ymm25, ymm1, ymm21, 150
     vpternlogq   ymm23, ymm20, ymm22, 150
     vpternlogq   ymm24, ymm30, ymm16, 150
-    vmovdqa64    ymm15, [rsp + 736]                  ; reload
-    vmovdqa64    ymm16, [rsp + 704]                  ; reload
+    vmovdqa64    ymm15, [rsp + 1472]                 ; reload
+    vmovdqa64    ymm16, [rsp + 1408]                 ; reload
     vpternlogq   ymm15, ymm16, ymm19, 150
-    vmovdqa64    ymm16, [rsp + 672]                  ; reload
+    vmovdqa64    ymm16, [rsp + 1344]                 ; reload
     vpxorq       ymm8, ymm16, ymm8
-    vmovdqa64    ymm17, [rsp + 640]                  ; reload
+    vmovdqa64    ymm17, [rsp + 1280]                 ; reload
     vpxorq       ymm13, ymm17, ymm13
     vpxorq       ymm13, ymm13, ymm25
-    vmovdqa64    ymm18, [rsp + 608]                  ; reload
+    vmovdqa64    ymm18, [rsp + 1216]                 ; reload
     vpxorq       ymm9, ymm18, ymm9
-    vpxorq       ymm19, ymm1, [rsp + 512]
+    vpxorq       ymm19, ymm1, [rsp + 1024]
     vpxorq       ymm19, ymm19, ymm24
-    vpternlogq   ymm7, ymm14, [rsp + 576], 150
-    vpternlogq   ymm0, ymm2, [rsp + 544], 150
+    vpternlogq   ymm7, ymm14, [rsp + 1152], 150
+    vpternlogq   ymm0, ymm2, [rsp + 1088], 150
     vpternlogq   ymm6, ymm4, ymm3, 150
-    vmovdqa64    ymm2, [rsp + 512]                   ; reload
+    vmovdqa64    ymm2, [rsp + 1024]                  ; reload
     vpternlogq   ymm5, ymm2, ymm25, 150
     vpxorq       ymm2, ymm10, ymm24
     vpslldq      ymm4, ymm17, 8
     vpalignr     ymm10, ymm1, ymm17, 8
-    vmovdqa64    ymm14, [rsp + 544]                  ; reload
+    vmovdqa64    ymm14, [rsp + 1088]                 ; reload
     vpalignr     ymm1, ymm14, ymm1, 8
     vpalignr     ymm14, ymm13, ymm14, 8
     vpternlogq   ymm8, ymm3, ymm14, 150
@@ -11803,7 +11803,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   ymm9, ymm9, [rax - 128], 0
     vpternlogq   ymm4, ymm16, ymm9, 150
     vpternlogq   ymm10, ymm18, ymm7, 150
-    vmovdqa64    ymm7, [rsp + 576]                   ; reload
+    vmovdqa64    ymm7, [rsp + 1152]                  ; reload
     vpternlogq   ymm1, ymm7, ymm0, 150
     vpslldq      ymm0, ymm12, 8
     vpxorq       ymm0, ymm4, ymm0
@@ -11815,18 +11815,18 @@ kg_gf2m571_ladder_step2_avx512:
     vpternlogq   ymm8, ymm6, ymm5, 150
     vpsrldq      ymm2, ymm2, 8
     vpternlogq   ymm2, ymm3, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
-    vmovdqa64    ymm3, [rsp + 448]                   ; reload
+    vmovdqa64    ymm3, [rsp + 896]                   ; reload
     vpclmulqdq   ymm3, ymm3, ymm3, 0
-    vmovdqa64    ymm5, [rsp + 416]                   ; reload
+    vmovdqa64    ymm5, [rsp + 832]                   ; reload
     vpclmulqdq   ymm6, ymm5, ymm5, 17
     vpclmulqdq   ymm5, ymm5, ymm5, 0
-    vmovdqa64    ymm7, [rsp + 384]                   ; reload
+    vmovdqa64    ymm7, [rsp + 768]                   ; reload
     vpclmulqdq   ymm9, ymm7, ymm7, 17
     vpclmulqdq   ymm7, ymm7, ymm7, 0
-    vmovdqa64    ymm10, [rsp + 352]                  ; reload
+    vmovdqa64    ymm10, [rsp + 704]                  ; reload
     vpclmulqdq   ymm11, ymm10, ymm10, 17
     vpclmulqdq   ymm10, ymm10, ymm10, 0
-    vmovdqa64    ymm12, [rsp + 320]                  ; reload
+    vmovdqa64    ymm12, [rsp + 640]                  ; reload
     vpclmulqdq   ymm13, ymm12, ymm12, 17
     vpclmulqdq   ymm12, ymm12, ymm12, 0
     vpclmulqdq   ymm14, ymm3, [rax - 128], 0
@@ -11852,11 +11852,11 @@ kg_gf2m571_ladder_step2_avx512:
     vpternlogq   ymm11, ymm6, ymm5, 150
     vpsrldq      ymm5, ymm14, 8
     vpternlogq   ymm5, ymm3, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
-    vinserti64x2 ymm3, ymm12, [rsp + 288], 1
-    vinserti64x2 ymm6, ymm13, [rsp + 256], 1
-    vinserti64x2 ymm7, ymm10, [rsp + 224], 1
-    vinserti64x2 ymm9, ymm11, [rsp + 192], 1
-    vinserti64x2 ymm14, ymm5, [rsp + 160], 1
+    vinserti64x2 ymm3, ymm12, [rsp + 576], 1
+    vinserti64x2 ymm6, ymm13, [rsp + 512], 1
+    vinserti64x2 ymm7, ymm10, [rsp + 448], 1
+    vinserti64x2 ymm9, ymm11, [rsp + 384], 1
+    vinserti64x2 ymm14, ymm5, [rsp + 320], 1
     vshufi64x2   ymm15, ymm12, ymm12, 3
     vshufi64x2   ymm16, ymm13, ymm13, 3
     vshufi64x2   ymm17, ymm10, ymm10, 3
@@ -11882,7 +11882,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm29, ymm15, ymm16
     vpclmulqdq   ymm30, ymm28, ymm29, 0
     vpclmulqdq   ymm31, ymm28, ymm29, 17
-    vmovdqa64    [rsp + 160], ymm5                   ; spill
+    vmovdqa64    [rsp + 320], ymm5                   ; spill
     vpshufd      ymm5, ymm28, 78
     vpxorq       ymm5, ymm28, ymm5
     vpshufd      ymm28, ymm29, 78
@@ -11898,39 +11898,39 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   ymm30, ymm7, ymm17, 17
     vpshufd      ymm31, ymm7, 78
     vpxorq       ymm31, ymm7, ymm31
-    vmovdqa64    [rsp + 192], ymm2                   ; spill
+    vmovdqa64    [rsp + 384], ymm2                   ; spill
     vpshufd      ymm2, ymm17, 78
     vpxorq       ymm2, ymm17, ymm2
-    vmovdqa64    [rsp + 224], ymm11                  ; spill
+    vmovdqa64    [rsp + 448], ymm11                  ; spill
     vpclmulqdq   ymm11, ymm31, ymm2, 0
     vpternlogq   ymm11, ymm29, ymm30, 150
-    vmovdqa64    [rsp + 256], ymm8                   ; spill
+    vmovdqa64    [rsp + 512], ymm8                   ; spill
     vpxorq       ymm8, ymm3, ymm7
-    vmovdqa64    [rsp + 288], ymm10                  ; spill
+    vmovdqa64    [rsp + 576], ymm10                  ; spill
     vpxorq       ymm10, ymm15, ymm17
-    vmovdqa64    [rsp + 320], ymm1                   ; spill
+    vmovdqa64    [rsp + 640], ymm1                   ; spill
     vpclmulqdq   ymm1, ymm8, ymm10, 0
-    vmovdqa64    [rsp + 352], ymm13                  ; spill
+    vmovdqa64    [rsp + 704], ymm13                  ; spill
     vpclmulqdq   ymm13, ymm8, ymm10, 17
-    vmovdqa64    [rsp + 384], ymm4                   ; spill
+    vmovdqa64    [rsp + 768], ymm4                   ; spill
     vpshufd      ymm4, ymm8, 78
     vpxorq       ymm4, ymm8, ymm4
-    vmovdqa64    [rsp + 416], ymm12                  ; spill
+    vmovdqa64    [rsp + 832], ymm12                  ; spill
     vpshufd      ymm12, ymm10, 78
     vpxorq       ymm12, ymm10, ymm12
     vpclmulqdq   ymm4, ymm4, ymm12, 0
     vpternlogq   ymm4, ymm1, ymm13, 150
     vpclmulqdq   ymm12, ymm6, ymm16, 0
-    vmovdqa64    [rsp + 448], ymm0                   ; spill
+    vmovdqa64    [rsp + 896], ymm0                   ; spill
     vpclmulqdq   ymm0, ymm6, ymm16, 17
     vpclmulqdq   ymm25, ymm25, ymm26, 0
     vpternlogq   ymm25, ymm12, ymm0, 150
     vpxorq       ymm8, ymm8, ymm6
     vpxorq       ymm10, ymm10, ymm16
     vpclmulqdq   ymm26, ymm8, ymm10, 0
-    vmovdqa64    [rsp + 576], ymm5                   ; spill
+    vmovdqa64    [rsp + 1152], ymm5                  ; spill
     vpclmulqdq   ymm5, ymm8, ymm10, 17
-    vmovdqa64    [rsp + 608], ymm2                   ; spill
+    vmovdqa64    [rsp + 1216], ymm2                  ; spill
     vpshufd      ymm2, ymm8, 78
     vpxorq       ymm2, ymm8, ymm2
     vpshufd      ymm8, ymm10, 78
@@ -11991,18 +11991,18 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm29, ymm6, ymm29
     vpshufd      ymm30, ymm14, 78
     vpxorq       ymm30, ymm14, ymm30
-    vmovdqa64    [rsp + 672], ymm4                   ; spill
+    vmovdqa64    [rsp + 1344], ymm4                  ; spill
     vpclmulqdq   ymm4, ymm29, ymm30, 0
     vpternlogq   ymm4, ymm19, ymm28, 150
-    vmovdqa64    [rsp + 544], ymm1                   ; spill
+    vmovdqa64    [rsp + 1088], ymm1                  ; spill
     vpxorq       ymm1, ymm3, ymm6
-    vmovdqa64    [rsp + 480], ymm23                  ; spill
+    vmovdqa64    [rsp + 960], ymm23                  ; spill
     vpxorq       ymm23, ymm9, ymm14
-    vmovdqa64    [rsp + 640], ymm22                  ; spill
+    vmovdqa64    [rsp + 1280], ymm22                 ; spill
     vpclmulqdq   ymm22, ymm1, ymm23, 0
-    vmovdqa64    [rsp + 512], ymm20                  ; spill
+    vmovdqa64    [rsp + 1024], ymm20                 ; spill
     vpclmulqdq   ymm20, ymm1, ymm23, 17
-    vmovdqa64    [rsp + 704], ymm0                   ; spill
+    vmovdqa64    [rsp + 1408], ymm0                  ; spill
     vpshufd      ymm0, ymm1, 78
     vpxorq       ymm0, ymm1, ymm0
     vpshufd      ymm1, ymm23, 78
@@ -12016,7 +12016,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm19, ymm20, ymm28
     vpclmulqdq   ymm20, ymm7, ymm17, 0
     vpclmulqdq   ymm22, ymm7, ymm17, 17
-    vpclmulqdq   ymm23, ymm31, [rsp + 608], 0
+    vpclmulqdq   ymm23, ymm31, [rsp + 1216], 0
     vpternlogq   ymm23, ymm20, ymm22, 150
     vpxorq       ymm3, ymm3, ymm7
     vpxorq       ymm7, ymm9, ymm17
@@ -12024,13 +12024,13 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   ymm17, ymm3, ymm7, 17
     vpshufd      ymm31, ymm3, 78
     vpxorq       ymm31, ymm3, ymm31
-    vmovdqa64    [rsp + 608], ymm0                   ; spill
+    vmovdqa64    [rsp + 1216], ymm0                  ; spill
     vpshufd      ymm0, ymm7, 78
     vpxorq       ymm0, ymm7, ymm0
     vpclmulqdq   ymm0, ymm31, ymm0, 0
     vpternlogq   ymm0, ymm9, ymm17, 150
     vpclmulqdq   ymm31, ymm6, ymm14, 0
-    vmovdqa64    [rsp + 736], ymm27                  ; spill
+    vmovdqa64    [rsp + 1472], ymm27                 ; spill
     vpclmulqdq   ymm27, ymm6, ymm14, 17
     vpclmulqdq   ymm29, ymm29, ymm30, 0
     vpternlogq   ymm29, ymm31, ymm27, 150
@@ -12058,31 +12058,31 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm6, ymm29, ymm1
     vpxorq       ymm17, ymm27, ymm4
     vpternlogq   ymm10, ymm12, ymm8, 150
-    vmovdqa64    ymm8, [rsp + 576]                   ; reload
+    vmovdqa64    ymm8, [rsp + 1152]                  ; reload
     vpternlogq   ymm2, ymm8, ymm21, 150
     vpternlogq   ymm24, ymm13, ymm5, 150
     vpternlogq   ymm26, ymm25, ymm11, 150
-    vmovdqa64    ymm5, [rsp + 736]                   ; reload
-    vmovdqa64    ymm11, [rsp + 704]                  ; reload
+    vmovdqa64    ymm5, [rsp + 1472]                  ; reload
+    vmovdqa64    ymm11, [rsp + 1408]                 ; reload
     vpternlogq   ymm5, ymm11, ymm12, 150
-    vmovdqa64    ymm11, [rsp + 512]                  ; reload
+    vmovdqa64    ymm11, [rsp + 1024]                 ; reload
     vpxorq       ymm12, ymm11, ymm15
-    vmovdqa64    ymm13, [rsp + 640]                  ; reload
+    vmovdqa64    ymm13, [rsp + 1280]                 ; reload
     vpxorq       ymm15, ymm13, ymm18
     vpxorq       ymm15, ymm15, ymm2
-    vmovdqa64    ymm18, [rsp + 480]                  ; reload
+    vmovdqa64    ymm18, [rsp + 960]                  ; reload
     vpxorq       ymm16, ymm18, ymm16
-    vpxorq       ymm20, ymm8, [rsp + 608]
+    vpxorq       ymm20, ymm8, [rsp + 1216]
     vpxorq       ymm20, ymm20, ymm26
-    vpternlogq   ymm9, ymm19, [rsp + 544], 150
-    vpternlogq   ymm0, ymm1, [rsp + 672], 150
+    vpternlogq   ymm9, ymm19, [rsp + 1088], 150
+    vpternlogq   ymm0, ymm1, [rsp + 1344], 150
     vpternlogq   ymm7, ymm4, ymm10, 150
-    vmovdqa64    ymm1, [rsp + 608]                   ; reload
+    vmovdqa64    ymm1, [rsp + 1216]                  ; reload
     vpternlogq   ymm3, ymm1, ymm2, 150
     vpxorq       ymm1, ymm6, ymm26
     vpslldq      ymm2, ymm13, 8
     vpalignr     ymm4, ymm8, ymm13, 8
-    vmovdqa64    ymm6, [rsp + 672]                   ; reload
+    vmovdqa64    ymm6, [rsp + 1344]                  ; reload
     vpalignr     ymm8, ymm6, ymm8, 8
     vpalignr     ymm6, ymm15, ymm6, 8
     vpternlogq   ymm12, ymm10, ymm6, 150
@@ -12111,7 +12111,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   ymm13, ymm13, [rax - 128], 0
     vpternlogq   ymm2, ymm11, ymm13, 150
     vpternlogq   ymm4, ymm18, ymm9, 150
-    vmovdqa64    ymm9, [rsp + 544]                   ; reload
+    vmovdqa64    ymm9, [rsp + 1088]                  ; reload
     vpternlogq   ymm8, ymm9, ymm0, 150
     vpslldq      ymm0, ymm10, 8
     vpxorq       ymm0, ymm2, ymm0
@@ -12123,25 +12123,25 @@ kg_gf2m571_ladder_step2_avx512:
     vpternlogq   ymm12, ymm6, ymm5, 150
     vpsrldq      ymm1, ymm1, 8
     vpternlogq   ymm1, ymm3, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
-    vmovdqa64    ymm3, [rsp + 448]                   ; reload
+    vmovdqa64    ymm3, [rsp + 896]                   ; reload
     vshufi64x2   ymm5, ymm3, ymm0, 2
-    vshufi64x2   ymm6, ymm3, [rsp + 416], 1
+    vshufi64x2   ymm6, ymm3, [rsp + 832], 1
     vpxorq       ymm5, ymm5, ymm6
-    vmovdqa64    ymm6, [rsp + 384]                   ; reload
+    vmovdqa64    ymm6, [rsp + 768]                   ; reload
     vshufi64x2   ymm7, ymm6, ymm2, 2
-    vshufi64x2   ymm8, ymm6, [rsp + 352], 1
+    vshufi64x2   ymm8, ymm6, [rsp + 704], 1
     vpxorq       ymm7, ymm7, ymm8
-    vmovdqa64    ymm8, [rsp + 320]                   ; reload
+    vmovdqa64    ymm8, [rsp + 640]                   ; reload
     vshufi64x2   ymm9, ymm8, ymm4, 2
-    vshufi64x2   ymm10, ymm8, [rsp + 288], 1
+    vshufi64x2   ymm10, ymm8, [rsp + 576], 1
     vpxorq       ymm9, ymm9, ymm10
-    vmovdqa64    ymm10, [rsp + 256]                  ; reload
+    vmovdqa64    ymm10, [rsp + 512]                  ; reload
     vshufi64x2   ymm11, ymm10, ymm12, 2
-    vshufi64x2   ymm13, ymm10, [rsp + 224], 1
+    vshufi64x2   ymm13, ymm10, [rsp + 448], 1
     vpxorq       ymm11, ymm11, ymm13
-    vmovdqa64    ymm13, [rsp + 192]                  ; reload
+    vmovdqa64    ymm13, [rsp + 384]                  ; reload
     vshufi64x2   ymm14, ymm13, ymm1, 2
-    vshufi64x2   ymm15, ymm13, [rsp + 160], 1
+    vshufi64x2   ymm15, ymm13, [rsp + 320], 1
     vpxorq       ymm14, ymm14, ymm15
     vpclmulqdq   ymm14, ymm14, ymm14, 0
     vpclmulqdq   ymm15, ymm11, ymm11, 17
@@ -12175,10 +12175,10 @@ kg_gf2m571_ladder_step2_avx512:
     vpternlogq   ymm17, ymm15, ymm11, 150
     vpsrldq      ymm11, ymm19, 8
     vpternlogq   ymm11, ymm9, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
-    vinserti64x2 ymm9, ymm3, [rsp + 128], 1
-    vinserti64x2 ymm14, ymm6, [rsp + 96], 1
-    vinserti64x2 ymm15, ymm8, [rsp + 64], 1
-    vinserti64x2 ymm16, ymm10, [rsp + 32], 1
+    vinserti64x2 ymm9, ymm3, [rsp + 256], 1
+    vinserti64x2 ymm14, ymm6, [rsp + 192], 1
+    vinserti64x2 ymm15, ymm8, [rsp + 128], 1
+    vinserti64x2 ymm16, ymm10, [rsp + 64], 1
     vinserti64x2 ymm19, ymm13, [rsp], 1
     vshufi64x2   ymm3, ymm3, ymm5, 1
     vshufi64x2   ymm6, ymm6, ymm18, 1
@@ -12205,7 +12205,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm29, ymm3, ymm6
     vpclmulqdq   ymm30, ymm28, ymm29, 0
     vpclmulqdq   ymm31, ymm28, ymm29, 17
-    vmovdqa64    [rsp + 192], ymm12                  ; spill
+    vmovdqa64    [rsp + 384], ymm12                  ; spill
     vpshufd      ymm12, ymm28, 78
     vpxorq       ymm12, ymm28, ymm12
     vpshufd      ymm28, ymm29, 78
@@ -12221,39 +12221,39 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   ymm30, ymm15, ymm8, 17
     vpshufd      ymm31, ymm15, 78
     vpxorq       ymm31, ymm15, ymm31
-    vmovdqa64    [rsp + 256], ymm4                   ; spill
+    vmovdqa64    [rsp + 512], ymm4                   ; spill
     vpshufd      ymm4, ymm8, 78
     vpxorq       ymm4, ymm8, ymm4
-    vmovdqa64    [rsp + 320], ymm2                   ; spill
+    vmovdqa64    [rsp + 640], ymm2                   ; spill
     vpclmulqdq   ymm2, ymm31, ymm4, 0
     vpternlogq   ymm2, ymm29, ymm30, 150
-    vmovdqa64    [rsp + 384], ymm17                  ; spill
+    vmovdqa64    [rsp + 768], ymm17                  ; spill
     vpxorq       ymm17, ymm9, ymm15
-    vmovdqa64    [rsp + 448], ymm7                   ; spill
+    vmovdqa64    [rsp + 896], ymm7                   ; spill
     vpxorq       ymm7, ymm3, ymm8
     vmovdqa64    [rsp], ymm18                        ; spill
     vpclmulqdq   ymm18, ymm17, ymm7, 0
-    vmovdqa64    [rsp + 32], ymm0                    ; spill
+    vmovdqa64    [rsp + 64], ymm0                    ; spill
     vpclmulqdq   ymm0, ymm17, ymm7, 17
-    vmovdqa64    [rsp + 64], ymm1                    ; spill
+    vmovdqa64    [rsp + 128], ymm1                   ; spill
     vpshufd      ymm1, ymm17, 78
     vpxorq       ymm1, ymm17, ymm1
-    vmovdqa64    [rsp + 96], ymm5                    ; spill
+    vmovdqa64    [rsp + 192], ymm5                   ; spill
     vpshufd      ymm5, ymm7, 78
     vpxorq       ymm5, ymm7, ymm5
     vpclmulqdq   ymm1, ymm1, ymm5, 0
     vpternlogq   ymm1, ymm18, ymm0, 150
     vpclmulqdq   ymm5, ymm14, ymm6, 0
-    vmovdqa64    [rsp + 128], ymm11                  ; spill
+    vmovdqa64    [rsp + 256], ymm11                  ; spill
     vpclmulqdq   ymm11, ymm14, ymm6, 17
     vpclmulqdq   ymm25, ymm25, ymm26, 0
     vpternlogq   ymm25, ymm5, ymm11, 150
     vpxorq       ymm17, ymm17, ymm14
     vpxorq       ymm7, ymm7, ymm6
     vpclmulqdq   ymm26, ymm17, ymm7, 0
-    vmovdqa64    [rsp + 160], ymm12                  ; spill
+    vmovdqa64    [rsp + 320], ymm12                  ; spill
     vpclmulqdq   ymm12, ymm17, ymm7, 17
-    vmovdqa64    [rsp + 224], ymm4                   ; spill
+    vmovdqa64    [rsp + 448], ymm4                   ; spill
     vpshufd      ymm4, ymm17, 78
     vpxorq       ymm4, ymm17, ymm4
     vpshufd      ymm17, ymm7, 78
@@ -12314,18 +12314,18 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm29, ymm14, ymm29
     vpshufd      ymm30, ymm6, 78
     vpxorq       ymm30, ymm6, ymm30
-    vmovdqa64    [rsp + 288], ymm1                   ; spill
+    vmovdqa64    [rsp + 576], ymm1                   ; spill
     vpclmulqdq   ymm1, ymm29, ymm30, 0
     vpternlogq   ymm1, ymm19, ymm28, 150
-    vmovdqa64    [rsp + 352], ymm17                  ; spill
+    vmovdqa64    [rsp + 704], ymm17                  ; spill
     vpxorq       ymm17, ymm9, ymm14
-    vmovdqa64    [rsp + 416], ymm23                  ; spill
+    vmovdqa64    [rsp + 832], ymm23                  ; spill
     vpxorq       ymm23, ymm3, ymm6
-    vmovdqa64    [rsp + 544], ymm22                  ; spill
+    vmovdqa64    [rsp + 1088], ymm22                 ; spill
     vpclmulqdq   ymm22, ymm17, ymm23, 0
-    vmovdqa64    [rsp + 480], ymm20                  ; spill
+    vmovdqa64    [rsp + 960], ymm20                  ; spill
     vpclmulqdq   ymm20, ymm17, ymm23, 17
-    vmovdqa64    [rsp + 512], ymm11                  ; spill
+    vmovdqa64    [rsp + 1024], ymm11                 ; spill
     vpshufd      ymm11, ymm17, 78
     vpxorq       ymm11, ymm17, ymm11
     vpshufd      ymm17, ymm23, 78
@@ -12339,7 +12339,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm19, ymm20, ymm28
     vpclmulqdq   ymm20, ymm15, ymm8, 0
     vpclmulqdq   ymm22, ymm15, ymm8, 17
-    vpclmulqdq   ymm23, ymm31, [rsp + 224], 0
+    vpclmulqdq   ymm23, ymm31, [rsp + 448], 0
     vpternlogq   ymm23, ymm20, ymm22, 150
     vpxorq       ymm9, ymm9, ymm15
     vpxorq       ymm3, ymm3, ymm8
@@ -12347,13 +12347,13 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   ymm15, ymm9, ymm3, 17
     vpshufd      ymm31, ymm9, 78
     vpxorq       ymm31, ymm9, ymm31
-    vmovdqa64    [rsp + 224], ymm11                  ; spill
+    vmovdqa64    [rsp + 448], ymm11                  ; spill
     vpshufd      ymm11, ymm3, 78
     vpxorq       ymm11, ymm3, ymm11
     vpclmulqdq   ymm11, ymm31, ymm11, 0
     vpternlogq   ymm11, ymm8, ymm15, 150
     vpclmulqdq   ymm31, ymm14, ymm6, 0
-    vmovdqa64    [rsp + 672], ymm27                  ; spill
+    vmovdqa64    [rsp + 1344], ymm27                 ; spill
     vpclmulqdq   ymm27, ymm14, ymm6, 17
     vpclmulqdq   ymm29, ymm29, ymm30, 0
     vpternlogq   ymm29, ymm31, ymm27, 150
@@ -12381,29 +12381,29 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm9, ymm29, ymm1
     vpxorq       ymm15, ymm27, ymm13
     vpternlogq   ymm5, ymm12, ymm0, 150
-    vmovdqa64    ymm0, [rsp + 160]                   ; reload
+    vmovdqa64    ymm0, [rsp + 320]                   ; reload
     vpternlogq   ymm4, ymm0, ymm21, 150
     vpternlogq   ymm24, ymm18, ymm7, 150
     vpternlogq   ymm26, ymm25, ymm2, 150
-    vmovdqa64    ymm2, [rsp + 672]                   ; reload
-    vmovdqa64    ymm7, [rsp + 512]                   ; reload
+    vmovdqa64    ymm2, [rsp + 1344]                  ; reload
+    vmovdqa64    ymm7, [rsp + 1024]                  ; reload
     vpternlogq   ymm2, ymm7, ymm12, 150
-    vmovdqa64    ymm7, [rsp + 480]                   ; reload
+    vmovdqa64    ymm7, [rsp + 960]                   ; reload
     vpxorq       ymm10, ymm7, ymm10
     vpxorq       ymm10, ymm10, ymm5
-    vmovdqa64    ymm12, [rsp + 544]                  ; reload
+    vmovdqa64    ymm12, [rsp + 1088]                 ; reload
     vpxorq       ymm16, ymm12, ymm16
     vpxorq       ymm16, ymm16, ymm4
-    vmovdqa64    ymm18, [rsp + 416]                  ; reload
+    vmovdqa64    ymm18, [rsp + 832]                  ; reload
     vpxorq       ymm17, ymm18, ymm17
     vpxorq       ymm17, ymm17, ymm24
-    vpxorq       ymm20, ymm0, [rsp + 224]
+    vpxorq       ymm20, ymm0, [rsp + 448]
     vpxorq       ymm20, ymm20, ymm26
-    vpternlogq   ymm8, ymm19, [rsp + 352], 150
+    vpternlogq   ymm8, ymm19, [rsp + 704], 150
     vpxorq       ymm8, ymm8, ymm2
-    vpternlogq   ymm11, ymm1, [rsp + 288], 150
+    vpternlogq   ymm11, ymm1, [rsp + 576], 150
     vpternlogq   ymm6, ymm13, ymm5, 150
-    vmovdqa64    ymm1, [rsp + 224]                   ; reload
+    vmovdqa64    ymm1, [rsp + 448]                   ; reload
     vpternlogq   ymm3, ymm1, ymm4, 150
     vpxorq       ymm1, ymm14, ymm24
     vpxorq       ymm4, ymm9, ymm26
@@ -12418,10 +12418,10 @@ kg_gf2m571_ladder_step2_avx512:
     vextracti64x2 xmm14, ymm0, 0
     vextracti64x2 xmm0, ymm0, 1
     vpxorq       xmm0, xmm14, xmm0
-    vmovdqa64    ymm14, [rsp + 352]                  ; reload
+    vmovdqa64    ymm14, [rsp + 704]                  ; reload
     vextracti64x2 xmm15, ymm14, 0
     vextracti64x2 xmm14, ymm14, 1
-    vmovdqa64    ymm18, [rsp + 288]                  ; reload
+    vmovdqa64    ymm18, [rsp + 576]                  ; reload
     vextracti64x2 xmm19, ymm18, 0
     vextracti64x2 xmm18, ymm18, 1
     vpxorq       xmm18, xmm19, xmm18
@@ -12494,7 +12494,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpternlogq   xmm19, xmm3, xmm2, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    ymm1, [rsp + 128]                   ; reload
+    vmovdqa64    ymm1, [rsp + 256]                   ; reload
     vpsrlq       ymm2, ymm1, 59
     vpsllq       ymm3, ymm2, 10
     vpsllq       ymm4, ymm2, 5
@@ -12502,9 +12502,9 @@ kg_gf2m571_ladder_step2_avx512:
     vpandq       ymm1, ymm1, [rel gf2m_mask_7ffffffffffffff_0_x2]
     vpxorq       ymm2, ymm6, ymm2
     vpternlogq   ymm3, ymm4, ymm2, 150
-    vmovdqa64    ymm2, [rsp + 96]                    ; reload
+    vmovdqa64    ymm2, [rsp + 192]                   ; reload
     vpxorq       ymm2, ymm2, ymm3
-    vmovdqa64    ymm3, [rsp + 64]                    ; reload
+    vmovdqa64    ymm3, [rsp + 128]                   ; reload
     vpsrlq       ymm4, ymm3, 59
     vpsllq       ymm6, ymm4, 10
     vpsllq       ymm7, ymm4, 5
@@ -12512,7 +12512,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpandq       ymm3, ymm3, [rel gf2m_mask_7ffffffffffffff_0_x2]
     vpxorq       ymm4, ymm8, ymm4
     vpternlogq   ymm6, ymm7, ymm4, 150
-    vmovdqa64    ymm4, [rsp + 32]                    ; reload
+    vmovdqa64    ymm4, [rsp + 64]                    ; reload
     vpxorq       ymm4, ymm4, ymm6
     vpsrlq       xmm6, xmm0, 59
     vpsllq       xmm7, xmm6, 10
@@ -12525,17 +12525,17 @@ kg_gf2m571_ladder_step2_avx512:
     vextracti64x2 xmm6, ymm2, 1
     vmovdqa64    ymm7, [rsp]                         ; reload
     vextracti64x2 xmm8, ymm7, 1
-    vmovdqa64    ymm9, [rsp + 448]                   ; reload
+    vmovdqa64    ymm9, [rsp + 896]                   ; reload
     vextracti64x2 xmm10, ymm9, 1
-    vmovdqa64    ymm11, [rsp + 384]                  ; reload
+    vmovdqa64    ymm11, [rsp + 768]                  ; reload
     vextracti64x2 xmm13, ymm11, 1
     vextracti64x2 xmm14, ymm1, 1
     vextracti64x2 xmm4, ymm4, 0
-    vmovdqa64    ymm16, [rsp + 320]                  ; reload
+    vmovdqa64    ymm16, [rsp + 640]                  ; reload
     vextracti64x2 xmm16, ymm16, 0
-    vmovdqa64    ymm17, [rsp + 256]                  ; reload
+    vmovdqa64    ymm17, [rsp + 512]                  ; reload
     vextracti64x2 xmm17, ymm17, 0
-    vmovdqa64    ymm18, [rsp + 192]                  ; reload
+    vmovdqa64    ymm18, [rsp + 384]                  ; reload
     vextracti64x2 xmm18, ymm18, 0
     vextracti64x2 xmm3, ymm3, 0
     vextracti64x2 xmm2, ymm2, 0
@@ -12588,8 +12588,8 @@ kg_gf2m571_inv_avx512:
     endbr64                                          ; an indirect-branch target under CET
     push rbp
     mov rbp, rsp
-    and rsp, -32
-    sub rsp, 448
+    and rsp, -64
+    sub rsp, 896
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -12686,7 +12686,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp], xmm18                        ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
-    vmovdqa64    [rsp + 32], xmm22                   ; spill
+    vmovdqa64    [rsp + 64], xmm22                   ; spill
     vpshufd      xmm22, xmm16, 78
     vpxorq       xmm16, xmm16, xmm22
     vpshufd      xmm22, xmm25, 78
@@ -12737,32 +12737,32 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm29, xmm10, xmm12, 17
     vpshufd      xmm30, xmm10, 78
     vpxorq       xmm30, xmm10, xmm30
-    vmovdqa64    [rsp + 64], xmm4                    ; spill
+    vmovdqa64    [rsp + 128], xmm4                   ; spill
     vpshufd      xmm4, xmm12, 78
     vpxorq       xmm4, xmm12, xmm4
     vpclmulqdq   xmm4, xmm30, xmm4, 0
     vpternlogq   xmm4, xmm28, xmm29, 150
     vpclmulqdq   xmm30, xmm6, xmm13, 0
-    vmovdqa64    [rsp + 96], xmm3                    ; spill
+    vmovdqa64    [rsp + 192], xmm3                   ; spill
     vpclmulqdq   xmm3, xmm6, xmm13, 17
-    vmovdqa64    [rsp + 128], xmm1                   ; spill
+    vmovdqa64    [rsp + 256], xmm1                   ; spill
     vpshufd      xmm1, xmm6, 78
     vpxorq       xmm1, xmm6, xmm1
-    vmovdqa64    [rsp + 160], xmm0                   ; spill
+    vmovdqa64    [rsp + 320], xmm0                   ; spill
     vpshufd      xmm0, xmm13, 78
     vpxorq       xmm0, xmm13, xmm0
-    vmovdqa64    [rsp + 192], xmm20                  ; spill
+    vmovdqa64    [rsp + 384], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm1, xmm0, 0
     vpternlogq   xmm20, xmm30, xmm3, 150
-    vmovdqa64    [rsp + 224], xmm17                  ; spill
+    vmovdqa64    [rsp + 448], xmm17                  ; spill
     vpxorq       xmm17, xmm10, xmm6
-    vmovdqa64    [rsp + 256], xmm9                   ; spill
+    vmovdqa64    [rsp + 512], xmm9                   ; spill
     vpxorq       xmm9, xmm12, xmm13
-    vmovdqa64    [rsp + 288], xmm8                   ; spill
+    vmovdqa64    [rsp + 576], xmm8                   ; spill
     vpclmulqdq   xmm8, xmm17, xmm9, 0
-    vmovdqa64    [rsp + 320], xmm5                   ; spill
+    vmovdqa64    [rsp + 640], xmm5                   ; spill
     vpclmulqdq   xmm5, xmm17, xmm9, 17
-    vmovdqa64    [rsp + 352], xmm27                  ; spill
+    vmovdqa64    [rsp + 704], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm9, 78
@@ -12776,23 +12776,23 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm5, xmm5, xmm3
     vpclmulqdq   xmm27, xmm11, xmm2, 0
     vpclmulqdq   xmm29, xmm11, xmm2, 17
-    vmovdqa64    xmm30, [rsp + 32]                   ; reload
+    vmovdqa64    xmm30, [rsp + 64]                   ; reload
     vpclmulqdq   xmm23, xmm30, xmm23, 0
     vpternlogq   xmm23, xmm27, xmm29, 150
     vpxorq       xmm10, xmm10, xmm11
     vpxorq       xmm11, xmm12, xmm2
     vpclmulqdq   xmm12, xmm10, xmm11, 0
     vpclmulqdq   xmm30, xmm10, xmm11, 17
-    vmovdqa64    [rsp + 32], xmm2                    ; spill
+    vmovdqa64    [rsp + 64], xmm2                    ; spill
     vpshufd      xmm2, xmm10, 78
     vpxorq       xmm2, xmm10, xmm2
-    vmovdqa64    [rsp + 384], xmm9                   ; spill
+    vmovdqa64    [rsp + 768], xmm9                   ; spill
     vpshufd      xmm9, xmm11, 78
     vpxorq       xmm9, xmm11, xmm9
     vpclmulqdq   xmm2, xmm2, xmm9, 0
     vpternlogq   xmm2, xmm12, xmm30, 150
     vpclmulqdq   xmm9, xmm6, xmm13, 0
-    vmovdqa64    [rsp + 416], xmm31                  ; spill
+    vmovdqa64    [rsp + 832], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm6, xmm13, 17
     vpclmulqdq   xmm0, xmm1, xmm0, 0
     vpternlogq   xmm0, xmm9, xmm31, 150
@@ -12824,27 +12824,27 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm16, xmm13, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm7, 150
-    vmovdqa64    xmm7, [rsp + 352]                   ; reload
-    vmovdqa64    xmm15, [rsp + 416]                  ; reload
+    vmovdqa64    xmm7, [rsp + 704]                   ; reload
+    vmovdqa64    xmm15, [rsp + 832]                  ; reload
     vpternlogq   xmm7, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 320]                  ; reload
+    vmovdqa64    xmm14, [rsp + 640]                  ; reload
     vpxorq       xmm15, xmm14, xmm28
-    vmovdqa64    xmm17, [rsp + 288]                  ; reload
+    vmovdqa64    xmm17, [rsp + 576]                  ; reload
     vpxorq       xmm4, xmm17, xmm4
     vpxorq       xmm4, xmm4, xmm16
-    vmovdqa64    xmm18, [rsp + 256]                  ; reload
+    vmovdqa64    xmm18, [rsp + 512]                  ; reload
     vpxorq       xmm8, xmm18, xmm8
-    vpxorq       xmm19, xmm13, [rsp + 384]
+    vpxorq       xmm19, xmm13, [rsp + 768]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm12, xmm5, [rsp + 224], 150
-    vpternlogq   xmm2, xmm11, [rsp + 192], 150
+    vpternlogq   xmm12, xmm5, [rsp + 448], 150
+    vpternlogq   xmm2, xmm11, [rsp + 384], 150
     vpternlogq   xmm9, xmm3, xmm25, 150
-    vmovdqa64    xmm3, [rsp + 384]                   ; reload
+    vmovdqa64    xmm3, [rsp + 768]                   ; reload
     vpternlogq   xmm1, xmm3, xmm16, 150
     vpxorq       xmm0, xmm0, xmm26
     vpslldq      xmm3, xmm17, 8
     vpalignr     xmm5, xmm13, xmm17, 8
-    vmovdqa64    xmm11, [rsp + 192]                  ; reload
+    vmovdqa64    xmm11, [rsp + 384]                  ; reload
     vpalignr     xmm13, xmm11, xmm13, 8
     vpalignr     xmm11, xmm4, xmm11, 8
     vpternlogq   xmm15, xmm25, xmm11, 150
@@ -12873,7 +12873,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
     vpternlogq   xmm3, xmm14, xmm8, 150
     vpternlogq   xmm5, xmm18, xmm10, 150
-    vmovdqa64    xmm8, [rsp + 224]                   ; reload
+    vmovdqa64    xmm8, [rsp + 448]                   ; reload
     vpternlogq   xmm13, xmm8, xmm2, 150
     vpslldq      xmm2, xmm9, 8
     vpxorq       xmm2, xmm3, xmm2
@@ -13005,9 +13005,9 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm16, xmm25, xmm11
     vpxorq       xmm25, xmm26, xmm3
     vpclmulqdq   xmm26, xmm16, xmm25, 0
-    vmovdqa64    [rsp + 224], xmm18                  ; spill
+    vmovdqa64    [rsp + 448], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
-    vmovdqa64    [rsp + 256], xmm22                  ; spill
+    vmovdqa64    [rsp + 512], xmm22                  ; spill
     vpshufd      xmm22, xmm16, 78
     vpxorq       xmm16, xmm16, xmm22
     vpshufd      xmm22, xmm25, 78
@@ -13068,18 +13068,18 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm29, xmm4, xmm29
     vpshufd      xmm30, xmm0, 78
     vpxorq       xmm30, xmm0, xmm30
-    vmovdqa64    [rsp + 320], xmm20                  ; spill
+    vmovdqa64    [rsp + 640], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm15, xmm28, 150
-    vmovdqa64    [rsp + 192], xmm17                  ; spill
+    vmovdqa64    [rsp + 384], xmm17                  ; spill
     vpxorq       xmm17, xmm9, xmm4
     vmovdqa64    [rsp], xmm8                         ; spill
     vpxorq       xmm8, xmm2, xmm0
-    vmovdqa64    [rsp + 288], xmm7                   ; spill
+    vmovdqa64    [rsp + 576], xmm7                   ; spill
     vpclmulqdq   xmm7, xmm17, xmm8, 0
-    vmovdqa64    [rsp + 384], xmm1                   ; spill
+    vmovdqa64    [rsp + 768], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm17, xmm8, 17
-    vmovdqa64    [rsp + 416], xmm27                  ; spill
+    vmovdqa64    [rsp + 832], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm8, 78
@@ -13093,7 +13093,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm1, xmm1, xmm28
     vpclmulqdq   xmm15, xmm10, xmm5, 0
     vpclmulqdq   xmm17, xmm10, xmm5, 17
-    vmovdqa64    xmm27, [rsp + 256]                  ; reload
+    vmovdqa64    xmm27, [rsp + 512]                  ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
     vpternlogq   xmm23, xmm15, xmm17, 150
     vpxorq       xmm9, xmm9, xmm10
@@ -13102,13 +13102,13 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm10, xmm9, xmm2, 17
     vpshufd      xmm27, xmm9, 78
     vpxorq       xmm27, xmm9, xmm27
-    vmovdqa64    [rsp + 256], xmm8                   ; spill
+    vmovdqa64    [rsp + 512], xmm8                   ; spill
     vpshufd      xmm8, xmm2, 78
     vpxorq       xmm8, xmm2, xmm8
     vpclmulqdq   xmm8, xmm27, xmm8, 0
     vpternlogq   xmm8, xmm5, xmm10, 150
     vpclmulqdq   xmm27, xmm4, xmm0, 0
-    vmovdqa64    [rsp + 352], xmm31                  ; spill
+    vmovdqa64    [rsp + 704], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm4, xmm0, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -13136,31 +13136,31 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm4, xmm29, xmm10
     vpxorq       xmm15, xmm31, xmm11
     vpternlogq   xmm25, xmm13, xmm19, 150
-    vmovdqa64    xmm17, [rsp + 224]                  ; reload
+    vmovdqa64    xmm17, [rsp + 448]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm14, xmm6, 150
-    vmovdqa64    xmm6, [rsp + 416]                   ; reload
-    vmovdqa64    xmm14, [rsp + 352]                  ; reload
+    vmovdqa64    xmm6, [rsp + 832]                   ; reload
+    vmovdqa64    xmm14, [rsp + 704]                  ; reload
     vpternlogq   xmm6, xmm14, xmm13, 150
-    vmovdqa64    xmm13, [rsp + 384]                  ; reload
+    vmovdqa64    xmm13, [rsp + 768]                  ; reload
     vpxorq       xmm3, xmm13, xmm3
-    vmovdqa64    xmm14, [rsp + 288]                  ; reload
+    vmovdqa64    xmm14, [rsp + 576]                  ; reload
     vpxorq       xmm12, xmm14, xmm12
     vpxorq       xmm12, xmm12, xmm16
     vmovdqa64    xmm18, [rsp]                        ; reload
     vpxorq       xmm7, xmm18, xmm7
-    vpxorq       xmm19, xmm17, [rsp + 256]
+    vpxorq       xmm19, xmm17, [rsp + 512]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm5, xmm1, [rsp + 192], 150
-    vpternlogq   xmm8, xmm10, [rsp + 320], 150
+    vpternlogq   xmm5, xmm1, [rsp + 384], 150
+    vpternlogq   xmm8, xmm10, [rsp + 640], 150
     vpternlogq   xmm2, xmm11, xmm25, 150
-    vmovdqa64    xmm1, [rsp + 256]                   ; reload
+    vmovdqa64    xmm1, [rsp + 512]                   ; reload
     vpternlogq   xmm0, xmm1, xmm16, 150
     vpxorq       xmm1, xmm4, xmm26
     vpslldq      xmm4, xmm14, 8
     vpalignr     xmm10, xmm17, xmm14, 8
-    vmovdqa64    xmm11, [rsp + 320]                  ; reload
+    vmovdqa64    xmm11, [rsp + 640]                  ; reload
     vpalignr     xmm14, xmm11, xmm17, 8
     vpalignr     xmm11, xmm12, xmm11, 8
     vpternlogq   xmm3, xmm25, xmm11, 150
@@ -13189,7 +13189,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
     vpternlogq   xmm4, xmm13, xmm7, 150
     vpternlogq   xmm10, xmm18, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 192]                   ; reload
+    vmovdqa64    xmm5, [rsp + 384]                   ; reload
     vpternlogq   xmm14, xmm5, xmm2, 150
     vpslldq      xmm2, xmm11, 8
     vpxorq       xmm2, xmm4, xmm2
@@ -13327,7 +13327,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm16, xmm25, xmm12
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
-    vmovdqa64    [rsp + 192], xmm18                  ; spill
+    vmovdqa64    [rsp + 384], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
     vmovdqa64    [rsp], xmm22                        ; spill
     vpshufd      xmm22, xmm16, 78
@@ -13390,18 +13390,18 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm29, xmm6, xmm29
     vpshufd      xmm30, xmm0, 78
     vpxorq       xmm30, xmm0, xmm30
-    vmovdqa64    [rsp + 384], xmm20                  ; spill
+    vmovdqa64    [rsp + 768], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm13, xmm28, 150
-    vmovdqa64    [rsp + 320], xmm17                  ; spill
+    vmovdqa64    [rsp + 640], xmm17                  ; spill
     vpxorq       xmm17, xmm10, xmm6
-    vmovdqa64    [rsp + 224], xmm9                   ; spill
+    vmovdqa64    [rsp + 448], xmm9                   ; spill
     vpxorq       xmm9, xmm2, xmm0
-    vmovdqa64    [rsp + 288], xmm8                   ; spill
+    vmovdqa64    [rsp + 576], xmm8                   ; spill
     vpclmulqdq   xmm8, xmm17, xmm9, 0
-    vmovdqa64    [rsp + 256], xmm1                   ; spill
+    vmovdqa64    [rsp + 512], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm17, xmm9, 17
-    vmovdqa64    [rsp + 352], xmm27                  ; spill
+    vmovdqa64    [rsp + 704], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm9, 78
@@ -13430,7 +13430,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm9, xmm27, xmm9, 0
     vpternlogq   xmm9, xmm5, xmm11, 150
     vpclmulqdq   xmm27, xmm6, xmm0, 0
-    vmovdqa64    [rsp + 416], xmm31                  ; spill
+    vmovdqa64    [rsp + 832], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm6, xmm0, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -13458,31 +13458,31 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm29, xmm4
     vpxorq       xmm13, xmm31, xmm11
     vpternlogq   xmm25, xmm14, xmm19, 150
-    vmovdqa64    xmm17, [rsp + 192]                  ; reload
+    vmovdqa64    xmm17, [rsp + 384]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm7, 150
-    vmovdqa64    xmm7, [rsp + 352]                   ; reload
-    vmovdqa64    xmm15, [rsp + 416]                  ; reload
+    vmovdqa64    xmm7, [rsp + 704]                   ; reload
+    vmovdqa64    xmm15, [rsp + 832]                  ; reload
     vpternlogq   xmm7, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 256]                  ; reload
+    vmovdqa64    xmm14, [rsp + 512]                  ; reload
     vpxorq       xmm3, xmm14, xmm3
-    vmovdqa64    xmm15, [rsp + 288]                  ; reload
+    vmovdqa64    xmm15, [rsp + 576]                  ; reload
     vpxorq       xmm12, xmm15, xmm12
     vpxorq       xmm12, xmm12, xmm16
-    vmovdqa64    xmm18, [rsp + 224]                  ; reload
+    vmovdqa64    xmm18, [rsp + 448]                  ; reload
     vpxorq       xmm8, xmm18, xmm8
     vpxorq       xmm19, xmm17, [rsp]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm5, xmm1, [rsp + 320], 150
-    vpternlogq   xmm9, xmm4, [rsp + 384], 150
+    vpternlogq   xmm5, xmm1, [rsp + 640], 150
+    vpternlogq   xmm9, xmm4, [rsp + 768], 150
     vpternlogq   xmm2, xmm11, xmm25, 150
     vmovdqa64    xmm1, [rsp]                         ; reload
     vpternlogq   xmm0, xmm1, xmm16, 150
     vpxorq       xmm1, xmm6, xmm26
     vpslldq      xmm4, xmm15, 8
     vpalignr     xmm6, xmm17, xmm15, 8
-    vmovdqa64    xmm11, [rsp + 384]                  ; reload
+    vmovdqa64    xmm11, [rsp + 768]                  ; reload
     vpalignr     xmm15, xmm11, xmm17, 8
     vpalignr     xmm11, xmm12, xmm11, 8
     vpternlogq   xmm3, xmm25, xmm11, 150
@@ -13511,7 +13511,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
     vpternlogq   xmm4, xmm14, xmm8, 150
     vpternlogq   xmm6, xmm18, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 320]                   ; reload
+    vmovdqa64    xmm5, [rsp + 640]                   ; reload
     vpternlogq   xmm15, xmm5, xmm2, 150
     vpslldq      xmm2, xmm11, 8
     vpxorq       xmm2, xmm4, xmm2
@@ -13649,9 +13649,9 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm16, xmm25, xmm12
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
-    vmovdqa64    [rsp + 320], xmm18                  ; spill
+    vmovdqa64    [rsp + 640], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
-    vmovdqa64    [rsp + 224], xmm22                  ; spill
+    vmovdqa64    [rsp + 448], xmm22                  ; spill
     vpshufd      xmm22, xmm16, 78
     vpxorq       xmm16, xmm16, xmm22
     vpshufd      xmm22, xmm25, 78
@@ -13712,18 +13712,18 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm29, xmm6, xmm29
     vpshufd      xmm30, xmm0, 78
     vpxorq       xmm30, xmm0, xmm30
-    vmovdqa64    [rsp + 256], xmm20                  ; spill
+    vmovdqa64    [rsp + 512], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm13, xmm28, 150
-    vmovdqa64    [rsp + 384], xmm17                  ; spill
+    vmovdqa64    [rsp + 768], xmm17                  ; spill
     vpxorq       xmm17, xmm10, xmm6
-    vmovdqa64    [rsp + 192], xmm9                   ; spill
+    vmovdqa64    [rsp + 384], xmm9                   ; spill
     vpxorq       xmm9, xmm2, xmm0
-    vmovdqa64    [rsp + 288], xmm8                   ; spill
+    vmovdqa64    [rsp + 576], xmm8                   ; spill
     vpclmulqdq   xmm8, xmm17, xmm9, 0
     vmovdqa64    [rsp], xmm1                         ; spill
     vpclmulqdq   xmm1, xmm17, xmm9, 17
-    vmovdqa64    [rsp + 416], xmm27                  ; spill
+    vmovdqa64    [rsp + 832], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm9, 78
@@ -13737,7 +13737,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm1, xmm1, xmm28
     vpclmulqdq   xmm13, xmm11, xmm5, 0
     vpclmulqdq   xmm17, xmm11, xmm5, 17
-    vmovdqa64    xmm27, [rsp + 224]                  ; reload
+    vmovdqa64    xmm27, [rsp + 448]                  ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
     vpternlogq   xmm23, xmm13, xmm17, 150
     vpxorq       xmm10, xmm10, xmm11
@@ -13746,13 +13746,13 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm11, xmm10, xmm2, 17
     vpshufd      xmm27, xmm10, 78
     vpxorq       xmm27, xmm10, xmm27
-    vmovdqa64    [rsp + 224], xmm9                   ; spill
+    vmovdqa64    [rsp + 448], xmm9                   ; spill
     vpshufd      xmm9, xmm2, 78
     vpxorq       xmm9, xmm2, xmm9
     vpclmulqdq   xmm9, xmm27, xmm9, 0
     vpternlogq   xmm9, xmm5, xmm11, 150
     vpclmulqdq   xmm27, xmm6, xmm0, 0
-    vmovdqa64    [rsp + 352], xmm31                  ; spill
+    vmovdqa64    [rsp + 704], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm6, xmm0, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -13780,31 +13780,31 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm29, xmm4
     vpxorq       xmm13, xmm31, xmm11
     vpternlogq   xmm25, xmm14, xmm19, 150
-    vmovdqa64    xmm17, [rsp + 320]                  ; reload
+    vmovdqa64    xmm17, [rsp + 640]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm7, 150
-    vmovdqa64    xmm7, [rsp + 416]                   ; reload
-    vmovdqa64    xmm15, [rsp + 352]                  ; reload
+    vmovdqa64    xmm7, [rsp + 832]                   ; reload
+    vmovdqa64    xmm15, [rsp + 704]                  ; reload
     vpternlogq   xmm7, xmm15, xmm14, 150
     vmovdqa64    xmm14, [rsp]                        ; reload
     vpxorq       xmm3, xmm14, xmm3
-    vmovdqa64    xmm15, [rsp + 288]                  ; reload
+    vmovdqa64    xmm15, [rsp + 576]                  ; reload
     vpxorq       xmm12, xmm15, xmm12
     vpxorq       xmm12, xmm12, xmm16
-    vmovdqa64    xmm18, [rsp + 192]                  ; reload
+    vmovdqa64    xmm18, [rsp + 384]                  ; reload
     vpxorq       xmm8, xmm18, xmm8
-    vpxorq       xmm19, xmm17, [rsp + 224]
+    vpxorq       xmm19, xmm17, [rsp + 448]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm5, xmm1, [rsp + 384], 150
-    vpternlogq   xmm9, xmm4, [rsp + 256], 150
+    vpternlogq   xmm5, xmm1, [rsp + 768], 150
+    vpternlogq   xmm9, xmm4, [rsp + 512], 150
     vpternlogq   xmm2, xmm11, xmm25, 150
-    vmovdqa64    xmm1, [rsp + 224]                   ; reload
+    vmovdqa64    xmm1, [rsp + 448]                   ; reload
     vpternlogq   xmm0, xmm1, xmm16, 150
     vpxorq       xmm1, xmm6, xmm26
     vpslldq      xmm4, xmm15, 8
     vpalignr     xmm6, xmm17, xmm15, 8
-    vmovdqa64    xmm11, [rsp + 256]                  ; reload
+    vmovdqa64    xmm11, [rsp + 512]                  ; reload
     vpalignr     xmm15, xmm11, xmm17, 8
     vpalignr     xmm11, xmm12, xmm11, 8
     vpternlogq   xmm3, xmm25, xmm11, 150
@@ -13833,7 +13833,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
     vpternlogq   xmm4, xmm14, xmm8, 150
     vpternlogq   xmm6, xmm18, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 384]                   ; reload
+    vmovdqa64    xmm5, [rsp + 768]                   ; reload
     vpternlogq   xmm15, xmm5, xmm2, 150
     vpslldq      xmm2, xmm11, 8
     vpxorq       xmm2, xmm4, xmm2
@@ -13877,21 +13877,21 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm7, xmm1, xmm3, 150
     vpsrldq      xmm1, xmm9, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, [rsp + 160], 0
-    vpclmulqdq   xmm3, xmm2, [rsp + 160], 17
+    vpclmulqdq   xmm0, xmm2, [rsp + 320], 0
+    vpclmulqdq   xmm3, xmm2, [rsp + 320], 17
     vpshufd      xmm5, xmm2, 78
     vpxorq       xmm5, xmm2, xmm5
-    vpshufd      xmm6, [rsp + 160], 78
-    vmovdqa64    xmm9, [rsp + 160]                   ; reload
+    vpshufd      xmm6, [rsp + 320], 78
+    vmovdqa64    xmm9, [rsp + 320]                   ; reload
     vpxorq       xmm6, xmm9, xmm6
     vpclmulqdq   xmm5, xmm5, xmm6, 0
     vpternlogq   xmm5, xmm0, xmm3, 150
-    vpclmulqdq   xmm6, xmm8, [rsp + 128], 0
-    vpclmulqdq   xmm10, xmm8, [rsp + 128], 17
+    vpclmulqdq   xmm6, xmm8, [rsp + 256], 0
+    vpclmulqdq   xmm10, xmm8, [rsp + 256], 17
     vpshufd      xmm11, xmm8, 78
     vpxorq       xmm11, xmm8, xmm11
-    vpshufd      xmm12, [rsp + 128], 78
-    vmovdqa64    xmm13, [rsp + 128]                  ; reload
+    vpshufd      xmm12, [rsp + 256], 78
+    vmovdqa64    xmm13, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm13, xmm12
     vpclmulqdq   xmm14, xmm11, xmm12, 0
     vpternlogq   xmm14, xmm6, xmm10, 150
@@ -13910,12 +13910,12 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm6, xmm3
     vpternlogq   xmm15, xmm5, xmm14, 150
     vpxorq       xmm16, xmm18, xmm10
-    vpclmulqdq   xmm17, xmm4, [rsp + 32], 0
-    vpclmulqdq   xmm18, xmm4, [rsp + 32], 17
+    vpclmulqdq   xmm17, xmm4, [rsp + 64], 0
+    vpclmulqdq   xmm18, xmm4, [rsp + 64], 17
     vpshufd      xmm19, xmm4, 78
     vpxorq       xmm19, xmm4, xmm19
-    vpshufd      xmm20, [rsp + 32], 78
-    vmovdqa64    xmm21, [rsp + 32]                   ; reload
+    vpshufd      xmm20, [rsp + 64], 78
+    vmovdqa64    xmm21, [rsp + 64]                   ; reload
     vpxorq       xmm20, xmm21, xmm20
     vpclmulqdq   xmm22, xmm19, xmm20, 0
     vpternlogq   xmm22, xmm17, xmm18, 150
@@ -13956,21 +13956,21 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm17, xmm17, xmm3
     vpternlogq   xmm24, xmm23, xmm6, 150
     vpternlogq   xmm26, xmm23, xmm16, 150
-    vpclmulqdq   xmm16, xmm7, [rsp + 96], 0
-    vpclmulqdq   xmm18, xmm7, [rsp + 96], 17
+    vpclmulqdq   xmm16, xmm7, [rsp + 192], 0
+    vpclmulqdq   xmm18, xmm7, [rsp + 192], 17
     vpshufd      xmm22, xmm7, 78
     vpxorq       xmm22, xmm7, xmm22
-    vpshufd      xmm23, [rsp + 96], 78
-    vmovdqa64    xmm25, [rsp + 96]                   ; reload
+    vpshufd      xmm23, [rsp + 192], 78
+    vmovdqa64    xmm25, [rsp + 192]                  ; reload
     vpxorq       xmm23, xmm25, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm16, xmm18, 150
-    vpclmulqdq   xmm23, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm23, xmm1, [rsp + 128], 0
     vpxorq       xmm27, xmm7, xmm1
-    vpxorq       xmm28, xmm25, [rsp + 64]
+    vpxorq       xmm28, xmm25, [rsp + 128]
     vpclmulqdq   xmm30, xmm27, xmm28, 0
     vpclmulqdq   xmm31, xmm27, xmm28, 17
-    vmovdqa64    [rsp + 384], xmm17                  ; spill
+    vmovdqa64    [rsp + 768], xmm17                  ; spill
     vpshufd      xmm17, xmm27, 78
     vpxorq       xmm17, xmm27, xmm17
     vpshufd      xmm27, xmm28, 78
@@ -13984,7 +13984,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm2, xmm2, xmm7
     vpxorq       xmm1, xmm8, xmm1
     vpxorq       xmm7, xmm9, xmm25
-    vpxorq       xmm8, xmm13, [rsp + 64]
+    vpxorq       xmm8, xmm13, [rsp + 128]
     vpclmulqdq   xmm28, xmm2, xmm7, 0
     vpclmulqdq   xmm30, xmm2, xmm7, 17
     vpshufd      xmm31, xmm2, 78
@@ -13997,21 +13997,21 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm13, xmm1, xmm8, 17
     vpshufd      xmm9, xmm1, 78
     vpxorq       xmm9, xmm1, xmm9
-    vmovdqa64    [rsp + 192], xmm14                  ; spill
+    vmovdqa64    [rsp + 384], xmm14                  ; spill
     vpshufd      xmm14, xmm8, 78
     vpxorq       xmm14, xmm8, xmm14
     vmovdqa64    [rsp], xmm6                         ; spill
     vpclmulqdq   xmm6, xmm9, xmm14, 0
     vpternlogq   xmm6, xmm31, xmm13, 150
-    vmovdqa64    [rsp + 256], xmm5                   ; spill
+    vmovdqa64    [rsp + 512], xmm5                   ; spill
     vpxorq       xmm5, xmm2, xmm1
-    vmovdqa64    [rsp + 320], xmm0                   ; spill
+    vmovdqa64    [rsp + 640], xmm0                   ; spill
     vpxorq       xmm0, xmm7, xmm8
-    vmovdqa64    [rsp + 288], xmm27                  ; spill
+    vmovdqa64    [rsp + 576], xmm27                  ; spill
     vpclmulqdq   xmm27, xmm5, xmm0, 0
-    vmovdqa64    [rsp + 224], xmm29                  ; spill
+    vmovdqa64    [rsp + 448], xmm29                  ; spill
     vpclmulqdq   xmm29, xmm5, xmm0, 17
-    vmovdqa64    [rsp + 352], xmm3                   ; spill
+    vmovdqa64    [rsp + 704], xmm3                   ; spill
     vpshufd      xmm3, xmm5, 78
     vpxorq       xmm3, xmm5, xmm3
     vpshufd      xmm5, xmm0, 78
@@ -14038,7 +14038,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm21, xmm31, xmm21, 0
     vpternlogq   xmm21, xmm7, xmm20, 150
     vpclmulqdq   xmm31, xmm1, xmm8, 0
-    vmovdqa64    [rsp + 416], xmm0                   ; spill
+    vmovdqa64    [rsp + 832], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm1, xmm8, 17
     vpclmulqdq   xmm9, xmm9, xmm14, 0
     vpternlogq   xmm9, xmm31, xmm0, 150
@@ -14068,28 +14068,28 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm24, xmm10, xmm16, 150
     vpternlogq   xmm12, xmm15, xmm22, 150
     vpternlogq   xmm23, xmm18, xmm26, 150
-    vpternlogq   xmm17, xmm11, [rsp + 352], 150
-    vmovdqa64    xmm9, [rsp + 288]                   ; reload
-    vmovdqa64    xmm11, [rsp + 224]                  ; reload
+    vpternlogq   xmm17, xmm11, [rsp + 704], 150
+    vmovdqa64    xmm9, [rsp + 576]                   ; reload
+    vmovdqa64    xmm11, [rsp + 448]                  ; reload
     vpternlogq   xmm9, xmm11, xmm10, 150
-    vmovdqa64    xmm10, [rsp + 320]                  ; reload
+    vmovdqa64    xmm10, [rsp + 640]                  ; reload
     vpxorq       xmm11, xmm10, xmm28
-    vmovdqa64    xmm14, [rsp + 256]                  ; reload
+    vmovdqa64    xmm14, [rsp + 512]                  ; reload
     vpxorq       xmm16, xmm14, xmm25
     vpxorq       xmm16, xmm16, xmm12
     vmovdqa64    xmm18, [rsp]                        ; reload
     vpxorq       xmm5, xmm18, xmm5
-    vpxorq       xmm19, xmm15, [rsp + 416]
+    vpxorq       xmm19, xmm15, [rsp + 832]
     vpxorq       xmm19, xmm19, xmm17
-    vpternlogq   xmm7, xmm27, [rsp + 192], 150
-    vpternlogq   xmm13, xmm3, [rsp + 384], 150
+    vpternlogq   xmm7, xmm27, [rsp + 384], 150
+    vpternlogq   xmm13, xmm3, [rsp + 768], 150
     vpternlogq   xmm4, xmm6, xmm24, 150
-    vmovdqa64    xmm3, [rsp + 416]                   ; reload
+    vmovdqa64    xmm3, [rsp + 832]                   ; reload
     vpternlogq   xmm1, xmm3, xmm12, 150
     vpxorq       xmm2, xmm2, xmm17
     vpslldq      xmm3, xmm14, 8
     vpalignr     xmm6, xmm15, xmm14, 8
-    vmovdqa64    xmm12, [rsp + 384]                  ; reload
+    vmovdqa64    xmm12, [rsp + 768]                  ; reload
     vpalignr     xmm14, xmm12, xmm15, 8
     vpalignr     xmm12, xmm16, xmm12, 8
     vpternlogq   xmm11, xmm24, xmm12, 150
@@ -14118,7 +14118,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm5, xmm5, [rcx - 128], 0
     vpternlogq   xmm3, xmm10, xmm5, 150
     vpternlogq   xmm6, xmm18, xmm7, 150
-    vmovdqa64    xmm5, [rsp + 192]                   ; reload
+    vmovdqa64    xmm5, [rsp + 384]                   ; reload
     vpternlogq   xmm14, xmm5, xmm4, 150
     vpslldq      xmm4, xmm12, 8
     vpxorq       xmm3, xmm3, xmm4
@@ -14256,7 +14256,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm16, xmm25, xmm12
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
-    vmovdqa64    [rsp + 192], xmm18                  ; spill
+    vmovdqa64    [rsp + 384], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
     vmovdqa64    [rsp], xmm22                        ; spill
     vpshufd      xmm22, xmm16, 78
@@ -14319,18 +14319,18 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm29, xmm2, xmm29
     vpshufd      xmm30, xmm1, 78
     vpxorq       xmm30, xmm1, xmm30
-    vmovdqa64    [rsp + 320], xmm20                  ; spill
+    vmovdqa64    [rsp + 640], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm13, xmm28, 150
-    vmovdqa64    [rsp + 384], xmm17                  ; spill
+    vmovdqa64    [rsp + 768], xmm17                  ; spill
     vpxorq       xmm17, xmm9, xmm2
-    vmovdqa64    [rsp + 256], xmm8                   ; spill
+    vmovdqa64    [rsp + 512], xmm8                   ; spill
     vpxorq       xmm8, xmm3, xmm1
-    vmovdqa64    [rsp + 416], xmm7                   ; spill
+    vmovdqa64    [rsp + 832], xmm7                   ; spill
     vpclmulqdq   xmm7, xmm17, xmm8, 0
-    vmovdqa64    [rsp + 224], xmm0                   ; spill
+    vmovdqa64    [rsp + 448], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm17, xmm8, 17
-    vmovdqa64    [rsp + 288], xmm27                  ; spill
+    vmovdqa64    [rsp + 576], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm8, 78
@@ -14359,7 +14359,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm8, xmm27, xmm8, 0
     vpternlogq   xmm8, xmm5, xmm10, 150
     vpclmulqdq   xmm27, xmm2, xmm1, 0
-    vmovdqa64    [rsp + 352], xmm31                  ; spill
+    vmovdqa64    [rsp + 704], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm2, xmm1, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -14387,31 +14387,31 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm2, xmm29, xmm10
     vpxorq       xmm13, xmm31, xmm11
     vpternlogq   xmm25, xmm14, xmm19, 150
-    vmovdqa64    xmm17, [rsp + 192]                  ; reload
+    vmovdqa64    xmm17, [rsp + 384]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm6, 150
-    vmovdqa64    xmm6, [rsp + 288]                   ; reload
-    vmovdqa64    xmm15, [rsp + 352]                  ; reload
+    vmovdqa64    xmm6, [rsp + 576]                   ; reload
+    vmovdqa64    xmm15, [rsp + 704]                  ; reload
     vpternlogq   xmm6, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 224]                  ; reload
+    vmovdqa64    xmm14, [rsp + 448]                  ; reload
     vpxorq       xmm4, xmm14, xmm4
-    vmovdqa64    xmm15, [rsp + 416]                  ; reload
+    vmovdqa64    xmm15, [rsp + 832]                  ; reload
     vpxorq       xmm12, xmm15, xmm12
     vpxorq       xmm12, xmm12, xmm16
-    vmovdqa64    xmm18, [rsp + 256]                  ; reload
+    vmovdqa64    xmm18, [rsp + 512]                  ; reload
     vpxorq       xmm7, xmm18, xmm7
     vpxorq       xmm19, xmm17, [rsp]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm5, xmm0, [rsp + 384], 150
-    vpternlogq   xmm8, xmm10, [rsp + 320], 150
+    vpternlogq   xmm5, xmm0, [rsp + 768], 150
+    vpternlogq   xmm8, xmm10, [rsp + 640], 150
     vpternlogq   xmm3, xmm11, xmm25, 150
     vmovdqa64    xmm0, [rsp]                         ; reload
     vpternlogq   xmm1, xmm0, xmm16, 150
     vpxorq       xmm0, xmm2, xmm26
     vpslldq      xmm2, xmm15, 8
     vpalignr     xmm10, xmm17, xmm15, 8
-    vmovdqa64    xmm11, [rsp + 320]                  ; reload
+    vmovdqa64    xmm11, [rsp + 640]                  ; reload
     vpalignr     xmm15, xmm11, xmm17, 8
     vpalignr     xmm11, xmm12, xmm11, 8
     vpternlogq   xmm4, xmm25, xmm11, 150
@@ -14440,7 +14440,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
     vpternlogq   xmm2, xmm14, xmm7, 150
     vpternlogq   xmm10, xmm18, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 384]                   ; reload
+    vmovdqa64    xmm5, [rsp + 768]                   ; reload
     vpternlogq   xmm15, xmm5, xmm3, 150
     vpslldq      xmm3, xmm11, 8
     vpxorq       xmm2, xmm2, xmm3
@@ -14484,21 +14484,21 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm7, xmm1, xmm4, 150
     vpsrldq      xmm1, xmm9, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, [rsp + 160], 0
-    vpclmulqdq   xmm4, xmm2, [rsp + 160], 17
+    vpclmulqdq   xmm0, xmm2, [rsp + 320], 0
+    vpclmulqdq   xmm4, xmm2, [rsp + 320], 17
     vpshufd      xmm5, xmm2, 78
     vpxorq       xmm5, xmm2, xmm5
-    vpshufd      xmm6, [rsp + 160], 78
-    vmovdqa64    xmm9, [rsp + 160]                   ; reload
+    vpshufd      xmm6, [rsp + 320], 78
+    vmovdqa64    xmm9, [rsp + 320]                   ; reload
     vpxorq       xmm6, xmm9, xmm6
     vpclmulqdq   xmm5, xmm5, xmm6, 0
     vpternlogq   xmm5, xmm0, xmm4, 150
-    vpclmulqdq   xmm6, xmm8, [rsp + 128], 0
-    vpclmulqdq   xmm10, xmm8, [rsp + 128], 17
+    vpclmulqdq   xmm6, xmm8, [rsp + 256], 0
+    vpclmulqdq   xmm10, xmm8, [rsp + 256], 17
     vpshufd      xmm11, xmm8, 78
     vpxorq       xmm11, xmm8, xmm11
-    vpshufd      xmm12, [rsp + 128], 78
-    vmovdqa64    xmm13, [rsp + 128]                  ; reload
+    vpshufd      xmm12, [rsp + 256], 78
+    vmovdqa64    xmm13, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm13, xmm12
     vpclmulqdq   xmm14, xmm11, xmm12, 0
     vpternlogq   xmm14, xmm6, xmm10, 150
@@ -14517,12 +14517,12 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm6, xmm4
     vpternlogq   xmm15, xmm5, xmm14, 150
     vpxorq       xmm16, xmm18, xmm10
-    vpclmulqdq   xmm17, xmm3, [rsp + 32], 0
-    vpclmulqdq   xmm18, xmm3, [rsp + 32], 17
+    vpclmulqdq   xmm17, xmm3, [rsp + 64], 0
+    vpclmulqdq   xmm18, xmm3, [rsp + 64], 17
     vpshufd      xmm19, xmm3, 78
     vpxorq       xmm19, xmm3, xmm19
-    vpshufd      xmm20, [rsp + 32], 78
-    vmovdqa64    xmm21, [rsp + 32]                   ; reload
+    vpshufd      xmm20, [rsp + 64], 78
+    vmovdqa64    xmm21, [rsp + 64]                   ; reload
     vpxorq       xmm20, xmm21, xmm20
     vpclmulqdq   xmm22, xmm19, xmm20, 0
     vpternlogq   xmm22, xmm17, xmm18, 150
@@ -14563,21 +14563,21 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm17, xmm17, xmm4
     vpternlogq   xmm24, xmm23, xmm6, 150
     vpternlogq   xmm26, xmm23, xmm16, 150
-    vpclmulqdq   xmm16, xmm7, [rsp + 96], 0
-    vpclmulqdq   xmm18, xmm7, [rsp + 96], 17
+    vpclmulqdq   xmm16, xmm7, [rsp + 192], 0
+    vpclmulqdq   xmm18, xmm7, [rsp + 192], 17
     vpshufd      xmm22, xmm7, 78
     vpxorq       xmm22, xmm7, xmm22
-    vpshufd      xmm23, [rsp + 96], 78
-    vmovdqa64    xmm25, [rsp + 96]                   ; reload
+    vpshufd      xmm23, [rsp + 192], 78
+    vmovdqa64    xmm25, [rsp + 192]                  ; reload
     vpxorq       xmm23, xmm25, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm16, xmm18, 150
-    vpclmulqdq   xmm23, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm23, xmm1, [rsp + 128], 0
     vpxorq       xmm27, xmm7, xmm1
-    vpxorq       xmm28, xmm25, [rsp + 64]
+    vpxorq       xmm28, xmm25, [rsp + 128]
     vpclmulqdq   xmm30, xmm27, xmm28, 0
     vpclmulqdq   xmm31, xmm27, xmm28, 17
-    vmovdqa64    [rsp + 384], xmm17                  ; spill
+    vmovdqa64    [rsp + 768], xmm17                  ; spill
     vpshufd      xmm17, xmm27, 78
     vpxorq       xmm17, xmm27, xmm17
     vpshufd      xmm27, xmm28, 78
@@ -14591,7 +14591,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm2, xmm2, xmm7
     vpxorq       xmm1, xmm8, xmm1
     vpxorq       xmm7, xmm9, xmm25
-    vpxorq       xmm8, xmm13, [rsp + 64]
+    vpxorq       xmm8, xmm13, [rsp + 128]
     vpclmulqdq   xmm28, xmm2, xmm7, 0
     vpclmulqdq   xmm30, xmm2, xmm7, 17
     vpshufd      xmm31, xmm2, 78
@@ -14604,21 +14604,21 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm13, xmm1, xmm8, 17
     vpshufd      xmm9, xmm1, 78
     vpxorq       xmm9, xmm1, xmm9
-    vmovdqa64    [rsp + 256], xmm14                  ; spill
+    vmovdqa64    [rsp + 512], xmm14                  ; spill
     vpshufd      xmm14, xmm8, 78
     vpxorq       xmm14, xmm8, xmm14
-    vmovdqa64    [rsp + 224], xmm6                   ; spill
+    vmovdqa64    [rsp + 448], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm9, xmm14, 0
     vpternlogq   xmm6, xmm31, xmm13, 150
-    vmovdqa64    [rsp + 320], xmm5                   ; spill
+    vmovdqa64    [rsp + 640], xmm5                   ; spill
     vpxorq       xmm5, xmm2, xmm1
-    vmovdqa64    [rsp + 192], xmm0                   ; spill
+    vmovdqa64    [rsp + 384], xmm0                   ; spill
     vpxorq       xmm0, xmm7, xmm8
-    vmovdqa64    [rsp + 416], xmm27                  ; spill
+    vmovdqa64    [rsp + 832], xmm27                  ; spill
     vpclmulqdq   xmm27, xmm5, xmm0, 0
     vmovdqa64    [rsp], xmm29                        ; spill
     vpclmulqdq   xmm29, xmm5, xmm0, 17
-    vmovdqa64    [rsp + 352], xmm4                   ; spill
+    vmovdqa64    [rsp + 704], xmm4                   ; spill
     vpshufd      xmm4, xmm5, 78
     vpxorq       xmm4, xmm5, xmm4
     vpshufd      xmm5, xmm0, 78
@@ -14645,7 +14645,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm21, xmm31, xmm21, 0
     vpternlogq   xmm21, xmm7, xmm20, 150
     vpclmulqdq   xmm31, xmm1, xmm8, 0
-    vmovdqa64    [rsp + 288], xmm0                   ; spill
+    vmovdqa64    [rsp + 576], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm1, xmm8, 17
     vpclmulqdq   xmm9, xmm9, xmm14, 0
     vpternlogq   xmm9, xmm31, xmm0, 150
@@ -14675,28 +14675,28 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm24, xmm10, xmm16, 150
     vpternlogq   xmm12, xmm15, xmm22, 150
     vpternlogq   xmm23, xmm18, xmm26, 150
-    vpternlogq   xmm17, xmm11, [rsp + 352], 150
-    vmovdqa64    xmm9, [rsp + 416]                   ; reload
+    vpternlogq   xmm17, xmm11, [rsp + 704], 150
+    vmovdqa64    xmm9, [rsp + 832]                   ; reload
     vmovdqa64    xmm11, [rsp]                        ; reload
     vpternlogq   xmm9, xmm11, xmm10, 150
-    vmovdqa64    xmm10, [rsp + 192]                  ; reload
+    vmovdqa64    xmm10, [rsp + 384]                  ; reload
     vpxorq       xmm11, xmm10, xmm28
-    vmovdqa64    xmm14, [rsp + 320]                  ; reload
+    vmovdqa64    xmm14, [rsp + 640]                  ; reload
     vpxorq       xmm16, xmm14, xmm25
     vpxorq       xmm16, xmm16, xmm12
-    vmovdqa64    xmm18, [rsp + 224]                  ; reload
+    vmovdqa64    xmm18, [rsp + 448]                  ; reload
     vpxorq       xmm5, xmm18, xmm5
-    vpxorq       xmm19, xmm15, [rsp + 288]
+    vpxorq       xmm19, xmm15, [rsp + 576]
     vpxorq       xmm19, xmm19, xmm17
-    vpternlogq   xmm7, xmm27, [rsp + 256], 150
-    vpternlogq   xmm13, xmm4, [rsp + 384], 150
+    vpternlogq   xmm7, xmm27, [rsp + 512], 150
+    vpternlogq   xmm13, xmm4, [rsp + 768], 150
     vpternlogq   xmm3, xmm6, xmm24, 150
-    vmovdqa64    xmm4, [rsp + 288]                   ; reload
+    vmovdqa64    xmm4, [rsp + 576]                   ; reload
     vpternlogq   xmm1, xmm4, xmm12, 150
     vpxorq       xmm2, xmm2, xmm17
     vpslldq      xmm4, xmm14, 8
     vpalignr     xmm6, xmm15, xmm14, 8
-    vmovdqa64    xmm12, [rsp + 384]                  ; reload
+    vmovdqa64    xmm12, [rsp + 768]                  ; reload
     vpalignr     xmm14, xmm12, xmm15, 8
     vpalignr     xmm12, xmm16, xmm12, 8
     vpternlogq   xmm11, xmm24, xmm12, 150
@@ -14725,7 +14725,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm5, xmm5, [rcx - 128], 0
     vpternlogq   xmm4, xmm10, xmm5, 150
     vpternlogq   xmm6, xmm18, xmm7, 150
-    vmovdqa64    xmm5, [rsp + 256]                   ; reload
+    vmovdqa64    xmm5, [rsp + 512]                   ; reload
     vpternlogq   xmm14, xmm5, xmm3, 150
     vpslldq      xmm3, xmm12, 8
     vpxorq       xmm3, xmm4, xmm3
@@ -14863,9 +14863,9 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm16, xmm25, xmm12
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
-    vmovdqa64    [rsp + 256], xmm18                  ; spill
+    vmovdqa64    [rsp + 512], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
-    vmovdqa64    [rsp + 224], xmm22                  ; spill
+    vmovdqa64    [rsp + 448], xmm22                  ; spill
     vpshufd      xmm22, xmm16, 78
     vpxorq       xmm16, xmm16, xmm22
     vpshufd      xmm22, xmm25, 78
@@ -14926,18 +14926,18 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm29, xmm2, xmm29
     vpshufd      xmm30, xmm1, 78
     vpxorq       xmm30, xmm1, xmm30
-    vmovdqa64    [rsp + 192], xmm20                  ; spill
+    vmovdqa64    [rsp + 384], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm13, xmm28, 150
-    vmovdqa64    [rsp + 384], xmm17                  ; spill
+    vmovdqa64    [rsp + 768], xmm17                  ; spill
     vpxorq       xmm17, xmm9, xmm2
-    vmovdqa64    [rsp + 320], xmm8                   ; spill
+    vmovdqa64    [rsp + 640], xmm8                   ; spill
     vpxorq       xmm8, xmm3, xmm1
-    vmovdqa64    [rsp + 288], xmm7                   ; spill
+    vmovdqa64    [rsp + 576], xmm7                   ; spill
     vpclmulqdq   xmm7, xmm17, xmm8, 0
     vmovdqa64    [rsp], xmm0                         ; spill
     vpclmulqdq   xmm0, xmm17, xmm8, 17
-    vmovdqa64    [rsp + 416], xmm27                  ; spill
+    vmovdqa64    [rsp + 832], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm8, 78
@@ -14951,7 +14951,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm0, xmm0, xmm28
     vpclmulqdq   xmm13, xmm10, xmm5, 0
     vpclmulqdq   xmm17, xmm10, xmm5, 17
-    vmovdqa64    xmm27, [rsp + 224]                  ; reload
+    vmovdqa64    xmm27, [rsp + 448]                  ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
     vpternlogq   xmm23, xmm13, xmm17, 150
     vpxorq       xmm9, xmm9, xmm10
@@ -14960,13 +14960,13 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm10, xmm9, xmm3, 17
     vpshufd      xmm27, xmm9, 78
     vpxorq       xmm27, xmm9, xmm27
-    vmovdqa64    [rsp + 224], xmm8                   ; spill
+    vmovdqa64    [rsp + 448], xmm8                   ; spill
     vpshufd      xmm8, xmm3, 78
     vpxorq       xmm8, xmm3, xmm8
     vpclmulqdq   xmm8, xmm27, xmm8, 0
     vpternlogq   xmm8, xmm5, xmm10, 150
     vpclmulqdq   xmm27, xmm2, xmm1, 0
-    vmovdqa64    [rsp + 352], xmm31                  ; spill
+    vmovdqa64    [rsp + 704], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm2, xmm1, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -14994,31 +14994,31 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm2, xmm29, xmm10
     vpxorq       xmm13, xmm31, xmm11
     vpternlogq   xmm25, xmm14, xmm19, 150
-    vmovdqa64    xmm17, [rsp + 256]                  ; reload
+    vmovdqa64    xmm17, [rsp + 512]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm6, 150
-    vmovdqa64    xmm6, [rsp + 416]                   ; reload
-    vmovdqa64    xmm15, [rsp + 352]                  ; reload
+    vmovdqa64    xmm6, [rsp + 832]                   ; reload
+    vmovdqa64    xmm15, [rsp + 704]                  ; reload
     vpternlogq   xmm6, xmm15, xmm14, 150
     vmovdqa64    xmm14, [rsp]                        ; reload
     vpxorq       xmm4, xmm14, xmm4
-    vmovdqa64    xmm15, [rsp + 288]                  ; reload
+    vmovdqa64    xmm15, [rsp + 576]                  ; reload
     vpxorq       xmm12, xmm15, xmm12
     vpxorq       xmm12, xmm12, xmm16
-    vmovdqa64    xmm18, [rsp + 320]                  ; reload
+    vmovdqa64    xmm18, [rsp + 640]                  ; reload
     vpxorq       xmm7, xmm18, xmm7
-    vpxorq       xmm19, xmm17, [rsp + 224]
+    vpxorq       xmm19, xmm17, [rsp + 448]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm5, xmm0, [rsp + 384], 150
-    vpternlogq   xmm8, xmm10, [rsp + 192], 150
+    vpternlogq   xmm5, xmm0, [rsp + 768], 150
+    vpternlogq   xmm8, xmm10, [rsp + 384], 150
     vpternlogq   xmm3, xmm11, xmm25, 150
-    vmovdqa64    xmm0, [rsp + 224]                   ; reload
+    vmovdqa64    xmm0, [rsp + 448]                   ; reload
     vpternlogq   xmm1, xmm0, xmm16, 150
     vpxorq       xmm0, xmm2, xmm26
     vpslldq      xmm2, xmm15, 8
     vpalignr     xmm10, xmm17, xmm15, 8
-    vmovdqa64    xmm11, [rsp + 192]                  ; reload
+    vmovdqa64    xmm11, [rsp + 384]                  ; reload
     vpalignr     xmm15, xmm11, xmm17, 8
     vpalignr     xmm11, xmm12, xmm11, 8
     vpternlogq   xmm4, xmm25, xmm11, 150
@@ -15047,7 +15047,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
     vpternlogq   xmm2, xmm14, xmm7, 150
     vpternlogq   xmm10, xmm18, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 384]                   ; reload
+    vmovdqa64    xmm5, [rsp + 768]                   ; reload
     vpternlogq   xmm15, xmm5, xmm3, 150
     vpslldq      xmm3, xmm11, 8
     vpxorq       xmm2, xmm2, xmm3
@@ -15091,21 +15091,21 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm7, xmm1, xmm4, 150
     vpsrldq      xmm1, xmm9, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, [rsp + 160], 0
-    vpclmulqdq   xmm4, xmm2, [rsp + 160], 17
+    vpclmulqdq   xmm0, xmm2, [rsp + 320], 0
+    vpclmulqdq   xmm4, xmm2, [rsp + 320], 17
     vpshufd      xmm5, xmm2, 78
     vpxorq       xmm5, xmm2, xmm5
-    vpshufd      xmm6, [rsp + 160], 78
-    vmovdqa64    xmm9, [rsp + 160]                   ; reload
+    vpshufd      xmm6, [rsp + 320], 78
+    vmovdqa64    xmm9, [rsp + 320]                   ; reload
     vpxorq       xmm6, xmm9, xmm6
     vpclmulqdq   xmm5, xmm5, xmm6, 0
     vpternlogq   xmm5, xmm0, xmm4, 150
-    vpclmulqdq   xmm6, xmm8, [rsp + 128], 0
-    vpclmulqdq   xmm10, xmm8, [rsp + 128], 17
+    vpclmulqdq   xmm6, xmm8, [rsp + 256], 0
+    vpclmulqdq   xmm10, xmm8, [rsp + 256], 17
     vpshufd      xmm11, xmm8, 78
     vpxorq       xmm11, xmm8, xmm11
-    vpshufd      xmm12, [rsp + 128], 78
-    vmovdqa64    xmm13, [rsp + 128]                  ; reload
+    vpshufd      xmm12, [rsp + 256], 78
+    vmovdqa64    xmm13, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm13, xmm12
     vpclmulqdq   xmm14, xmm11, xmm12, 0
     vpternlogq   xmm14, xmm6, xmm10, 150
@@ -15124,12 +15124,12 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm6, xmm4
     vpternlogq   xmm15, xmm5, xmm14, 150
     vpxorq       xmm16, xmm18, xmm10
-    vpclmulqdq   xmm17, xmm3, [rsp + 32], 0
-    vpclmulqdq   xmm18, xmm3, [rsp + 32], 17
+    vpclmulqdq   xmm17, xmm3, [rsp + 64], 0
+    vpclmulqdq   xmm18, xmm3, [rsp + 64], 17
     vpshufd      xmm19, xmm3, 78
     vpxorq       xmm19, xmm3, xmm19
-    vpshufd      xmm20, [rsp + 32], 78
-    vmovdqa64    xmm21, [rsp + 32]                   ; reload
+    vpshufd      xmm20, [rsp + 64], 78
+    vmovdqa64    xmm21, [rsp + 64]                   ; reload
     vpxorq       xmm20, xmm21, xmm20
     vpclmulqdq   xmm22, xmm19, xmm20, 0
     vpternlogq   xmm22, xmm17, xmm18, 150
@@ -15170,21 +15170,21 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm17, xmm17, xmm4
     vpternlogq   xmm24, xmm23, xmm6, 150
     vpternlogq   xmm26, xmm23, xmm16, 150
-    vpclmulqdq   xmm16, xmm7, [rsp + 96], 0
-    vpclmulqdq   xmm18, xmm7, [rsp + 96], 17
+    vpclmulqdq   xmm16, xmm7, [rsp + 192], 0
+    vpclmulqdq   xmm18, xmm7, [rsp + 192], 17
     vpshufd      xmm22, xmm7, 78
     vpxorq       xmm22, xmm7, xmm22
-    vpshufd      xmm23, [rsp + 96], 78
-    vmovdqa64    xmm25, [rsp + 96]                   ; reload
+    vpshufd      xmm23, [rsp + 192], 78
+    vmovdqa64    xmm25, [rsp + 192]                  ; reload
     vpxorq       xmm23, xmm25, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm16, xmm18, 150
-    vpclmulqdq   xmm23, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm23, xmm1, [rsp + 128], 0
     vpxorq       xmm27, xmm7, xmm1
-    vpxorq       xmm28, xmm25, [rsp + 64]
+    vpxorq       xmm28, xmm25, [rsp + 128]
     vpclmulqdq   xmm30, xmm27, xmm28, 0
     vpclmulqdq   xmm31, xmm27, xmm28, 17
-    vmovdqa64    [rsp + 384], xmm17                  ; spill
+    vmovdqa64    [rsp + 768], xmm17                  ; spill
     vpshufd      xmm17, xmm27, 78
     vpxorq       xmm17, xmm27, xmm17
     vpshufd      xmm27, xmm28, 78
@@ -15198,7 +15198,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm2, xmm2, xmm7
     vpxorq       xmm1, xmm8, xmm1
     vpxorq       xmm7, xmm9, xmm25
-    vpxorq       xmm8, xmm13, [rsp + 64]
+    vpxorq       xmm8, xmm13, [rsp + 128]
     vpclmulqdq   xmm28, xmm2, xmm7, 0
     vpclmulqdq   xmm30, xmm2, xmm7, 17
     vpshufd      xmm31, xmm2, 78
@@ -15211,21 +15211,21 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm13, xmm1, xmm8, 17
     vpshufd      xmm9, xmm1, 78
     vpxorq       xmm9, xmm1, xmm9
-    vmovdqa64    [rsp + 320], xmm14                  ; spill
+    vmovdqa64    [rsp + 640], xmm14                  ; spill
     vpshufd      xmm14, xmm8, 78
     vpxorq       xmm14, xmm8, xmm14
     vmovdqa64    [rsp], xmm6                         ; spill
     vpclmulqdq   xmm6, xmm9, xmm14, 0
     vpternlogq   xmm6, xmm31, xmm13, 150
-    vmovdqa64    [rsp + 192], xmm5                   ; spill
+    vmovdqa64    [rsp + 384], xmm5                   ; spill
     vpxorq       xmm5, xmm2, xmm1
-    vmovdqa64    [rsp + 256], xmm0                   ; spill
+    vmovdqa64    [rsp + 512], xmm0                   ; spill
     vpxorq       xmm0, xmm7, xmm8
-    vmovdqa64    [rsp + 288], xmm27                  ; spill
+    vmovdqa64    [rsp + 576], xmm27                  ; spill
     vpclmulqdq   xmm27, xmm5, xmm0, 0
-    vmovdqa64    [rsp + 224], xmm29                  ; spill
+    vmovdqa64    [rsp + 448], xmm29                  ; spill
     vpclmulqdq   xmm29, xmm5, xmm0, 17
-    vmovdqa64    [rsp + 352], xmm4                   ; spill
+    vmovdqa64    [rsp + 704], xmm4                   ; spill
     vpshufd      xmm4, xmm5, 78
     vpxorq       xmm4, xmm5, xmm4
     vpshufd      xmm5, xmm0, 78
@@ -15252,7 +15252,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm21, xmm31, xmm21, 0
     vpternlogq   xmm21, xmm7, xmm20, 150
     vpclmulqdq   xmm31, xmm1, xmm8, 0
-    vmovdqa64    [rsp + 416], xmm0                   ; spill
+    vmovdqa64    [rsp + 832], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm1, xmm8, 17
     vpclmulqdq   xmm9, xmm9, xmm14, 0
     vpternlogq   xmm9, xmm31, xmm0, 150
@@ -15282,28 +15282,28 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm24, xmm10, xmm16, 150
     vpternlogq   xmm12, xmm15, xmm22, 150
     vpternlogq   xmm23, xmm18, xmm26, 150
-    vpternlogq   xmm17, xmm11, [rsp + 352], 150
-    vmovdqa64    xmm9, [rsp + 288]                   ; reload
-    vmovdqa64    xmm11, [rsp + 224]                  ; reload
+    vpternlogq   xmm17, xmm11, [rsp + 704], 150
+    vmovdqa64    xmm9, [rsp + 576]                   ; reload
+    vmovdqa64    xmm11, [rsp + 448]                  ; reload
     vpternlogq   xmm9, xmm11, xmm10, 150
-    vmovdqa64    xmm10, [rsp + 256]                  ; reload
+    vmovdqa64    xmm10, [rsp + 512]                  ; reload
     vpxorq       xmm11, xmm10, xmm28
-    vmovdqa64    xmm14, [rsp + 192]                  ; reload
+    vmovdqa64    xmm14, [rsp + 384]                  ; reload
     vpxorq       xmm16, xmm14, xmm25
     vpxorq       xmm16, xmm16, xmm12
     vmovdqa64    xmm18, [rsp]                        ; reload
     vpxorq       xmm5, xmm18, xmm5
-    vpxorq       xmm19, xmm15, [rsp + 416]
+    vpxorq       xmm19, xmm15, [rsp + 832]
     vpxorq       xmm19, xmm19, xmm17
-    vpternlogq   xmm7, xmm27, [rsp + 320], 150
-    vpternlogq   xmm13, xmm4, [rsp + 384], 150
+    vpternlogq   xmm7, xmm27, [rsp + 640], 150
+    vpternlogq   xmm13, xmm4, [rsp + 768], 150
     vpternlogq   xmm3, xmm6, xmm24, 150
-    vmovdqa64    xmm4, [rsp + 416]                   ; reload
+    vmovdqa64    xmm4, [rsp + 832]                   ; reload
     vpternlogq   xmm1, xmm4, xmm12, 150
     vpxorq       xmm2, xmm2, xmm17
     vpslldq      xmm4, xmm14, 8
     vpalignr     xmm6, xmm15, xmm14, 8
-    vmovdqa64    xmm12, [rsp + 384]                  ; reload
+    vmovdqa64    xmm12, [rsp + 768]                  ; reload
     vpalignr     xmm14, xmm12, xmm15, 8
     vpalignr     xmm12, xmm16, xmm12, 8
     vpternlogq   xmm11, xmm24, xmm12, 150
@@ -15332,7 +15332,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm5, xmm5, [rcx - 128], 0
     vpternlogq   xmm4, xmm10, xmm5, 150
     vpternlogq   xmm6, xmm18, xmm7, 150
-    vmovdqa64    xmm5, [rsp + 320]                   ; reload
+    vmovdqa64    xmm5, [rsp + 640]                   ; reload
     vpternlogq   xmm14, xmm5, xmm3, 150
     vpslldq      xmm3, xmm12, 8
     vpxorq       xmm3, xmm4, xmm3
@@ -18169,7 +18169,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm16, xmm25, xmm0
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
-    vmovdqa64    [rsp + 320], xmm18                  ; spill
+    vmovdqa64    [rsp + 640], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
     vmovdqa64    [rsp], xmm22                        ; spill
     vpshufd      xmm22, xmm16, 78
@@ -18232,18 +18232,18 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm29, xmm0, xmm29
     vpshufd      xmm30, xmm1, 78
     vpxorq       xmm30, xmm1, xmm30
-    vmovdqa64    [rsp + 256], xmm20                  ; spill
+    vmovdqa64    [rsp + 512], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm11, xmm28, 150
-    vmovdqa64    [rsp + 384], xmm17                  ; spill
+    vmovdqa64    [rsp + 768], xmm17                  ; spill
     vpxorq       xmm17, xmm2, xmm0
-    vmovdqa64    [rsp + 192], xmm13                  ; spill
+    vmovdqa64    [rsp + 384], xmm13                  ; spill
     vpxorq       xmm13, xmm3, xmm1
-    vmovdqa64    [rsp + 416], xmm12                  ; spill
+    vmovdqa64    [rsp + 832], xmm12                  ; spill
     vpclmulqdq   xmm12, xmm17, xmm13, 0
-    vmovdqa64    [rsp + 224], xmm9                   ; spill
+    vmovdqa64    [rsp + 448], xmm9                   ; spill
     vpclmulqdq   xmm9, xmm17, xmm13, 17
-    vmovdqa64    [rsp + 288], xmm27                  ; spill
+    vmovdqa64    [rsp + 576], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm13, 78
@@ -18272,7 +18272,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm13, xmm27, xmm13, 0
     vpternlogq   xmm13, xmm5, xmm7, 150
     vpclmulqdq   xmm27, xmm0, xmm1, 0
-    vmovdqa64    [rsp + 352], xmm31                  ; spill
+    vmovdqa64    [rsp + 704], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm0, xmm1, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -18300,31 +18300,31 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm1, xmm29, xmm6
     vpxorq       xmm13, xmm31, xmm7
     vpternlogq   xmm25, xmm14, xmm19, 150
-    vmovdqa64    xmm17, [rsp + 320]                  ; reload
+    vmovdqa64    xmm17, [rsp + 640]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm10, 150
-    vmovdqa64    xmm10, [rsp + 288]                  ; reload
-    vmovdqa64    xmm15, [rsp + 352]                  ; reload
+    vmovdqa64    xmm10, [rsp + 576]                  ; reload
+    vmovdqa64    xmm15, [rsp + 704]                  ; reload
     vpternlogq   xmm10, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 224]                  ; reload
+    vmovdqa64    xmm14, [rsp + 448]                  ; reload
     vpxorq       xmm4, xmm14, xmm4
-    vmovdqa64    xmm15, [rsp + 416]                  ; reload
+    vmovdqa64    xmm15, [rsp + 832]                  ; reload
     vpxorq       xmm8, xmm15, xmm8
     vpxorq       xmm8, xmm8, xmm16
-    vmovdqa64    xmm18, [rsp + 192]                  ; reload
+    vmovdqa64    xmm18, [rsp + 384]                  ; reload
     vpxorq       xmm11, xmm18, xmm11
     vpxorq       xmm19, xmm17, [rsp]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm5, xmm9, [rsp + 384], 150
-    vpternlogq   xmm12, xmm6, [rsp + 256], 150
+    vpternlogq   xmm5, xmm9, [rsp + 768], 150
+    vpternlogq   xmm12, xmm6, [rsp + 512], 150
     vpternlogq   xmm2, xmm7, xmm25, 150
     vmovdqa64    xmm6, [rsp]                         ; reload
     vpternlogq   xmm0, xmm6, xmm16, 150
     vpxorq       xmm1, xmm1, xmm26
     vpslldq      xmm6, xmm15, 8
     vpalignr     xmm7, xmm17, xmm15, 8
-    vmovdqa64    xmm9, [rsp + 256]                   ; reload
+    vmovdqa64    xmm9, [rsp + 512]                   ; reload
     vpalignr     xmm15, xmm9, xmm17, 8
     vpalignr     xmm9, xmm8, xmm9, 8
     vpternlogq   xmm4, xmm25, xmm9, 150
@@ -18354,7 +18354,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm11, xmm11, [rcx - 128], 0
     vpternlogq   xmm6, xmm14, xmm11, 150
     vpternlogq   xmm7, xmm18, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 384]                   ; reload
+    vmovdqa64    xmm5, [rsp + 768]                   ; reload
     vpternlogq   xmm15, xmm5, xmm2, 150
     vpslldq      xmm2, xmm10, 8
     vpxorq       xmm2, xmm6, xmm2
@@ -21191,9 +21191,9 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm16, xmm25, xmm1
     vpxorq       xmm25, xmm26, xmm5
     vpclmulqdq   xmm26, xmm16, xmm25, 0
-    vmovdqa64    [rsp + 384], xmm18                  ; spill
+    vmovdqa64    [rsp + 768], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
-    vmovdqa64    [rsp + 192], xmm22                  ; spill
+    vmovdqa64    [rsp + 384], xmm22                  ; spill
     vpshufd      xmm22, xmm16, 78
     vpxorq       xmm16, xmm16, xmm22
     vpshufd      xmm22, xmm25, 78
@@ -21254,18 +21254,18 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm29, xmm1, xmm29
     vpshufd      xmm30, xmm0, 78
     vpxorq       xmm30, xmm0, xmm30
-    vmovdqa64    [rsp + 224], xmm20                  ; spill
+    vmovdqa64    [rsp + 448], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm9, xmm28, 150
-    vmovdqa64    [rsp + 256], xmm17                  ; spill
+    vmovdqa64    [rsp + 512], xmm17                  ; spill
     vpxorq       xmm17, xmm3, xmm1
-    vmovdqa64    [rsp + 320], xmm13                  ; spill
+    vmovdqa64    [rsp + 640], xmm13                  ; spill
     vpxorq       xmm13, xmm2, xmm0
-    vmovdqa64    [rsp + 416], xmm12                  ; spill
+    vmovdqa64    [rsp + 832], xmm12                  ; spill
     vpclmulqdq   xmm12, xmm17, xmm13, 0
     vmovdqa64    [rsp], xmm10                        ; spill
     vpclmulqdq   xmm10, xmm17, xmm13, 17
-    vmovdqa64    [rsp + 352], xmm27                  ; spill
+    vmovdqa64    [rsp + 704], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm13, 78
@@ -21279,7 +21279,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm10, xmm10, xmm28
     vpclmulqdq   xmm12, xmm8, xmm6, 0
     vpclmulqdq   xmm17, xmm8, xmm6, 17
-    vmovdqa64    xmm27, [rsp + 192]                  ; reload
+    vmovdqa64    xmm27, [rsp + 384]                  ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
     vpternlogq   xmm23, xmm12, xmm17, 150
     vpxorq       xmm3, xmm3, xmm8
@@ -21288,13 +21288,13 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm8, xmm3, xmm2, 17
     vpshufd      xmm27, xmm3, 78
     vpxorq       xmm27, xmm3, xmm27
-    vmovdqa64    [rsp + 192], xmm13                  ; spill
+    vmovdqa64    [rsp + 384], xmm13                  ; spill
     vpshufd      xmm13, xmm2, 78
     vpxorq       xmm13, xmm2, xmm13
     vpclmulqdq   xmm13, xmm27, xmm13, 0
     vpternlogq   xmm13, xmm6, xmm8, 150
     vpclmulqdq   xmm27, xmm1, xmm0, 0
-    vmovdqa64    [rsp + 288], xmm31                  ; spill
+    vmovdqa64    [rsp + 576], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm1, xmm0, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -21322,31 +21322,31 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm1, xmm29, xmm5
     vpxorq       xmm13, xmm31, xmm8
     vpternlogq   xmm25, xmm14, xmm19, 150
-    vmovdqa64    xmm17, [rsp + 384]                  ; reload
+    vmovdqa64    xmm17, [rsp + 768]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm11, 150
-    vmovdqa64    xmm11, [rsp + 352]                  ; reload
-    vmovdqa64    xmm15, [rsp + 288]                  ; reload
+    vmovdqa64    xmm11, [rsp + 704]                  ; reload
+    vmovdqa64    xmm15, [rsp + 576]                  ; reload
     vpternlogq   xmm11, xmm15, xmm14, 150
     vmovdqa64    xmm14, [rsp]                        ; reload
     vpxorq       xmm4, xmm14, xmm4
-    vmovdqa64    xmm15, [rsp + 416]                  ; reload
+    vmovdqa64    xmm15, [rsp + 832]                  ; reload
     vpxorq       xmm7, xmm15, xmm7
     vpxorq       xmm7, xmm7, xmm16
-    vmovdqa64    xmm18, [rsp + 320]                  ; reload
+    vmovdqa64    xmm18, [rsp + 640]                  ; reload
     vpxorq       xmm9, xmm18, xmm9
-    vpxorq       xmm19, xmm17, [rsp + 192]
+    vpxorq       xmm19, xmm17, [rsp + 384]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm6, xmm10, [rsp + 256], 150
-    vpternlogq   xmm12, xmm5, [rsp + 224], 150
+    vpternlogq   xmm6, xmm10, [rsp + 512], 150
+    vpternlogq   xmm12, xmm5, [rsp + 448], 150
     vpternlogq   xmm2, xmm8, xmm25, 150
-    vmovdqa64    xmm5, [rsp + 192]                   ; reload
+    vmovdqa64    xmm5, [rsp + 384]                   ; reload
     vpternlogq   xmm0, xmm5, xmm16, 150
     vpxorq       xmm1, xmm1, xmm26
     vpslldq      xmm5, xmm15, 8
     vpalignr     xmm8, xmm17, xmm15, 8
-    vmovdqa64    xmm10, [rsp + 224]                  ; reload
+    vmovdqa64    xmm10, [rsp + 448]                  ; reload
     vpalignr     xmm15, xmm10, xmm17, 8
     vpalignr     xmm10, xmm7, xmm10, 8
     vpternlogq   xmm4, xmm25, xmm10, 150
@@ -21376,7 +21376,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
     vpternlogq   xmm5, xmm14, xmm9, 150
     vpternlogq   xmm8, xmm18, xmm6, 150
-    vmovdqa64    xmm6, [rsp + 256]                   ; reload
+    vmovdqa64    xmm6, [rsp + 512]                   ; reload
     vpternlogq   xmm15, xmm6, xmm2, 150
     vpslldq      xmm2, xmm11, 8
     vpxorq       xmm2, xmm5, xmm2
@@ -21420,21 +21420,21 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm7, xmm1, xmm3, 150
     vpsrldq      xmm1, xmm9, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, [rsp + 160], 0
-    vpclmulqdq   xmm3, xmm2, [rsp + 160], 17
+    vpclmulqdq   xmm0, xmm2, [rsp + 320], 0
+    vpclmulqdq   xmm3, xmm2, [rsp + 320], 17
     vpshufd      xmm4, xmm2, 78
     vpxorq       xmm4, xmm2, xmm4
-    vpshufd      xmm6, [rsp + 160], 78
-    vmovdqa64    xmm9, [rsp + 160]                   ; reload
+    vpshufd      xmm6, [rsp + 320], 78
+    vmovdqa64    xmm9, [rsp + 320]                   ; reload
     vpxorq       xmm6, xmm9, xmm6
     vpclmulqdq   xmm4, xmm4, xmm6, 0
     vpternlogq   xmm4, xmm0, xmm3, 150
-    vpclmulqdq   xmm6, xmm8, [rsp + 128], 0
-    vpclmulqdq   xmm10, xmm8, [rsp + 128], 17
+    vpclmulqdq   xmm6, xmm8, [rsp + 256], 0
+    vpclmulqdq   xmm10, xmm8, [rsp + 256], 17
     vpshufd      xmm11, xmm8, 78
     vpxorq       xmm11, xmm8, xmm11
-    vpshufd      xmm12, [rsp + 128], 78
-    vmovdqa64    xmm13, [rsp + 128]                  ; reload
+    vpshufd      xmm12, [rsp + 256], 78
+    vmovdqa64    xmm13, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm13, xmm12
     vpclmulqdq   xmm14, xmm11, xmm12, 0
     vpternlogq   xmm14, xmm6, xmm10, 150
@@ -21453,12 +21453,12 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm6, xmm3
     vpternlogq   xmm15, xmm4, xmm14, 150
     vpxorq       xmm16, xmm18, xmm10
-    vpclmulqdq   xmm17, xmm5, [rsp + 32], 0
-    vpclmulqdq   xmm18, xmm5, [rsp + 32], 17
+    vpclmulqdq   xmm17, xmm5, [rsp + 64], 0
+    vpclmulqdq   xmm18, xmm5, [rsp + 64], 17
     vpshufd      xmm19, xmm5, 78
     vpxorq       xmm19, xmm5, xmm19
-    vpshufd      xmm20, [rsp + 32], 78
-    vmovdqa64    xmm21, [rsp + 32]                   ; reload
+    vpshufd      xmm20, [rsp + 64], 78
+    vmovdqa64    xmm21, [rsp + 64]                   ; reload
     vpxorq       xmm20, xmm21, xmm20
     vpclmulqdq   xmm22, xmm19, xmm20, 0
     vpternlogq   xmm22, xmm17, xmm18, 150
@@ -21499,21 +21499,21 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm17, xmm17, xmm3
     vpternlogq   xmm24, xmm23, xmm6, 150
     vpternlogq   xmm26, xmm23, xmm16, 150
-    vpclmulqdq   xmm16, xmm7, [rsp + 96], 0
-    vpclmulqdq   xmm18, xmm7, [rsp + 96], 17
+    vpclmulqdq   xmm16, xmm7, [rsp + 192], 0
+    vpclmulqdq   xmm18, xmm7, [rsp + 192], 17
     vpshufd      xmm22, xmm7, 78
     vpxorq       xmm22, xmm7, xmm22
-    vpshufd      xmm23, [rsp + 96], 78
-    vmovdqa64    xmm25, [rsp + 96]                   ; reload
+    vpshufd      xmm23, [rsp + 192], 78
+    vmovdqa64    xmm25, [rsp + 192]                  ; reload
     vpxorq       xmm23, xmm25, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm16, xmm18, 150
-    vpclmulqdq   xmm23, xmm1, [rsp + 64], 0
+    vpclmulqdq   xmm23, xmm1, [rsp + 128], 0
     vpxorq       xmm27, xmm7, xmm1
-    vpxorq       xmm28, xmm25, [rsp + 64]
+    vpxorq       xmm28, xmm25, [rsp + 128]
     vpclmulqdq   xmm30, xmm27, xmm28, 0
     vpclmulqdq   xmm31, xmm27, xmm28, 17
-    vmovdqa64    [rsp + 256], xmm17                  ; spill
+    vmovdqa64    [rsp + 512], xmm17                  ; spill
     vpshufd      xmm17, xmm27, 78
     vpxorq       xmm17, xmm27, xmm17
     vpshufd      xmm27, xmm28, 78
@@ -21527,7 +21527,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm2, xmm2, xmm7
     vpxorq       xmm1, xmm8, xmm1
     vpxorq       xmm7, xmm9, xmm25
-    vpxorq       xmm8, xmm13, [rsp + 64]
+    vpxorq       xmm8, xmm13, [rsp + 128]
     vpclmulqdq   xmm9, xmm2, xmm7, 0
     vpclmulqdq   xmm13, xmm2, xmm7, 17
     vpshufd      xmm25, xmm2, 78
@@ -21540,21 +21540,21 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm30, xmm1, xmm8, 17
     vpshufd      xmm31, xmm1, 78
     vpxorq       xmm31, xmm1, xmm31
-    vmovdqa64    [rsp + 64], xmm14                   ; spill
+    vmovdqa64    [rsp + 128], xmm14                  ; spill
     vpshufd      xmm14, xmm8, 78
     vpxorq       xmm14, xmm8, xmm14
-    vmovdqa64    [rsp + 128], xmm6                   ; spill
+    vmovdqa64    [rsp + 256], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm31, xmm14, 0
     vpternlogq   xmm6, xmm28, xmm30, 150
-    vmovdqa64    [rsp + 96], xmm4                    ; spill
+    vmovdqa64    [rsp + 192], xmm4                   ; spill
     vpxorq       xmm4, xmm2, xmm1
-    vmovdqa64    [rsp + 160], xmm0                   ; spill
+    vmovdqa64    [rsp + 320], xmm0                   ; spill
     vpxorq       xmm0, xmm7, xmm8
-    vmovdqa64    [rsp + 320], xmm27                  ; spill
+    vmovdqa64    [rsp + 640], xmm27                  ; spill
     vpclmulqdq   xmm27, xmm4, xmm0, 0
     vmovdqa64    [rsp], xmm29                        ; spill
     vpclmulqdq   xmm29, xmm4, xmm0, 17
-    vmovdqa64    [rsp + 224], xmm3                   ; spill
+    vmovdqa64    [rsp + 448], xmm3                   ; spill
     vpshufd      xmm3, xmm4, 78
     vpxorq       xmm3, xmm4, xmm3
     vpshufd      xmm4, xmm0, 78
@@ -21581,7 +21581,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm21, xmm21, xmm29, 0
     vpternlogq   xmm21, xmm7, xmm20, 150
     vpclmulqdq   xmm29, xmm1, xmm8, 0
-    vmovdqa64    [rsp + 32], xmm0                    ; spill
+    vmovdqa64    [rsp + 64], xmm0                    ; spill
     vpclmulqdq   xmm0, xmm1, xmm8, 17
     vpclmulqdq   xmm14, xmm31, xmm14, 0
     vpternlogq   xmm14, xmm29, xmm0, 150
@@ -21611,28 +21611,28 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm24, xmm10, xmm16, 150
     vpternlogq   xmm12, xmm15, xmm22, 150
     vpternlogq   xmm23, xmm18, xmm26, 150
-    vpternlogq   xmm17, xmm11, [rsp + 224], 150
-    vmovdqa64    xmm11, [rsp + 320]                  ; reload
+    vpternlogq   xmm17, xmm11, [rsp + 448], 150
+    vmovdqa64    xmm11, [rsp + 640]                  ; reload
     vmovdqa64    xmm14, [rsp]                        ; reload
     vpternlogq   xmm11, xmm14, xmm10, 150
-    vmovdqa64    xmm10, [rsp + 160]                  ; reload
+    vmovdqa64    xmm10, [rsp + 320]                  ; reload
     vpxorq       xmm9, xmm10, xmm9
-    vmovdqa64    xmm14, [rsp + 96]                   ; reload
+    vmovdqa64    xmm14, [rsp + 192]                  ; reload
     vpxorq       xmm16, xmm14, xmm25
     vpxorq       xmm16, xmm16, xmm12
-    vmovdqa64    xmm18, [rsp + 128]                  ; reload
+    vmovdqa64    xmm18, [rsp + 256]                  ; reload
     vpxorq       xmm4, xmm18, xmm4
-    vpxorq       xmm20, xmm15, [rsp + 32]
+    vpxorq       xmm20, xmm15, [rsp + 64]
     vpxorq       xmm20, xmm20, xmm17
-    vpternlogq   xmm7, xmm13, [rsp + 64], 150
-    vpternlogq   xmm19, xmm3, [rsp + 256], 150
+    vpternlogq   xmm7, xmm13, [rsp + 128], 150
+    vpternlogq   xmm19, xmm3, [rsp + 512], 150
     vpternlogq   xmm5, xmm6, xmm24, 150
-    vmovdqa64    xmm3, [rsp + 32]                    ; reload
+    vmovdqa64    xmm3, [rsp + 64]                    ; reload
     vpternlogq   xmm1, xmm3, xmm12, 150
     vpxorq       xmm2, xmm2, xmm17
     vpslldq      xmm3, xmm14, 8
     vpalignr     xmm6, xmm15, xmm14, 8
-    vmovdqa64    xmm12, [rsp + 256]                  ; reload
+    vmovdqa64    xmm12, [rsp + 512]                  ; reload
     vpalignr     xmm13, xmm12, xmm15, 8
     vpalignr     xmm12, xmm16, xmm12, 8
     vpternlogq   xmm9, xmm24, xmm12, 150
@@ -21661,7 +21661,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 0
     vpternlogq   xmm3, xmm10, xmm4, 150
     vpternlogq   xmm6, xmm18, xmm7, 150
-    vmovdqa64    xmm4, [rsp + 64]                    ; reload
+    vmovdqa64    xmm4, [rsp + 128]                   ; reload
     vpternlogq   xmm13, xmm4, xmm5, 150
     vpslldq      xmm4, xmm12, 8
     vpxorq       xmm3, xmm3, xmm4
@@ -24498,9 +24498,9 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm16, xmm25, xmm0
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
-    vmovdqa64    [rsp + 64], xmm18                   ; spill
+    vmovdqa64    [rsp + 128], xmm18                  ; spill
     vpclmulqdq   xmm18, xmm16, xmm25, 17
-    vmovdqa64    [rsp + 128], xmm22                  ; spill
+    vmovdqa64    [rsp + 256], xmm22                  ; spill
     vpshufd      xmm22, xmm16, 78
     vpxorq       xmm16, xmm16, xmm22
     vpshufd      xmm22, xmm25, 78
@@ -24561,18 +24561,18 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm29, xmm0, xmm29
     vpshufd      xmm30, xmm1, 78
     vpxorq       xmm30, xmm1, xmm30
-    vmovdqa64    [rsp + 160], xmm20                  ; spill
+    vmovdqa64    [rsp + 320], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm9, xmm28, 150
-    vmovdqa64    [rsp + 256], xmm17                  ; spill
+    vmovdqa64    [rsp + 512], xmm17                  ; spill
     vpxorq       xmm17, xmm2, xmm0
-    vmovdqa64    [rsp + 96], xmm13                   ; spill
+    vmovdqa64    [rsp + 192], xmm13                  ; spill
     vpxorq       xmm13, xmm3, xmm1
-    vmovdqa64    [rsp + 32], xmm12                   ; spill
+    vmovdqa64    [rsp + 64], xmm12                   ; spill
     vpclmulqdq   xmm12, xmm17, xmm13, 0
     vmovdqa64    [rsp], xmm10                        ; spill
     vpclmulqdq   xmm10, xmm17, xmm13, 17
-    vmovdqa64    [rsp + 320], xmm27                  ; spill
+    vmovdqa64    [rsp + 640], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
     vpshufd      xmm27, xmm13, 78
@@ -24586,7 +24586,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm10, xmm10, xmm28
     vpclmulqdq   xmm12, xmm7, xmm5, 0
     vpclmulqdq   xmm17, xmm7, xmm5, 17
-    vmovdqa64    xmm27, [rsp + 128]                  ; reload
+    vmovdqa64    xmm27, [rsp + 256]                  ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
     vpternlogq   xmm23, xmm12, xmm17, 150
     vpxorq       xmm2, xmm2, xmm7
@@ -24595,13 +24595,13 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm7, xmm2, xmm3, 17
     vpshufd      xmm27, xmm2, 78
     vpxorq       xmm27, xmm2, xmm27
-    vmovdqa64    [rsp + 128], xmm13                  ; spill
+    vmovdqa64    [rsp + 256], xmm13                  ; spill
     vpshufd      xmm13, xmm3, 78
     vpxorq       xmm13, xmm3, xmm13
     vpclmulqdq   xmm13, xmm27, xmm13, 0
     vpternlogq   xmm13, xmm5, xmm7, 150
     vpclmulqdq   xmm27, xmm0, xmm1, 0
-    vmovdqa64    [rsp + 224], xmm31                  ; spill
+    vmovdqa64    [rsp + 448], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm0, xmm1, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
@@ -24629,31 +24629,31 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm1, xmm29, xmm6
     vpxorq       xmm13, xmm31, xmm7
     vpternlogq   xmm25, xmm14, xmm19, 150
-    vmovdqa64    xmm17, [rsp + 64]                   ; reload
+    vmovdqa64    xmm17, [rsp + 128]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm11, 150
-    vmovdqa64    xmm11, [rsp + 320]                  ; reload
-    vmovdqa64    xmm15, [rsp + 224]                  ; reload
+    vmovdqa64    xmm11, [rsp + 640]                  ; reload
+    vmovdqa64    xmm15, [rsp + 448]                  ; reload
     vpternlogq   xmm11, xmm15, xmm14, 150
     vmovdqa64    xmm14, [rsp]                        ; reload
     vpxorq       xmm4, xmm14, xmm4
-    vmovdqa64    xmm15, [rsp + 32]                   ; reload
+    vmovdqa64    xmm15, [rsp + 64]                   ; reload
     vpxorq       xmm8, xmm15, xmm8
     vpxorq       xmm8, xmm8, xmm16
-    vmovdqa64    xmm18, [rsp + 96]                   ; reload
+    vmovdqa64    xmm18, [rsp + 192]                  ; reload
     vpxorq       xmm9, xmm18, xmm9
-    vpxorq       xmm19, xmm17, [rsp + 128]
+    vpxorq       xmm19, xmm17, [rsp + 256]
     vpxorq       xmm19, xmm19, xmm26
-    vpternlogq   xmm5, xmm10, [rsp + 256], 150
-    vpternlogq   xmm12, xmm6, [rsp + 160], 150
+    vpternlogq   xmm5, xmm10, [rsp + 512], 150
+    vpternlogq   xmm12, xmm6, [rsp + 320], 150
     vpternlogq   xmm2, xmm7, xmm25, 150
-    vmovdqa64    xmm6, [rsp + 128]                   ; reload
+    vmovdqa64    xmm6, [rsp + 256]                   ; reload
     vpternlogq   xmm0, xmm6, xmm16, 150
     vpxorq       xmm1, xmm1, xmm26
     vpslldq      xmm6, xmm15, 8
     vpalignr     xmm7, xmm17, xmm15, 8
-    vmovdqa64    xmm10, [rsp + 160]                  ; reload
+    vmovdqa64    xmm10, [rsp + 320]                  ; reload
     vpalignr     xmm15, xmm10, xmm17, 8
     vpalignr     xmm10, xmm8, xmm10, 8
     vpternlogq   xmm4, xmm25, xmm10, 150
@@ -24683,7 +24683,7 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
     vpternlogq   xmm6, xmm14, xmm9, 150
     vpternlogq   xmm7, xmm18, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 256]                   ; reload
+    vmovdqa64    xmm5, [rsp + 512]                   ; reload
     vpternlogq   xmm15, xmm5, xmm2, 150
     vpslldq      xmm2, xmm11, 8
     vpxorq       xmm2, xmm6, xmm2

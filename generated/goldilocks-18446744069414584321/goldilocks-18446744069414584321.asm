@@ -1178,8 +1178,8 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 18446744069414584321 (scale 1)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-31}, k2, rax, rcx, rdi, flags
-;   loops: 8 x 161 instructions (repeated groups rolled: 5267 instructions run, 4184 written)
+;   clobbers: zmm{0-31}, k{2-3}, rax, rcx, rdi, flags
+;   loops: 4 x 322 instructions (repeated groups rolled: 5254 instructions run, 4302 written)
 ;
 ; reduction schedule:
 ;   policy index, freeze reduction, 0 vector reductions
@@ -1189,4191 +1189,4309 @@ global kg_goldilocks18446744069414584321_ntt_forward_avx512:function KERNGEN_VIS
 align 32
 kg_goldilocks18446744069414584321_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm15, [rel pq_4294967295]          ; held in a register: read 512 times
-    vmovdqu64    zmm16, [rel pq_18446744069414584321] ; held in a register: read 256 times
-    vmovdqu64    zmm17, [rel pq_18446744073709551615] ; held in a register: read 128 times
-    vmovdqu64    zmm18, [rel pq_1]                   ; held in a register: read 128 times
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 128] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 0
-    vmovdqu64    zmm19, [rcx - 64]                   ; held in a register: read 68 times
-    vmovdqu64    zmm20, [rcx - 128]                  ; held in a register: read 62 times
-    vmovdqu64    zmm21, [rcx]                        ; held in a register: read 30 times
-    vmovdqu64    zmm22, [rcx + 64]                   ; held in a register: read 30 times
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 384] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 256
-    vmovdqu64    zmm23, [rcx + 64]                   ; held in a register: read 20 times
-    vmovdqu64    zmm24, [rcx - 128]                  ; held in a register: read 14 times
-    vmovdqu64    zmm25, [rcx - 64]                   ; held in a register: read 14 times
-    vmovdqu64    zmm26, [rcx]                        ; held in a register: read 14 times
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2176] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2048
-    vmovdqu64    zmm27, [rcx - 128]                  ; held in a register: read 6 times
-    vmovdqu64    zmm28, [rcx - 64]                   ; held in a register: read 6 times
-    vmovdqu64    zmm29, [rcx]                        ; held in a register: read 6 times
-    vmovdqu64    zmm30, [rcx + 64]                   ; held in a register: read 6 times
-    vmovdqu64    zmm31, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2304] ; held in a register: read 6 times
+    vmovdqu64    zmm28, [rel pq_4294967295]          ; held in a register: read 512 times
+    vmovdqu64    zmm29, [rel pq_18446744069414584321] ; held in a register: read 256 times
+    vmovdqu64    zmm30, [rel pq_18446744073709551615] ; held in a register: read 128 times
+    vmovdqu64    zmm31, [rel pq_1]                   ; held in a register: read 128 times
     vmovdqu64    zmm0, [rel pq_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pq_index64_2_3_10_11_6_7_14_15]
-    mov          rax, 8
+    mov          rax, 4
     .repeat1:
     vmovdqu64    zmm2, [rdi]
-    vmovdqu64    zmm3, [rdi + 512]
-    vmovdqu64    zmm4, [rdi + 1024]
-    vmovdqu64    zmm5, [rdi + 1536]
-    vpsrlq       zmm6, zmm4, 32                      ; layer 0
-    vpmuludq     zmm7, zmm4, zmm20
-    vpmuludq     zmm4, zmm4, zmm19
-    vpmuludq     zmm8, zmm6, zmm20
-    vpmuludq     zmm6, zmm6, zmm19
-    vpsrlq       zmm9, zmm7, 32
-    vpaddq       zmm9, zmm4, zmm9
-    vpandq       zmm10, zmm9, zmm15
-    vpaddq       zmm10, zmm8, zmm10
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpaddq       zmm6, zmm6, zmm9
+    vmovdqu64    zmm3, [rdi + 64]
+    vmovdqu64    zmm4, [rdi + 512]
+    vmovdqu64    zmm5, [rdi + 576]
+    vmovdqu64    zmm6, [rdi + 1024]
+    vmovdqu64    zmm7, [rdi + 1088]
+    vmovdqu64    zmm8, [rdi + 1536]
+    vmovdqu64    zmm9, [rdi + 1600]
+    vpsrlq       zmm10, zmm6, 32                     ; layer 0
+    vpsrlq       zmm11, zmm7, 32                     ; layer 0
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 128] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 0
+    vpmuludq     zmm12, zmm6, [rcx - 128]
+    vpmuludq     zmm13, zmm7, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpmuludq     zmm7, zmm7, [rcx - 64]
+    vpmuludq     zmm14, zmm10, [rcx - 128]
+    vpmuludq     zmm15, zmm11, [rcx - 128]
+    vpmuludq     zmm10, zmm10, [rcx - 64]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpsrlq       zmm16, zmm12, 32
+    vpsrlq       zmm17, zmm13, 32
+    vpaddq       zmm16, zmm6, zmm16
+    vpaddq       zmm17, zmm7, zmm17
+    vpandq       zmm18, zmm16, zmm28
+    vpandq       zmm19, zmm17, zmm28
+    vpaddq       zmm18, zmm14, zmm18
+    vpaddq       zmm19, zmm15, zmm19
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpsrlq       zmm19, zmm19, 32
+    vpaddq       zmm10, zmm10, zmm16
+    vpaddq       zmm11, zmm11, zmm17
+    vpaddq       zmm10, zmm10, zmm18
+    vpaddq       zmm11, zmm11, zmm19
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm7, zmm7, zmm15
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm12, zmm6
+    vpaddq       zmm7, zmm13, zmm7
+    vpsllq       zmm12, zmm10, 32
+    vpsllq       zmm13, zmm11, 32
+    vpsubq       zmm14, zmm12, zmm10
+    vpsubq       zmm15, zmm13, zmm11
+    vpsrlq       zmm16, zmm10, 32
+    vpsrlq       zmm17, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm12
+    vpcmpnleuq   k3, zmm11, zmm13
+    vpaddq       zmm16{k2}, zmm16, zmm30
+    vpaddq       zmm17{k3}, zmm17, zmm30
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm7, zmm7, zmm15
+    vpcmpnleuq   k2, zmm14, zmm6
+    vpcmpnleuq   k3, zmm15, zmm7
+    vpaddq       zmm16{k2}, zmm16, zmm31
+    vpaddq       zmm17{k3}, zmm17, zmm31
+    vpsllq       zmm10, zmm16, 32
+    vpsllq       zmm11, zmm17, 32
+    vpsubq       zmm10, zmm10, zmm16
+    vpsubq       zmm11, zmm11, zmm17
     vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm4, zmm4, zmm8
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm7, zmm4
-    vpsllq       zmm7, zmm6, 32
-    vpsubq       zmm8, zmm7, zmm6
-    vpsrlq       zmm9, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm17
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm18
-    vpsllq       zmm6, zmm9, 32
-    vpsubq       zmm6, zmm6, zmm9
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm6, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm6
-    vpaddq       zmm6, zmm2, zmm4
-    vpaddq       zmm7, zmm6, zmm15
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm7, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm5, 32                      ; layer 0
-    vpmuludq     zmm4, zmm5, zmm20
-    vpmuludq     zmm5, zmm5, zmm19
-    vpmuludq     zmm8, zmm2, zmm20
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm9, zmm4, 32
-    vpaddq       zmm9, zmm5, zmm9
-    vpandq       zmm10, zmm9, zmm15
-    vpaddq       zmm10, zmm8, zmm10
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpaddq       zmm2, zmm2, zmm9
-    vpaddq       zmm2, zmm2, zmm10
-    vpaddq       zmm5, zmm5, zmm8
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm4, zmm4, zmm5
-    vpsllq       zmm5, zmm2, 32
-    vpsubq       zmm8, zmm5, zmm2
-    vpsrlq       zmm9, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm17
-    vpaddq       zmm2, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm18
-    vpsllq       zmm4, zmm9, 32
-    vpsubq       zmm4, zmm4, zmm9
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm3, zmm2
-    vpaddq       zmm5, zmm4, zmm15
-    vpcmpnleuq   k2, zmm3, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm5, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm5{k2}, zmm5, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 1
-    vpmuludq     zmm3, zmm4, zmm20
-    vpmuludq     zmm4, zmm4, zmm19
-    vpmuludq     zmm8, zmm2, zmm20
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm9, zmm3, 32
-    vpaddq       zmm9, zmm4, zmm9
-    vpandq       zmm10, zmm9, zmm15
-    vpaddq       zmm10, zmm8, zmm10
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpaddq       zmm2, zmm2, zmm9
-    vpaddq       zmm2, zmm2, zmm10
-    vpaddq       zmm4, zmm4, zmm8
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm3, zmm3, zmm4
-    vpsllq       zmm4, zmm2, 32
+    vpaddq       zmm7, zmm7, zmm11
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpcmpnleuq   k3, zmm11, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm10, zmm6, zmm29
+    vpsubq       zmm11, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm10
+    vpminuq      zmm7, zmm7, zmm11
+    vpaddq       zmm10, zmm2, zmm6
+    vpaddq       zmm11, zmm3, zmm7
+    vpaddq       zmm12, zmm10, zmm28
+    vpaddq       zmm13, zmm11, zmm28
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm12, zmm2, zmm6
+    vpsubq       zmm13, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm12{k2}, zmm12, zmm29
+    vpaddq       zmm13{k3}, zmm13, zmm29
+    vpsrlq       zmm2, zmm8, 32                      ; layer 0
+    vpsrlq       zmm3, zmm9, 32                      ; layer 0
+    vpmuludq     zmm6, zmm8, [rcx - 128]
+    vpmuludq     zmm7, zmm9, [rcx - 128]
+    vpmuludq     zmm8, zmm8, [rcx - 64]
+    vpmuludq     zmm9, zmm9, [rcx - 64]
+    vpmuludq     zmm14, zmm2, [rcx - 128]
+    vpmuludq     zmm15, zmm3, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm16, zmm6, 32
+    vpsrlq       zmm17, zmm7, 32
+    vpaddq       zmm16, zmm8, zmm16
+    vpaddq       zmm17, zmm9, zmm17
+    vpandq       zmm18, zmm16, zmm28
+    vpandq       zmm19, zmm17, zmm28
+    vpaddq       zmm18, zmm14, zmm18
+    vpaddq       zmm19, zmm15, zmm19
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpsrlq       zmm19, zmm19, 32
+    vpaddq       zmm2, zmm2, zmm16
+    vpaddq       zmm3, zmm3, zmm17
+    vpaddq       zmm2, zmm2, zmm18
+    vpaddq       zmm3, zmm3, zmm19
+    vpaddq       zmm8, zmm8, zmm14
+    vpaddq       zmm9, zmm9, zmm15
+    vpsllq       zmm8, zmm8, 32
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm6, zmm6, zmm8
+    vpaddq       zmm7, zmm7, zmm9
+    vpsllq       zmm8, zmm2, 32
+    vpsllq       zmm9, zmm3, 32
+    vpsubq       zmm14, zmm8, zmm2
+    vpsubq       zmm15, zmm9, zmm3
+    vpsrlq       zmm16, zmm2, 32
+    vpsrlq       zmm17, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm16{k2}, zmm16, zmm30
+    vpaddq       zmm17{k3}, zmm17, zmm30
+    vpaddq       zmm2, zmm6, zmm14
+    vpaddq       zmm3, zmm7, zmm15
+    vpcmpnleuq   k2, zmm14, zmm2
+    vpcmpnleuq   k3, zmm15, zmm3
+    vpaddq       zmm16{k2}, zmm16, zmm31
+    vpaddq       zmm17{k3}, zmm17, zmm31
+    vpsllq       zmm6, zmm16, 32
+    vpsllq       zmm7, zmm17, 32
+    vpsubq       zmm6, zmm6, zmm16
+    vpsubq       zmm7, zmm7, zmm17
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm4, zmm2
+    vpaddq       zmm7, zmm5, zmm3
+    vpaddq       zmm8, zmm6, zmm28
+    vpaddq       zmm9, zmm7, zmm28
+    vpcmpnleuq   k2, zmm4, zmm8
+    vpcmpnleuq   k3, zmm5, zmm9
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
     vpsubq       zmm8, zmm4, zmm2
-    vpsrlq       zmm9, zmm2, 32
+    vpsubq       zmm9, zmm5, zmm3
     vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm17
-    vpaddq       zmm2, zmm3, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm18
-    vpsllq       zmm3, zmm9, 32
-    vpsubq       zmm3, zmm3, zmm9
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm6, zmm2
-    vpaddq       zmm4, zmm3, zmm15
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm4, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm16
-    vpsrlq       zmm2, zmm5, 32                      ; layer 1
-    vpmuludq     zmm6, zmm5, zmm21
-    vpmuludq     zmm5, zmm5, zmm22
-    vpmuludq     zmm8, zmm2, zmm21
-    vpmuludq     zmm2, zmm2, zmm22
-    vpsrlq       zmm9, zmm6, 32
-    vpaddq       zmm9, zmm5, zmm9
-    vpandq       zmm10, zmm9, zmm15
-    vpaddq       zmm10, zmm8, zmm10
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpaddq       zmm2, zmm2, zmm9
-    vpaddq       zmm2, zmm2, zmm10
-    vpaddq       zmm5, zmm5, zmm8
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm6, zmm5
+    vpcmpnleuq   k3, zmm3, zmm5
+    vpaddq       zmm8{k2}, zmm8, zmm29
+    vpaddq       zmm9{k3}, zmm9, zmm29
+    vpsrlq       zmm2, zmm6, 32                      ; layer 1
+    vpsrlq       zmm3, zmm7, 32                      ; layer 1
+    vpmuludq     zmm4, zmm6, [rcx - 128]
+    vpmuludq     zmm5, zmm7, [rcx - 128]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpmuludq     zmm7, zmm7, [rcx - 64]
+    vpmuludq     zmm14, zmm2, [rcx - 128]
+    vpmuludq     zmm15, zmm3, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm16, zmm4, 32
+    vpsrlq       zmm17, zmm5, 32
+    vpaddq       zmm16, zmm6, zmm16
+    vpaddq       zmm17, zmm7, zmm17
+    vpandq       zmm18, zmm16, zmm28
+    vpandq       zmm19, zmm17, zmm28
+    vpaddq       zmm18, zmm14, zmm18
+    vpaddq       zmm19, zmm15, zmm19
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpsrlq       zmm19, zmm19, 32
+    vpaddq       zmm2, zmm2, zmm16
+    vpaddq       zmm3, zmm3, zmm17
+    vpaddq       zmm2, zmm2, zmm18
+    vpaddq       zmm3, zmm3, zmm19
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm7, zmm7, zmm15
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm4, zmm4, zmm6
+    vpaddq       zmm5, zmm5, zmm7
     vpsllq       zmm6, zmm2, 32
-    vpsubq       zmm8, zmm6, zmm2
-    vpsrlq       zmm9, zmm2, 32
+    vpsllq       zmm7, zmm3, 32
+    vpsubq       zmm14, zmm6, zmm2
+    vpsubq       zmm15, zmm7, zmm3
+    vpsrlq       zmm16, zmm2, 32
+    vpsrlq       zmm17, zmm3, 32
     vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm17
-    vpaddq       zmm2, zmm5, zmm8
+    vpcmpnleuq   k3, zmm3, zmm7
+    vpaddq       zmm16{k2}, zmm16, zmm30
+    vpaddq       zmm17{k3}, zmm17, zmm30
+    vpaddq       zmm2, zmm4, zmm14
+    vpaddq       zmm3, zmm5, zmm15
+    vpcmpnleuq   k2, zmm14, zmm2
+    vpcmpnleuq   k3, zmm15, zmm3
+    vpaddq       zmm16{k2}, zmm16, zmm31
+    vpaddq       zmm17{k3}, zmm17, zmm31
+    vpsllq       zmm4, zmm16, 32
+    vpsllq       zmm5, zmm17, 32
+    vpsubq       zmm4, zmm4, zmm16
+    vpsubq       zmm5, zmm5, zmm17
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm10, zmm2
+    vpaddq       zmm5, zmm11, zmm3
+    vpaddq       zmm6, zmm4, zmm28
+    vpaddq       zmm7, zmm5, zmm28
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpcmpnleuq   k3, zmm11, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm6, zmm10, zmm2
+    vpsubq       zmm7, zmm11, zmm3
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpcmpnleuq   k3, zmm3, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm29
+    vpaddq       zmm7{k3}, zmm7, zmm29
+    vpsrlq       zmm2, zmm8, 32                      ; layer 1
+    vpsrlq       zmm3, zmm9, 32                      ; layer 1
+    vpmuludq     zmm10, zmm8, [rcx]
+    vpmuludq     zmm11, zmm9, [rcx]
+    vpmuludq     zmm8, zmm8, [rcx + 64]
+    vpmuludq     zmm9, zmm9, [rcx + 64]
+    vpmuludq     zmm14, zmm2, [rcx]
+    vpmuludq     zmm15, zmm3, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm16, zmm10, 32
+    vpsrlq       zmm17, zmm11, 32
+    vpaddq       zmm16, zmm8, zmm16
+    vpaddq       zmm17, zmm9, zmm17
+    vpandq       zmm18, zmm16, zmm28
+    vpandq       zmm19, zmm17, zmm28
+    vpaddq       zmm18, zmm14, zmm18
+    vpaddq       zmm19, zmm15, zmm19
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpsrlq       zmm19, zmm19, 32
+    vpaddq       zmm2, zmm2, zmm16
+    vpaddq       zmm3, zmm3, zmm17
+    vpaddq       zmm2, zmm2, zmm18
+    vpaddq       zmm3, zmm3, zmm19
+    vpaddq       zmm8, zmm8, zmm14
+    vpaddq       zmm9, zmm9, zmm15
+    vpsllq       zmm8, zmm8, 32
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm10, zmm8
+    vpaddq       zmm9, zmm11, zmm9
+    vpsllq       zmm10, zmm2, 32
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm14, zmm10, zmm2
+    vpsubq       zmm15, zmm11, zmm3
+    vpsrlq       zmm16, zmm2, 32
+    vpsrlq       zmm17, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpcmpnleuq   k3, zmm3, zmm11
+    vpaddq       zmm16{k2}, zmm16, zmm30
+    vpaddq       zmm17{k3}, zmm17, zmm30
+    vpaddq       zmm2, zmm8, zmm14
+    vpaddq       zmm3, zmm9, zmm15
+    vpcmpnleuq   k2, zmm14, zmm2
+    vpcmpnleuq   k3, zmm15, zmm3
+    vpaddq       zmm16{k2}, zmm16, zmm31
+    vpaddq       zmm17{k3}, zmm17, zmm31
+    vpsllq       zmm8, zmm16, 32
+    vpsllq       zmm9, zmm17, 32
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm9, zmm9, zmm17
+    vpaddq       zmm2, zmm2, zmm8
+    vpaddq       zmm3, zmm3, zmm9
     vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm18
-    vpsllq       zmm5, zmm9, 32
-    vpsubq       zmm5, zmm5, zmm9
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm7, zmm2
-    vpaddq       zmm6, zmm5, zmm15
-    vpcmpnleuq   k2, zmm7, zmm6
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm6, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm16
-    vmovdqu64    [rdi], zmm3
-    vmovdqu64    [rdi + 512], zmm4
-    vmovdqu64    [rdi + 1024], zmm5
-    vmovdqu64    [rdi + 1536], zmm6
-    add          rdi, 64
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm8, zmm2, zmm29
+    vpsubq       zmm9, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm8
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm8, zmm12, zmm2
+    vpaddq       zmm9, zmm13, zmm3
+    vpaddq       zmm10, zmm8, zmm28
+    vpaddq       zmm11, zmm9, zmm28
+    vpcmpnleuq   k2, zmm12, zmm10
+    vpcmpnleuq   k3, zmm13, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm10, zmm12, zmm2
+    vpsubq       zmm11, zmm13, zmm3
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm10{k2}, zmm10, zmm29
+    vpaddq       zmm11{k3}, zmm11, zmm29
+    vmovdqu64    [rdi], zmm4
+    vmovdqu64    [rdi + 64], zmm5
+    vmovdqu64    [rdi + 512], zmm6
+    vmovdqu64    [rdi + 576], zmm7
+    vmovdqu64    [rdi + 1024], zmm8
+    vmovdqu64    [rdi + 1088], zmm9
+    vmovdqu64    [rdi + 1536], zmm10
+    vmovdqu64    [rdi + 1600], zmm11
+    add          rdi, 128
     dec          rax
     jnz          .repeat1
     add          rdi, -512                           ; back to the argument
     vmovdqu64    zmm2, [rdi]
-    vmovdqu64    zmm3, [rdi + 64]
-    vmovdqu64    zmm4, [rdi + 128]
-    vmovdqu64    zmm5, [rdi + 192]
-    vmovdqu64    zmm6, [rdi + 256]
-    vmovdqu64    zmm7, [rdi + 320]
-    vmovdqu64    zmm8, [rdi + 384]
-    vmovdqu64    zmm9, [rdi + 448]
-    vpsrlq       zmm10, zmm6, 32                     ; layer 2
-    vpmuludq     zmm11, zmm6, zmm20
-    vpmuludq     zmm6, zmm6, zmm19
-    vpmuludq     zmm12, zmm10, zmm20
-    vpmuludq     zmm10, zmm10, zmm19
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm11, zmm6
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm10, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm2, zmm6
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm7, 32                      ; layer 2
-    vpmuludq     zmm6, zmm7, zmm20
-    vpmuludq     zmm7, zmm7, zmm19
-    vpmuludq     zmm12, zmm2, zmm20
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm7, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm7, zmm7, zmm12
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm6, zmm6, zmm7
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm3, zmm2
-    vpaddq       zmm7, zmm6, zmm15
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm7, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm8, 32                      ; layer 2
-    vpmuludq     zmm3, zmm8, zmm20
-    vpmuludq     zmm8, zmm8, zmm19
-    vpmuludq     zmm12, zmm2, zmm20
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm3, zmm3, zmm8
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm4, zmm2
-    vpaddq       zmm8, zmm3, zmm15
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm8, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 2
-    vpmuludq     zmm4, zmm9, zmm20
-    vpmuludq     zmm9, zmm9, zmm19
-    vpmuludq     zmm12, zmm2, zmm20
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm5, zmm2
-    vpaddq       zmm9, zmm4, zmm15
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm9, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 3
-    vpmuludq     zmm5, zmm3, zmm20
-    vpmuludq     zmm3, zmm3, zmm19
-    vpmuludq     zmm12, zmm2, zmm20
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm5, zmm3
-    vpsllq       zmm5, zmm2, 32
-    vpsubq       zmm12, zmm5, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm10, zmm2
-    vpaddq       zmm5, zmm3, zmm15
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm5, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm5{k2}, zmm5, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 3
-    vpmuludq     zmm10, zmm4, zmm20
-    vpmuludq     zmm4, zmm4, zmm19
-    vpmuludq     zmm12, zmm2, zmm20
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm10, zmm4
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm6, zmm2
-    vpaddq       zmm10, zmm4, zmm15
-    vpcmpnleuq   k2, zmm6, zmm10
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm8, 32                      ; layer 3
-    vpmuludq     zmm6, zmm8, zmm21
-    vpmuludq     zmm8, zmm8, zmm22
-    vpmuludq     zmm12, zmm2, zmm21
-    vpmuludq     zmm2, zmm2, zmm22
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm6, zmm6, zmm8
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm11, zmm2
-    vpaddq       zmm8, zmm6, zmm15
-    vpcmpnleuq   k2, zmm11, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm11, zmm2
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 3
-    vpmuludq     zmm11, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm12, zmm2, zmm21
-    vpmuludq     zmm2, zmm2, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm2, zmm2, zmm9
-    vpcmpnleuq   k2, zmm9, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm9, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm9
-    vpaddq       zmm9, zmm7, zmm2
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 4
-    vpmuludq     zmm7, zmm4, zmm20
-    vpmuludq     zmm4, zmm4, zmm19
-    vpmuludq     zmm12, zmm2, zmm20
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm7, zmm4
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm3, zmm2
-    vpaddq       zmm7, zmm4, zmm15
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm7, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm10, 32                     ; layer 4
-    vpmuludq     zmm3, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpmuludq     zmm12, zmm2, zmm21
-    vpmuludq     zmm2, zmm2, zmm22
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm2
-    vpaddq       zmm10, zmm3, zmm15
-    vpcmpnleuq   k2, zmm5, zmm10
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm10, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 4
-    vpmuludq     zmm5, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm25
-    vpmuludq     zmm12, zmm2, zmm24
-    vpmuludq     zmm2, zmm2, zmm25
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm6, zmm2
-    vpaddq       zmm9, zmm5, zmm15
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm11, 32                     ; layer 4
-    vpmuludq     zmm6, zmm11, zmm26
-    vpmuludq     zmm11, zmm11, zmm23
-    vpmuludq     zmm12, zmm2, zmm26
-    vpmuludq     zmm2, zmm2, zmm23
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm8, zmm2
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vshufi64x2   zmm2, zmm4, zmm7, 68
-    vshufi64x2   zmm4, zmm4, zmm7, 238
-    vshufi64x2   zmm7, zmm3, zmm10, 68
-    vshufi64x2   zmm3, zmm3, zmm10, 238
-    vshufi64x2   zmm8, zmm5, zmm9, 68
-    vshufi64x2   zmm5, zmm5, zmm9, 238
-    vshufi64x2   zmm9, zmm6, zmm11, 68
-    vshufi64x2   zmm6, zmm6, zmm11, 238
-    vpsrlq       zmm10, zmm4, 32                     ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 640] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 512
-    vpmuludq     zmm11, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpmuludq     zmm12, zmm10, [rcx - 128]
+    vmovdqu64    zmm3, [rdi + 512]
+    vmovdqu64    zmm4, [rdi + 64]
+    vmovdqu64    zmm5, [rdi + 576]
+    vmovdqu64    zmm6, [rdi + 128]
+    vmovdqu64    zmm7, [rdi + 640]
+    vmovdqu64    zmm8, [rdi + 192]
+    vmovdqu64    zmm9, [rdi + 704]
+    vmovdqu64    zmm10, [rdi + 256]
+    vmovdqu64    zmm11, [rdi + 768]
+    vmovdqu64    zmm12, [rdi + 320]
+    vmovdqu64    zmm13, [rdi + 832]
+    vmovdqu64    zmm14, [rdi + 384]
+    vmovdqu64    zmm15, [rdi + 896]
+    vmovdqu64    zmm16, [rdi + 448]
+    vmovdqu64    zmm17, [rdi + 960]
+    vpsrlq       zmm18, zmm10, 32                    ; layer 2
+    vpsrlq       zmm19, zmm11, 32                    ; layer 2
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 128] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 0
+    vpmuludq     zmm20, zmm10, [rcx - 128]
+    vpmuludq     zmm21, zmm11, [rcx]
     vpmuludq     zmm10, zmm10, [rcx - 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm11, zmm4
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm4, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm10
-    vpaddq       zmm10, zmm2, zmm4
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 5
-    vpmuludq     zmm4, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm4, zmm3
-    vpsllq       zmm4, zmm2, 32
-    vpsubq       zmm12, zmm4, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm7, zmm2
-    vpaddq       zmm4, zmm3, zmm15
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm4, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm16
-    vpsrlq       zmm2, zmm5, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 896] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 768
-    vpmuludq     zmm7, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm5, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm5, zmm5, zmm12
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm7, zmm5
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm8, zmm2
-    vpaddq       zmm7, zmm5, zmm15
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm6, 32                      ; layer 5
-    vpmuludq     zmm8, zmm6, [rcx]
-    vpmuludq     zmm6, zmm6, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm8, zmm6
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm9, zmm2
-    vpaddq       zmm8, zmm6, zmm15
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm10, zmm11
-    vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm10, zmm11
-    vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm3, zmm4
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm3, zmm4
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm5, zmm7
-    vmovdqa64    zmm4, zmm1
-    vpermi2q     zmm4, zmm5, zmm7
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm6, zmm8
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm6, zmm8
-    vpsrlq       zmm6, zmm9, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1024
-    vpmuludq     zmm8, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm12, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm12, zmm9, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm2, zmm6
-    vpaddq       zmm9, zmm8, zmm15
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm11, 32                     ; layer 6
-    vpmuludq     zmm6, zmm11, [rcx]
     vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
+    vpmuludq     zmm22, zmm18, [rcx - 128]
+    vpmuludq     zmm23, zmm19, [rcx]
+    vpmuludq     zmm18, zmm18, [rcx - 64]
+    vpmuludq     zmm19, zmm19, [rcx + 64]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm10, zmm24
+    vpaddq       zmm25, zmm11, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm18, zmm18, zmm24
+    vpaddq       zmm19, zmm19, zmm25
+    vpaddq       zmm18, zmm18, zmm26
+    vpaddq       zmm19, zmm19, zmm27
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpsllq       zmm10, zmm10, 32
     vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm10, zmm2
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1408] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1280
-    vpmuludq     zmm10, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpaddq       zmm10, zmm20, zmm10
+    vpaddq       zmm11, zmm21, zmm11
+    vpsllq       zmm20, zmm18, 32
+    vpsllq       zmm21, zmm19, 32
+    vpsubq       zmm22, zmm20, zmm18
+    vpsubq       zmm23, zmm21, zmm19
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm10, zmm10, zmm18
+    vpaddq       zmm11, zmm11, zmm19
+    vpcmpnleuq   k2, zmm18, zmm10
+    vpcmpnleuq   k3, zmm19, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm18, zmm10, zmm29
+    vpsubq       zmm19, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm18
+    vpminuq      zmm11, zmm11, zmm19
+    vpaddq       zmm18, zmm2, zmm10
+    vpaddq       zmm19, zmm3, zmm11
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm2, zmm10
+    vpsubq       zmm21, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm12, 32                     ; layer 2
+    vpsrlq       zmm3, zmm13, 32                     ; layer 2
+    vpmuludq     zmm10, zmm12, [rcx - 128]
+    vpmuludq     zmm11, zmm13, [rcx]
+    vpmuludq     zmm12, zmm12, [rcx - 64]
+    vpmuludq     zmm13, zmm13, [rcx + 64]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rcx]
     vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm10, zmm4
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm3, zmm2
-    vpaddq       zmm10, zmm4, zmm15
-    vpcmpnleuq   k2, zmm3, zmm10
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm7, 32                      ; layer 6
-    vpmuludq     zmm3, zmm7, [rcx]
-    vpmuludq     zmm7, zmm7, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm7, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm7, zmm7, zmm12
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm3, zmm3, zmm7
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm2
-    vpaddq       zmm7, zmm3, zmm15
-    vpcmpnleuq   k2, zmm5, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm7, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpunpcklqdq  zmm2, zmm8, zmm9
-    vpunpckhqdq  zmm5, zmm8, zmm9
-    vpunpcklqdq  zmm8, zmm6, zmm11
-    vpunpckhqdq  zmm6, zmm6, zmm11
-    vpunpcklqdq  zmm9, zmm4, zmm10
-    vpunpckhqdq  zmm4, zmm4, zmm10
-    vpunpcklqdq  zmm10, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpsrlq       zmm7, zmm5, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1536
-    vpmuludq     zmm11, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpmuludq     zmm12, zmm7, [rcx - 128]
-    vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm5, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm7, zmm7, zmm13
-    vpaddq       zmm7, zmm7, zmm14
-    vpaddq       zmm5, zmm5, zmm12
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm11, zmm5
-    vpsllq       zmm11, zmm7, 32
-    vpsubq       zmm12, zmm11, zmm7
-    vpsrlq       zmm13, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm2, zmm5
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm6, 32                      ; layer 7
-    vpmuludq     zmm5, zmm6, [rcx]
-    vpmuludq     zmm6, zmm6, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpsllq       zmm6, zmm2, 32
-    vpsubq       zmm12, zmm6, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm8, zmm2
-    vpaddq       zmm6, zmm5, zmm15
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm6, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 1792
-    vpmuludq     zmm8, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm8, zmm4
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm9, zmm2
-    vpaddq       zmm8, zmm4, zmm15
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm8, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 7
-    vpmuludq     zmm9, zmm3, [rcx]
     vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm9, zmm3
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm10, zmm2
-    vpaddq       zmm9, zmm3, zmm15
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm9, zmm10, zmm2
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm12, zmm24
+    vpaddq       zmm25, zmm13, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpsllq       zmm12, zmm12, 32
+    vpsllq       zmm13, zmm13, 32
+    vpaddq       zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm11, zmm13
+    vpsllq       zmm12, zmm2, 32
+    vpsllq       zmm13, zmm3, 32
+    vpsubq       zmm22, zmm12, zmm2
+    vpsubq       zmm23, zmm13, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm4, zmm2
+    vpaddq       zmm11, zmm5, zmm3
+    vpaddq       zmm12, zmm10, zmm28
+    vpaddq       zmm13, zmm11, zmm28
+    vpcmpnleuq   k2, zmm4, zmm12
+    vpcmpnleuq   k3, zmm5, zmm13
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm12, zmm4, zmm2
+    vpsubq       zmm13, zmm5, zmm3
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpcmpnleuq   k3, zmm3, zmm5
+    vpaddq       zmm12{k2}, zmm12, zmm29
+    vpaddq       zmm13{k3}, zmm13, zmm29
+    vpsrlq       zmm2, zmm14, 32                     ; layer 2
+    vpsrlq       zmm3, zmm15, 32                     ; layer 2
+    vpmuludq     zmm4, zmm14, [rcx - 128]
+    vpmuludq     zmm5, zmm15, [rcx]
+    vpmuludq     zmm14, zmm14, [rcx - 64]
+    vpmuludq     zmm15, zmm15, [rcx + 64]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpaddq       zmm24, zmm14, zmm24
+    vpaddq       zmm25, zmm15, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpsllq       zmm14, zmm14, 32
+    vpsllq       zmm15, zmm15, 32
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm5, zmm5, zmm15
+    vpsllq       zmm14, zmm2, 32
+    vpsllq       zmm15, zmm3, 32
+    vpsubq       zmm22, zmm14, zmm2
+    vpsubq       zmm23, zmm15, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm6, zmm2
+    vpaddq       zmm5, zmm7, zmm3
+    vpaddq       zmm14, zmm4, zmm28
+    vpaddq       zmm15, zmm5, zmm28
+    vpcmpnleuq   k2, zmm6, zmm14
+    vpcmpnleuq   k3, zmm7, zmm15
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm14, zmm6, zmm2
+    vpsubq       zmm15, zmm7, zmm3
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpcmpnleuq   k3, zmm3, zmm7
+    vpaddq       zmm14{k2}, zmm14, zmm29
+    vpaddq       zmm15{k3}, zmm15, zmm29
+    vpsrlq       zmm2, zmm16, 32                     ; layer 2
+    vpsrlq       zmm3, zmm17, 32                     ; layer 2
+    vpmuludq     zmm6, zmm16, [rcx - 128]
+    vpmuludq     zmm7, zmm17, [rcx]
+    vpmuludq     zmm16, zmm16, [rcx - 64]
+    vpmuludq     zmm17, zmm17, [rcx + 64]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm6, zmm6, zmm16
+    vpaddq       zmm7, zmm7, zmm17
+    vpsllq       zmm16, zmm2, 32
+    vpsllq       zmm17, zmm3, 32
+    vpsubq       zmm22, zmm16, zmm2
+    vpsubq       zmm23, zmm17, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm8, zmm2
+    vpaddq       zmm7, zmm9, zmm3
+    vpaddq       zmm16, zmm6, zmm28
+    vpaddq       zmm17, zmm7, zmm28
+    vpcmpnleuq   k2, zmm8, zmm16
+    vpcmpnleuq   k3, zmm9, zmm17
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm16, zmm8, zmm2
+    vpsubq       zmm17, zmm9, zmm3
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpsrlq       zmm2, zmm4, 32                      ; layer 3
+    vpsrlq       zmm3, zmm5, 32                      ; layer 3
+    vpmuludq     zmm8, zmm4, [rcx - 128]
+    vpmuludq     zmm9, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 256]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 320]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 256]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 320]
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpaddq       zmm24, zmm4, zmm24
+    vpaddq       zmm25, zmm5, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm4, zmm4, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpsllq       zmm4, zmm4, 32
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm4, zmm8, zmm4
+    vpaddq       zmm5, zmm9, zmm5
+    vpsllq       zmm8, zmm2, 32
+    vpsllq       zmm9, zmm3, 32
+    vpsubq       zmm22, zmm8, zmm2
+    vpsubq       zmm23, zmm9, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm18, zmm2
+    vpaddq       zmm5, zmm19, zmm3
+    vpaddq       zmm8, zmm4, zmm28
+    vpaddq       zmm9, zmm5, zmm28
+    vpcmpnleuq   k2, zmm18, zmm8
+    vpcmpnleuq   k3, zmm19, zmm9
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm8, zmm18, zmm2
+    vpsubq       zmm9, zmm19, zmm3
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm8{k2}, zmm8, zmm29
+    vpaddq       zmm9{k3}, zmm9, zmm29
+    vpsrlq       zmm2, zmm6, 32                      ; layer 3
+    vpsrlq       zmm3, zmm7, 32                      ; layer 3
+    vpmuludq     zmm18, zmm6, [rcx - 128]
+    vpmuludq     zmm19, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 256]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 320]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 256]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 320]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm18, zmm6
+    vpaddq       zmm7, zmm19, zmm7
+    vpsllq       zmm18, zmm2, 32
+    vpsllq       zmm19, zmm3, 32
+    vpsubq       zmm22, zmm18, zmm2
+    vpsubq       zmm23, zmm19, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm10, zmm2
+    vpaddq       zmm7, zmm11, zmm3
+    vpaddq       zmm18, zmm6, zmm28
+    vpaddq       zmm19, zmm7, zmm28
+    vpcmpnleuq   k2, zmm10, zmm18
+    vpcmpnleuq   k3, zmm11, zmm19
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm18, zmm10, zmm2
+    vpsubq       zmm19, zmm11, zmm3
     vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpunpcklqdq  zmm2, zmm7, zmm11
-    vpunpckhqdq  zmm7, zmm7, zmm11
-    vpunpcklqdq  zmm10, zmm5, zmm6
-    vpunpckhqdq  zmm5, zmm5, zmm6
-    vpunpcklqdq  zmm6, zmm4, zmm8
-    vpunpckhqdq  zmm4, zmm4, zmm8
-    vpunpcklqdq  zmm8, zmm3, zmm9
-    vpunpckhqdq  zmm3, zmm3, zmm9
-    vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm9, zmm2, zmm7
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm2, zmm7
+    vpcmpnleuq   k3, zmm3, zmm11
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm2, zmm14, 32                     ; layer 3
+    vpsrlq       zmm3, zmm15, 32                     ; layer 3
+    vpmuludq     zmm10, zmm14, [rcx]
+    vpmuludq     zmm11, zmm15, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 384]
+    vpmuludq     zmm14, zmm14, [rcx + 64]
+    vpmuludq     zmm15, zmm15, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 448]
+    vpmuludq     zmm22, zmm2, [rcx]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 384]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 448]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm14, zmm24
+    vpaddq       zmm25, zmm15, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpsllq       zmm14, zmm14, 32
+    vpsllq       zmm15, zmm15, 32
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm11, zmm11, zmm15
+    vpsllq       zmm14, zmm2, 32
+    vpsllq       zmm15, zmm3, 32
+    vpsubq       zmm22, zmm14, zmm2
+    vpsubq       zmm23, zmm15, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm20, zmm2
+    vpaddq       zmm11, zmm21, zmm3
+    vpaddq       zmm14, zmm10, zmm28
+    vpaddq       zmm15, zmm11, zmm28
+    vpcmpnleuq   k2, zmm20, zmm14
+    vpcmpnleuq   k3, zmm21, zmm15
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm14, zmm20, zmm2
+    vpsubq       zmm15, zmm21, zmm3
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm14{k2}, zmm14, zmm29
+    vpaddq       zmm15{k3}, zmm15, zmm29
+    vpsrlq       zmm2, zmm16, 32                     ; layer 3
+    vpsrlq       zmm3, zmm17, 32                     ; layer 3
+    vpmuludq     zmm20, zmm16, [rcx]
+    vpmuludq     zmm21, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 384]
+    vpmuludq     zmm16, zmm16, [rcx + 64]
+    vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 448]
+    vpmuludq     zmm22, zmm2, [rcx]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 384]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 448]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm16, zmm20, zmm16
+    vpaddq       zmm17, zmm21, zmm17
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm16, zmm22
+    vpaddq       zmm3, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm2, zmm2, zmm16
+    vpaddq       zmm3, zmm3, zmm17
+    vpcmpnleuq   k2, zmm16, zmm2
+    vpcmpnleuq   k3, zmm17, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm16, zmm2, zmm29
+    vpsubq       zmm17, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm16
+    vpminuq      zmm3, zmm3, zmm17
+    vpaddq       zmm16, zmm12, zmm2
+    vpaddq       zmm17, zmm13, zmm3
+    vpaddq       zmm20, zmm16, zmm28
+    vpaddq       zmm21, zmm17, zmm28
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm20, zmm12, zmm2
+    vpsubq       zmm21, zmm13, zmm3
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm6, 32                      ; layer 4
+    vpsrlq       zmm3, zmm7, 32                      ; layer 4
+    vpmuludq     zmm12, zmm6, [rcx - 128]
+    vpmuludq     zmm13, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2048]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2112]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2048]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2112]
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm12, zmm6
+    vpaddq       zmm7, zmm13, zmm7
+    vpsllq       zmm12, zmm2, 32
+    vpsllq       zmm13, zmm3, 32
+    vpsubq       zmm22, zmm12, zmm2
+    vpsubq       zmm23, zmm13, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm4, zmm2
+    vpaddq       zmm7, zmm5, zmm3
+    vpaddq       zmm12, zmm6, zmm28
+    vpaddq       zmm13, zmm7, zmm28
+    vpcmpnleuq   k2, zmm4, zmm12
+    vpcmpnleuq   k3, zmm5, zmm13
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm12, zmm4, zmm2
+    vpsubq       zmm13, zmm5, zmm3
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpcmpnleuq   k3, zmm3, zmm5
+    vpaddq       zmm12{k2}, zmm12, zmm29
+    vpaddq       zmm13{k3}, zmm13, zmm29
+    vpsrlq       zmm2, zmm18, 32                     ; layer 4
+    vpsrlq       zmm3, zmm19, 32                     ; layer 4
+    vpmuludq     zmm4, zmm18, [rcx]
+    vpmuludq     zmm5, zmm19, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2176]
+    vpmuludq     zmm18, zmm18, [rcx + 64]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2240]
+    vpmuludq     zmm22, zmm2, [rcx]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2176]
+    vpmuludq     zmm2, zmm2, [rcx + 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2240]
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpaddq       zmm24, zmm18, zmm24
+    vpaddq       zmm25, zmm19, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm4, zmm4, zmm18
+    vpaddq       zmm5, zmm5, zmm19
+    vpsllq       zmm18, zmm2, 32
+    vpsllq       zmm19, zmm3, 32
+    vpsubq       zmm22, zmm18, zmm2
+    vpsubq       zmm23, zmm19, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm8, zmm2
+    vpaddq       zmm5, zmm9, zmm3
+    vpaddq       zmm18, zmm4, zmm28
+    vpaddq       zmm19, zmm5, zmm28
+    vpcmpnleuq   k2, zmm8, zmm18
+    vpcmpnleuq   k3, zmm9, zmm19
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm18, zmm8, zmm2
+    vpsubq       zmm19, zmm9, zmm3
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm2, zmm16, 32                     ; layer 4
+    vpsrlq       zmm3, zmm17, 32                     ; layer 4
+    vpmuludq     zmm8, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 256]
+    vpmuludq     zmm9, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2304]
+    vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 320]
+    vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2368]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 256]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2304]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 320]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2368]
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm8, zmm8, zmm16
+    vpaddq       zmm9, zmm9, zmm17
+    vpsllq       zmm16, zmm2, 32
+    vpsllq       zmm17, zmm3, 32
+    vpsubq       zmm22, zmm16, zmm2
+    vpsubq       zmm23, zmm17, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm8, zmm22
+    vpaddq       zmm3, zmm9, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm8, zmm24, 32
+    vpsllq       zmm9, zmm25, 32
+    vpsubq       zmm8, zmm8, zmm24
+    vpsubq       zmm9, zmm9, zmm25
+    vpaddq       zmm2, zmm2, zmm8
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm8, zmm2, zmm29
+    vpsubq       zmm9, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm8
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm8, zmm10, zmm2
+    vpaddq       zmm9, zmm11, zmm3
+    vpaddq       zmm16, zmm8, zmm28
+    vpaddq       zmm17, zmm9, zmm28
+    vpcmpnleuq   k2, zmm10, zmm16
+    vpcmpnleuq   k3, zmm11, zmm17
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm16, zmm10, zmm2
+    vpsubq       zmm17, zmm11, zmm3
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpcmpnleuq   k3, zmm3, zmm11
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpsrlq       zmm2, zmm20, 32                     ; layer 4
+    vpsrlq       zmm3, zmm21, 32                     ; layer 4
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 384]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2432]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 512] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 384
+    vpmuludq     zmm20, zmm20, [rcx - 64]
+    vpmuludq     zmm21, zmm21, [rcx - 64]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2432]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm14, zmm2
+    vpaddq       zmm11, zmm15, zmm3
+    vpaddq       zmm20, zmm10, zmm28
+    vpaddq       zmm21, zmm11, zmm28
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm20, zmm14, zmm2
+    vpsubq       zmm21, zmm15, zmm3
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vshufi64x2   zmm2, zmm6, zmm12, 68
+    vshufi64x2   zmm3, zmm7, zmm13, 68
+    vshufi64x2   zmm6, zmm6, zmm12, 238
+    vshufi64x2   zmm7, zmm7, zmm13, 238
+    vshufi64x2   zmm12, zmm4, zmm18, 68
+    vshufi64x2   zmm13, zmm5, zmm19, 68
+    vshufi64x2   zmm4, zmm4, zmm18, 238
+    vshufi64x2   zmm5, zmm5, zmm19, 238
+    vshufi64x2   zmm14, zmm8, zmm16, 68
+    vshufi64x2   zmm15, zmm9, zmm17, 68
+    vshufi64x2   zmm8, zmm8, zmm16, 238
+    vshufi64x2   zmm9, zmm9, zmm17, 238
+    vshufi64x2   zmm16, zmm10, zmm20, 68
+    vshufi64x2   zmm17, zmm11, zmm21, 68
+    vshufi64x2   zmm10, zmm10, zmm20, 238
+    vshufi64x2   zmm11, zmm11, zmm21, 238
+    vpsrlq       zmm18, zmm6, 32                     ; layer 5
+    vpsrlq       zmm19, zmm7, 32                     ; layer 5
+    vpmuludq     zmm20, zmm6, [rcx]
+    vpmuludq     zmm21, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2496]
+    vpmuludq     zmm6, zmm6, [rcx + 64]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2560]
+    vpmuludq     zmm22, zmm18, [rcx]
+    vpmuludq     zmm23, zmm19, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2496]
+    vpmuludq     zmm18, zmm18, [rcx + 64]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2560]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm18, zmm18, zmm24
+    vpaddq       zmm19, zmm19, zmm25
+    vpaddq       zmm18, zmm18, zmm26
+    vpaddq       zmm19, zmm19, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm20, zmm6
+    vpaddq       zmm7, zmm21, zmm7
+    vpsllq       zmm20, zmm18, 32
+    vpsllq       zmm21, zmm19, 32
+    vpsubq       zmm22, zmm20, zmm18
+    vpsubq       zmm23, zmm21, zmm19
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm6, zmm6, zmm18
+    vpaddq       zmm7, zmm7, zmm19
+    vpcmpnleuq   k2, zmm18, zmm6
+    vpcmpnleuq   k3, zmm19, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm18, zmm6, zmm29
+    vpsubq       zmm19, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm18
+    vpminuq      zmm7, zmm7, zmm19
+    vpaddq       zmm18, zmm2, zmm6
+    vpaddq       zmm19, zmm3, zmm7
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm2, zmm6
+    vpsubq       zmm21, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm4, 32                      ; layer 5
+    vpsrlq       zmm3, zmm5, 32                      ; layer 5
+    vpmuludq     zmm6, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 640]
+    vpmuludq     zmm7, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2624]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 704]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2688]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 640]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2624]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 704]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2688]
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpaddq       zmm24, zmm4, zmm24
+    vpaddq       zmm25, zmm5, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm4, zmm4, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpsllq       zmm4, zmm4, 32
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm4, zmm6, zmm4
+    vpaddq       zmm5, zmm7, zmm5
+    vpsllq       zmm6, zmm2, 32
+    vpsllq       zmm7, zmm3, 32
+    vpsubq       zmm22, zmm6, zmm2
+    vpsubq       zmm23, zmm7, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpcmpnleuq   k3, zmm3, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm12, zmm2
+    vpaddq       zmm5, zmm13, zmm3
+    vpaddq       zmm6, zmm4, zmm28
+    vpaddq       zmm7, zmm5, zmm28
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpcmpnleuq   k3, zmm13, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm6, zmm12, zmm2
+    vpsubq       zmm7, zmm13, zmm3
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm6{k2}, zmm6, zmm29
+    vpaddq       zmm7{k3}, zmm7, zmm29
+    vpsrlq       zmm2, zmm8, 32                      ; layer 5
+    vpsrlq       zmm3, zmm9, 32                      ; layer 5
+    vpmuludq     zmm12, zmm8, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 768]
+    vpmuludq     zmm13, zmm9, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2752]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 832]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2816]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 768]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2752]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 832]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2816]
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpaddq       zmm24, zmm8, zmm24
+    vpaddq       zmm25, zmm9, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpsllq       zmm8, zmm8, 32
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm12, zmm8
+    vpaddq       zmm9, zmm13, zmm9
+    vpsllq       zmm12, zmm2, 32
+    vpsllq       zmm13, zmm3, 32
+    vpsubq       zmm22, zmm12, zmm2
+    vpsubq       zmm23, zmm13, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm8, zmm22
+    vpaddq       zmm3, zmm9, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm8, zmm24, 32
+    vpsllq       zmm9, zmm25, 32
+    vpsubq       zmm8, zmm8, zmm24
+    vpsubq       zmm9, zmm9, zmm25
+    vpaddq       zmm2, zmm2, zmm8
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm8, zmm2, zmm29
+    vpsubq       zmm9, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm8
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm8, zmm14, zmm2
+    vpaddq       zmm9, zmm15, zmm3
+    vpaddq       zmm12, zmm8, zmm28
+    vpaddq       zmm13, zmm9, zmm28
+    vpcmpnleuq   k2, zmm14, zmm12
+    vpcmpnleuq   k3, zmm15, zmm13
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm12, zmm14, zmm2
+    vpsubq       zmm13, zmm15, zmm3
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm12{k2}, zmm12, zmm29
+    vpaddq       zmm13{k3}, zmm13, zmm29
+    vpsrlq       zmm2, zmm10, 32                     ; layer 5
+    vpsrlq       zmm3, zmm11, 32                     ; layer 5
+    vpmuludq     zmm14, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 896]
+    vpmuludq     zmm15, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2880]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 960]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2944]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 896]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2880]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 960]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2944]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm10, zmm24
+    vpaddq       zmm25, zmm11, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpsllq       zmm10, zmm10, 32
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm14, zmm10
+    vpaddq       zmm11, zmm15, zmm11
+    vpsllq       zmm14, zmm2, 32
+    vpsllq       zmm15, zmm3, 32
+    vpsubq       zmm22, zmm14, zmm2
+    vpsubq       zmm23, zmm15, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm16, zmm2
+    vpaddq       zmm11, zmm17, zmm3
+    vpaddq       zmm14, zmm10, zmm28
+    vpaddq       zmm15, zmm11, zmm28
+    vpcmpnleuq   k2, zmm16, zmm14
+    vpcmpnleuq   k3, zmm17, zmm15
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm14, zmm16, zmm2
+    vpsubq       zmm15, zmm17, zmm3
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm14{k2}, zmm14, zmm29
+    vpaddq       zmm15{k3}, zmm15, zmm29
     vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm10, zmm5
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm10, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm6, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm6, zmm4
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm2, zmm18, zmm20
+    vpermi2q     zmm3, zmm19, zmm21
+    vmovdqa64    zmm16, zmm1
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm16, zmm18, zmm20
+    vpermi2q     zmm17, zmm19, zmm21
+    vmovdqa64    zmm18, zmm0
+    vmovdqa64    zmm19, zmm0
+    vpermi2q     zmm18, zmm4, zmm6
+    vpermi2q     zmm19, zmm5, zmm7
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm4, zmm6
+    vpermi2q     zmm21, zmm5, zmm7
     vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm8, zmm3
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm4, zmm8, zmm12
+    vpermi2q     zmm5, zmm9, zmm13
     vmovdqa64    zmm6, zmm1
-    vpermi2q     zmm6, zmm8, zmm3
-    vshufi64x2   zmm3, zmm9, zmm11, 68
-    vshufi64x2   zmm8, zmm9, zmm11, 238
-    vshufi64x2   zmm9, zmm2, zmm7, 68
-    vshufi64x2   zmm2, zmm2, zmm7, 238
-    vshufi64x2   zmm7, zmm5, zmm10, 68
-    vshufi64x2   zmm5, zmm5, zmm10, 238
-    vshufi64x2   zmm10, zmm4, zmm6, 68
-    vshufi64x2   zmm4, zmm4, zmm6, 238
-    vmovdqu64    [rdi], zmm3
-    vmovdqu64    [rdi + 64], zmm8
-    vmovdqu64    [rdi + 128], zmm9
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm6, zmm8, zmm12
+    vpermi2q     zmm7, zmm9, zmm13
+    vmovdqa64    zmm8, zmm0
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm8, zmm10, zmm14
+    vpermi2q     zmm9, zmm11, zmm15
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm10, zmm14
+    vpermi2q     zmm13, zmm11, zmm15
+    vpsrlq       zmm10, zmm16, 32                    ; layer 6
+    vpsrlq       zmm11, zmm17, 32                    ; layer 6
+    vpmuludq     zmm14, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1024]
+    vpmuludq     zmm15, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3008]
+    vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1088]
+    vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3072]
+    vpmuludq     zmm22, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1024]
+    vpmuludq     zmm23, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3008]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1088]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3072]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm10, zmm10, zmm26
+    vpaddq       zmm11, zmm11, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm15, zmm17
+    vpsllq       zmm16, zmm10, 32
+    vpsllq       zmm17, zmm11, 32
+    vpsubq       zmm22, zmm16, zmm10
+    vpsubq       zmm23, zmm17, zmm11
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm16
+    vpcmpnleuq   k3, zmm11, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm10, zmm14, zmm22
+    vpaddq       zmm11, zmm15, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm14, zmm24, 32
+    vpsllq       zmm15, zmm25, 32
+    vpsubq       zmm14, zmm14, zmm24
+    vpsubq       zmm15, zmm15, zmm25
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm11, zmm11, zmm15
+    vpcmpnleuq   k2, zmm14, zmm10
+    vpcmpnleuq   k3, zmm15, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm14, zmm10, zmm29
+    vpsubq       zmm15, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm14
+    vpminuq      zmm11, zmm11, zmm15
+    vpaddq       zmm14, zmm2, zmm10
+    vpaddq       zmm15, zmm3, zmm11
+    vpaddq       zmm16, zmm14, zmm28
+    vpaddq       zmm17, zmm15, zmm28
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm16, zmm2, zmm10
+    vpsubq       zmm17, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpsrlq       zmm2, zmm20, 32                     ; layer 6
+    vpsrlq       zmm3, zmm21, 32                     ; layer 6
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1152]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3136]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1216]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3200]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1152]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3136]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1216]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3200]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm18, zmm2
+    vpaddq       zmm11, zmm19, zmm3
+    vpaddq       zmm20, zmm10, zmm28
+    vpaddq       zmm21, zmm11, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm20, zmm18, zmm2
+    vpsubq       zmm21, zmm19, zmm3
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm6, 32                      ; layer 6
+    vpsrlq       zmm3, zmm7, 32                      ; layer 6
+    vpmuludq     zmm18, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1280]
+    vpmuludq     zmm19, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3264]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1344]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3328]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1280]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3264]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1344]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3328]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm18, zmm6
+    vpaddq       zmm7, zmm19, zmm7
+    vpsllq       zmm18, zmm2, 32
+    vpsllq       zmm19, zmm3, 32
+    vpsubq       zmm22, zmm18, zmm2
+    vpsubq       zmm23, zmm19, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm4, zmm2
+    vpaddq       zmm7, zmm5, zmm3
+    vpaddq       zmm18, zmm6, zmm28
+    vpaddq       zmm19, zmm7, zmm28
+    vpcmpnleuq   k2, zmm4, zmm18
+    vpcmpnleuq   k3, zmm5, zmm19
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm18, zmm4, zmm2
+    vpsubq       zmm19, zmm5, zmm3
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpcmpnleuq   k3, zmm3, zmm5
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm2, zmm12, 32                     ; layer 6
+    vpsrlq       zmm3, zmm13, 32                     ; layer 6
+    vpmuludq     zmm4, zmm12, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1408]
+    vpmuludq     zmm5, zmm13, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3392]
+    vpmuludq     zmm12, zmm12, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1472]
+    vpmuludq     zmm13, zmm13, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3456]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1408]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3392]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1472]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3456]
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpaddq       zmm24, zmm12, zmm24
+    vpaddq       zmm25, zmm13, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpsllq       zmm12, zmm12, 32
+    vpsllq       zmm13, zmm13, 32
+    vpaddq       zmm4, zmm4, zmm12
+    vpaddq       zmm5, zmm5, zmm13
+    vpsllq       zmm12, zmm2, 32
+    vpsllq       zmm13, zmm3, 32
+    vpsubq       zmm22, zmm12, zmm2
+    vpsubq       zmm23, zmm13, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm8, zmm2
+    vpaddq       zmm5, zmm9, zmm3
+    vpaddq       zmm12, zmm4, zmm28
+    vpaddq       zmm13, zmm5, zmm28
+    vpcmpnleuq   k2, zmm8, zmm12
+    vpcmpnleuq   k3, zmm9, zmm13
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm12, zmm8, zmm2
+    vpsubq       zmm13, zmm9, zmm3
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm12{k2}, zmm12, zmm29
+    vpaddq       zmm13{k3}, zmm13, zmm29
+    vpunpcklqdq  zmm2, zmm14, zmm16
+    vpunpcklqdq  zmm3, zmm15, zmm17
+    vpunpckhqdq  zmm8, zmm14, zmm16
+    vpunpckhqdq  zmm9, zmm15, zmm17
+    vpunpcklqdq  zmm14, zmm10, zmm20
+    vpunpcklqdq  zmm15, zmm11, zmm21
+    vpunpckhqdq  zmm10, zmm10, zmm20
+    vpunpckhqdq  zmm11, zmm11, zmm21
+    vpunpcklqdq  zmm16, zmm6, zmm18
+    vpunpcklqdq  zmm17, zmm7, zmm19
+    vpunpckhqdq  zmm6, zmm6, zmm18
+    vpunpckhqdq  zmm7, zmm7, zmm19
+    vpunpcklqdq  zmm18, zmm4, zmm12
+    vpunpcklqdq  zmm19, zmm5, zmm13
+    vpunpckhqdq  zmm4, zmm4, zmm12
+    vpunpckhqdq  zmm5, zmm5, zmm13
+    vpsrlq       zmm12, zmm8, 32                     ; layer 7
+    vpsrlq       zmm13, zmm9, 32                     ; layer 7
+    vpmuludq     zmm20, zmm8, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1536]
+    vpmuludq     zmm21, zmm9, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3520]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1600]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3584]
+    vpmuludq     zmm22, zmm12, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1536]
+    vpmuludq     zmm23, zmm13, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3520]
+    vpmuludq     zmm12, zmm12, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1600]
+    vpmuludq     zmm13, zmm13, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3584]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm8, zmm24
+    vpaddq       zmm25, zmm9, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm12, zmm12, zmm24
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm12, zmm12, zmm26
+    vpaddq       zmm13, zmm13, zmm27
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpsllq       zmm8, zmm8, 32
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm20, zmm8
+    vpaddq       zmm9, zmm21, zmm9
+    vpsllq       zmm20, zmm12, 32
+    vpsllq       zmm21, zmm13, 32
+    vpsubq       zmm22, zmm20, zmm12
+    vpsubq       zmm23, zmm21, zmm13
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm12, zmm24, 32
+    vpsllq       zmm13, zmm25, 32
+    vpsubq       zmm12, zmm12, zmm24
+    vpsubq       zmm13, zmm13, zmm25
+    vpaddq       zmm8, zmm8, zmm12
+    vpaddq       zmm9, zmm9, zmm13
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpcmpnleuq   k3, zmm13, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm12, zmm8, zmm29
+    vpsubq       zmm13, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm12
+    vpminuq      zmm9, zmm9, zmm13
+    vpaddq       zmm12, zmm2, zmm8
+    vpaddq       zmm13, zmm3, zmm9
+    vpaddq       zmm20, zmm12, zmm28
+    vpaddq       zmm21, zmm13, zmm28
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm20, zmm2, zmm8
+    vpsubq       zmm21, zmm3, zmm9
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm10, 32                     ; layer 7
+    vpsrlq       zmm3, zmm11, 32                     ; layer 7
+    vpmuludq     zmm8, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1664]
+    vpmuludq     zmm9, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3648]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1728]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3712]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1664]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3648]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1728]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3712]
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpaddq       zmm24, zmm10, zmm24
+    vpaddq       zmm25, zmm11, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpsllq       zmm10, zmm10, 32
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm10, zmm2, 32
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm22, zmm10, zmm2
+    vpsubq       zmm23, zmm11, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpcmpnleuq   k3, zmm3, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm8, zmm22
+    vpaddq       zmm3, zmm9, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm8, zmm24, 32
+    vpsllq       zmm9, zmm25, 32
+    vpsubq       zmm8, zmm8, zmm24
+    vpsubq       zmm9, zmm9, zmm25
+    vpaddq       zmm2, zmm2, zmm8
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm8, zmm2, zmm29
+    vpsubq       zmm9, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm8
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm8, zmm14, zmm2
+    vpaddq       zmm9, zmm15, zmm3
+    vpaddq       zmm10, zmm8, zmm28
+    vpaddq       zmm11, zmm9, zmm28
+    vpcmpnleuq   k2, zmm14, zmm10
+    vpcmpnleuq   k3, zmm15, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm10, zmm14, zmm2
+    vpsubq       zmm11, zmm15, zmm3
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm10{k2}, zmm10, zmm29
+    vpaddq       zmm11{k3}, zmm11, zmm29
+    vpsrlq       zmm2, zmm6, 32                      ; layer 7
+    vpsrlq       zmm3, zmm7, 32                      ; layer 7
+    vpmuludq     zmm14, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1792]
+    vpmuludq     zmm15, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3776]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1856]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3840]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1792]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3776]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1856]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3840]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm14, zmm6
+    vpaddq       zmm7, zmm15, zmm7
+    vpsllq       zmm14, zmm2, 32
+    vpsllq       zmm15, zmm3, 32
+    vpsubq       zmm22, zmm14, zmm2
+    vpsubq       zmm23, zmm15, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm16, zmm2
+    vpaddq       zmm7, zmm17, zmm3
+    vpaddq       zmm14, zmm6, zmm28
+    vpaddq       zmm15, zmm7, zmm28
+    vpcmpnleuq   k2, zmm16, zmm14
+    vpcmpnleuq   k3, zmm17, zmm15
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm14, zmm16, zmm2
+    vpsubq       zmm15, zmm17, zmm3
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm14{k2}, zmm14, zmm29
+    vpaddq       zmm15{k3}, zmm15, zmm29
+    vpsrlq       zmm2, zmm4, 32                      ; layer 7
+    vpsrlq       zmm3, zmm5, 32                      ; layer 7
+    vpmuludq     zmm16, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1920]
+    vpmuludq     zmm17, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3904]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1984]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3968]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1920]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3904]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 1984]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3968]
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpaddq       zmm24, zmm4, zmm24
+    vpaddq       zmm25, zmm5, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm4, zmm4, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpsllq       zmm4, zmm4, 32
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm4, zmm16, zmm4
+    vpaddq       zmm5, zmm17, zmm5
+    vpsllq       zmm16, zmm2, 32
+    vpsllq       zmm17, zmm3, 32
+    vpsubq       zmm22, zmm16, zmm2
+    vpsubq       zmm23, zmm17, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm18, zmm2
+    vpaddq       zmm5, zmm19, zmm3
+    vpaddq       zmm16, zmm4, zmm28
+    vpaddq       zmm17, zmm5, zmm28
+    vpcmpnleuq   k2, zmm18, zmm16
+    vpcmpnleuq   k3, zmm19, zmm17
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm16, zmm18, zmm2
+    vpsubq       zmm17, zmm19, zmm3
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpunpcklqdq  zmm2, zmm12, zmm20
+    vpunpcklqdq  zmm3, zmm13, zmm21
+    vpunpckhqdq  zmm12, zmm12, zmm20
+    vpunpckhqdq  zmm13, zmm13, zmm21
+    vpunpcklqdq  zmm18, zmm8, zmm10
+    vpunpcklqdq  zmm19, zmm9, zmm11
+    vpunpckhqdq  zmm8, zmm8, zmm10
+    vpunpckhqdq  zmm9, zmm9, zmm11
+    vpunpcklqdq  zmm10, zmm6, zmm14
+    vpunpcklqdq  zmm11, zmm7, zmm15
+    vpunpckhqdq  zmm6, zmm6, zmm14
+    vpunpckhqdq  zmm7, zmm7, zmm15
+    vpunpcklqdq  zmm14, zmm4, zmm16
+    vpunpcklqdq  zmm15, zmm5, zmm17
+    vpunpckhqdq  zmm4, zmm4, zmm16
+    vpunpckhqdq  zmm5, zmm5, zmm17
+    vmovdqa64    zmm16, zmm0
+    vmovdqa64    zmm17, zmm0
+    vpermi2q     zmm16, zmm2, zmm12
+    vpermi2q     zmm17, zmm3, zmm13
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm2, zmm12
+    vpermi2q     zmm21, zmm3, zmm13
+    vmovdqa64    zmm2, zmm0
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm2, zmm18, zmm8
+    vpermi2q     zmm3, zmm19, zmm9
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm18, zmm8
+    vpermi2q     zmm13, zmm19, zmm9
+    vmovdqa64    zmm8, zmm0
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm8, zmm10, zmm6
+    vpermi2q     zmm9, zmm11, zmm7
+    vmovdqa64    zmm18, zmm1
+    vmovdqa64    zmm19, zmm1
+    vpermi2q     zmm18, zmm10, zmm6
+    vpermi2q     zmm19, zmm11, zmm7
+    vmovdqa64    zmm6, zmm0
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm6, zmm14, zmm4
+    vpermi2q     zmm7, zmm15, zmm5
+    vmovdqa64    zmm10, zmm1
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm10, zmm14, zmm4
+    vpermi2q     zmm11, zmm15, zmm5
+    vshufi64x2   zmm4, zmm16, zmm20, 68
+    vshufi64x2   zmm5, zmm17, zmm21, 68
+    vshufi64x2   zmm14, zmm16, zmm20, 238
+    vshufi64x2   zmm15, zmm17, zmm21, 238
+    vshufi64x2   zmm16, zmm2, zmm12, 68
+    vshufi64x2   zmm17, zmm3, zmm13, 68
+    vshufi64x2   zmm2, zmm2, zmm12, 238
+    vshufi64x2   zmm3, zmm3, zmm13, 238
+    vshufi64x2   zmm12, zmm8, zmm18, 68
+    vshufi64x2   zmm13, zmm9, zmm19, 68
+    vshufi64x2   zmm8, zmm8, zmm18, 238
+    vshufi64x2   zmm9, zmm9, zmm19, 238
+    vshufi64x2   zmm18, zmm6, zmm10, 68
+    vshufi64x2   zmm19, zmm7, zmm11, 68
+    vshufi64x2   zmm6, zmm6, zmm10, 238
+    vshufi64x2   zmm7, zmm7, zmm11, 238
+    vmovdqu64    [rdi], zmm4
+    vmovdqu64    [rdi + 512], zmm5
+    vmovdqu64    [rdi + 64], zmm14
+    vmovdqu64    [rdi + 576], zmm15
+    vmovdqu64    [rdi + 128], zmm16
+    vmovdqu64    [rdi + 640], zmm17
     vmovdqu64    [rdi + 192], zmm2
-    vmovdqu64    [rdi + 256], zmm7
-    vmovdqu64    [rdi + 320], zmm5
-    vmovdqu64    [rdi + 384], zmm10
-    vmovdqu64    [rdi + 448], zmm4
-    vmovdqu64    zmm2, [rdi + 512]
-    vmovdqu64    zmm3, [rdi + 576]
-    vmovdqu64    zmm4, [rdi + 640]
-    vmovdqu64    zmm5, [rdi + 704]
-    vmovdqu64    zmm6, [rdi + 768]
-    vmovdqu64    zmm7, [rdi + 832]
-    vmovdqu64    zmm8, [rdi + 896]
-    vmovdqu64    zmm9, [rdi + 960]
-    vpsrlq       zmm10, zmm6, 32                     ; layer 2
-    vpmuludq     zmm11, zmm6, zmm21
-    vpmuludq     zmm6, zmm6, zmm22
-    vpmuludq     zmm12, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm11, zmm6
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm10, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm2, zmm6
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm7, 32                      ; layer 2
-    vpmuludq     zmm6, zmm7, zmm21
-    vpmuludq     zmm7, zmm7, zmm22
-    vpmuludq     zmm12, zmm2, zmm21
-    vpmuludq     zmm2, zmm2, zmm22
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm7, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm7, zmm7, zmm12
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm6, zmm6, zmm7
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm3, zmm2
-    vpaddq       zmm7, zmm6, zmm15
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm7, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm8, 32                      ; layer 2
-    vpmuludq     zmm3, zmm8, zmm21
-    vpmuludq     zmm8, zmm8, zmm22
-    vpmuludq     zmm12, zmm2, zmm21
-    vpmuludq     zmm2, zmm2, zmm22
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm3, zmm3, zmm8
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm4, zmm2
-    vpaddq       zmm8, zmm3, zmm15
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm8, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 2
-    vpmuludq     zmm4, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm12, zmm2, zmm21
-    vpmuludq     zmm2, zmm2, zmm22
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm5, zmm2
-    vpaddq       zmm9, zmm4, zmm15
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm9, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 3
-    vpmuludq     zmm5, zmm3, zmm24
-    vpmuludq     zmm3, zmm3, zmm25
-    vpmuludq     zmm12, zmm2, zmm24
-    vpmuludq     zmm2, zmm2, zmm25
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm5, zmm3
-    vpsllq       zmm5, zmm2, 32
-    vpsubq       zmm12, zmm5, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm10, zmm2
-    vpaddq       zmm5, zmm3, zmm15
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm5, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm5{k2}, zmm5, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 3
-    vpmuludq     zmm10, zmm4, zmm24
-    vpmuludq     zmm4, zmm4, zmm25
-    vpmuludq     zmm12, zmm2, zmm24
-    vpmuludq     zmm2, zmm2, zmm25
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm10, zmm4
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm6, zmm2
-    vpaddq       zmm10, zmm4, zmm15
-    vpcmpnleuq   k2, zmm6, zmm10
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm8, 32                      ; layer 3
-    vpmuludq     zmm6, zmm8, zmm26
-    vpmuludq     zmm8, zmm8, zmm23
-    vpmuludq     zmm12, zmm2, zmm26
-    vpmuludq     zmm2, zmm2, zmm23
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm6, zmm6, zmm8
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm11, zmm2
-    vpaddq       zmm8, zmm6, zmm15
-    vpcmpnleuq   k2, zmm11, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm11, zmm2
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 3
-    vpmuludq     zmm11, zmm9, zmm26
-    vpmuludq     zmm9, zmm9, zmm23
-    vpmuludq     zmm12, zmm2, zmm26
-    vpmuludq     zmm2, zmm2, zmm23
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm2, zmm2, zmm9
-    vpcmpnleuq   k2, zmm9, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm9, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm9
-    vpaddq       zmm9, zmm7, zmm2
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 4
-    vpmuludq     zmm7, zmm4, zmm27
-    vpmuludq     zmm4, zmm4, zmm28
-    vpmuludq     zmm12, zmm2, zmm27
-    vpmuludq     zmm2, zmm2, zmm28
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm7, zmm4
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm3, zmm2
-    vpaddq       zmm7, zmm4, zmm15
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm7, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm10, 32                     ; layer 4
-    vpmuludq     zmm3, zmm10, zmm29
-    vpmuludq     zmm10, zmm10, zmm30
-    vpmuludq     zmm12, zmm2, zmm29
-    vpmuludq     zmm2, zmm2, zmm30
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm2
-    vpaddq       zmm10, zmm3, zmm15
-    vpcmpnleuq   k2, zmm5, zmm10
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm10, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 4
-    vpmuludq     zmm5, zmm9, zmm31
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2496] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2368
-    vpmuludq     zmm9, zmm9, [rcx - 128]
-    vpmuludq     zmm12, zmm2, zmm31
-    vpmuludq     zmm2, zmm2, [rcx - 128]
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm6, zmm2
-    vpaddq       zmm9, zmm5, zmm15
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm11, 32                     ; layer 4
-    vpmuludq     zmm6, zmm11, [rcx - 64]
-    vpmuludq     zmm11, zmm11, zmm23
-    vpmuludq     zmm12, zmm2, [rcx - 64]
-    vpmuludq     zmm2, zmm2, zmm23
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm8, zmm2
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vshufi64x2   zmm2, zmm4, zmm7, 68
-    vshufi64x2   zmm4, zmm4, zmm7, 238
-    vshufi64x2   zmm7, zmm3, zmm10, 68
-    vshufi64x2   zmm3, zmm3, zmm10, 238
-    vshufi64x2   zmm8, zmm5, zmm9, 68
-    vshufi64x2   zmm5, zmm5, zmm9, 238
-    vshufi64x2   zmm9, zmm6, zmm11, 68
-    vshufi64x2   zmm6, zmm6, zmm11, 238
-    vpsrlq       zmm10, zmm4, 32                     ; layer 5
-    vpmuludq     zmm11, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm12, zmm10, [rcx]
-    vpmuludq     zmm10, zmm10, [rcx + 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm11, zmm4
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm4, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm10
-    vpaddq       zmm10, zmm2, zmm4
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2752] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2624
-    vpmuludq     zmm4, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm4, zmm3
-    vpsllq       zmm4, zmm2, 32
-    vpsubq       zmm12, zmm4, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm7, zmm2
-    vpaddq       zmm4, zmm3, zmm15
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm4, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm16
-    vpsrlq       zmm2, zmm5, 32                      ; layer 5
-    vpmuludq     zmm7, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm5, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm5, zmm5, zmm12
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm7, zmm5
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm8, zmm2
-    vpaddq       zmm7, zmm5, zmm15
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm6, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3008] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2880
-    vpmuludq     zmm8, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm8, zmm6
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm9, zmm2
-    vpaddq       zmm8, zmm6, zmm15
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm10, zmm11
-    vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm10, zmm11
-    vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm3, zmm4
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm3, zmm4
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm5, zmm7
-    vmovdqa64    zmm4, zmm1
-    vpermi2q     zmm4, zmm5, zmm7
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm6, zmm8
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm6, zmm8
-    vpsrlq       zmm6, zmm9, 32                      ; layer 6
-    vpmuludq     zmm8, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm12, zmm6, [rcx]
-    vpmuludq     zmm6, zmm6, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm12, zmm9, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm2, zmm6
-    vpaddq       zmm9, zmm8, zmm15
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm11, 32                     ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3264] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3136
-    vpmuludq     zmm6, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm10, zmm2
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 6
-    vpmuludq     zmm10, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm10, zmm4
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm3, zmm2
-    vpaddq       zmm10, zmm4, zmm15
-    vpcmpnleuq   k2, zmm3, zmm10
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm7, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3520] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3392
-    vpmuludq     zmm3, zmm7, [rcx - 128]
-    vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm7, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm7, zmm7, zmm12
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm3, zmm3, zmm7
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm2
-    vpaddq       zmm7, zmm3, zmm15
-    vpcmpnleuq   k2, zmm5, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm7, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpunpcklqdq  zmm2, zmm8, zmm9
-    vpunpckhqdq  zmm5, zmm8, zmm9
-    vpunpcklqdq  zmm8, zmm6, zmm11
-    vpunpckhqdq  zmm6, zmm6, zmm11
-    vpunpcklqdq  zmm9, zmm4, zmm10
-    vpunpckhqdq  zmm4, zmm4, zmm10
-    vpunpcklqdq  zmm10, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpsrlq       zmm7, zmm5, 32                      ; layer 7
-    vpmuludq     zmm11, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpmuludq     zmm12, zmm7, [rcx]
-    vpmuludq     zmm7, zmm7, [rcx + 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm5, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm7, zmm7, zmm13
-    vpaddq       zmm7, zmm7, zmm14
-    vpaddq       zmm5, zmm5, zmm12
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm11, zmm5
-    vpsllq       zmm11, zmm7, 32
-    vpsubq       zmm12, zmm11, zmm7
-    vpsrlq       zmm13, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm2, zmm5
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm6, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 3776] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3648
-    vpmuludq     zmm5, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpsllq       zmm6, zmm2, 32
-    vpsubq       zmm12, zmm6, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm8, zmm2
-    vpaddq       zmm6, zmm5, zmm15
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm6, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 7
-    vpmuludq     zmm8, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm8, zmm4
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm9, zmm2
-    vpaddq       zmm8, zmm4, zmm15
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm8, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4032] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 3904
-    vpmuludq     zmm9, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm9, zmm3
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm10, zmm2
-    vpaddq       zmm9, zmm3, zmm15
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm9, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpunpcklqdq  zmm2, zmm7, zmm11
-    vpunpckhqdq  zmm7, zmm7, zmm11
-    vpunpcklqdq  zmm10, zmm5, zmm6
-    vpunpckhqdq  zmm5, zmm5, zmm6
-    vpunpcklqdq  zmm6, zmm4, zmm8
-    vpunpckhqdq  zmm4, zmm4, zmm8
-    vpunpcklqdq  zmm8, zmm3, zmm9
-    vpunpckhqdq  zmm3, zmm3, zmm9
-    vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm9, zmm2, zmm7
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm2, zmm7
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm10, zmm5
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm10, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm6, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm6, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm8, zmm3
-    vmovdqa64    zmm6, zmm1
-    vpermi2q     zmm6, zmm8, zmm3
-    vshufi64x2   zmm3, zmm9, zmm11, 68
-    vshufi64x2   zmm8, zmm9, zmm11, 238
-    vshufi64x2   zmm9, zmm2, zmm7, 68
-    vshufi64x2   zmm2, zmm2, zmm7, 238
-    vshufi64x2   zmm7, zmm5, zmm10, 68
-    vshufi64x2   zmm5, zmm5, zmm10, 238
-    vshufi64x2   zmm10, zmm4, zmm6, 68
-    vshufi64x2   zmm4, zmm4, zmm6, 238
-    vmovdqu64    [rdi + 512], zmm3
-    vmovdqu64    [rdi + 576], zmm8
-    vmovdqu64    [rdi + 640], zmm9
-    vmovdqu64    [rdi + 704], zmm2
-    vmovdqu64    [rdi + 768], zmm7
-    vmovdqu64    [rdi + 832], zmm5
-    vmovdqu64    [rdi + 896], zmm10
-    vmovdqu64    [rdi + 960], zmm4
+    vmovdqu64    [rdi + 704], zmm3
+    vmovdqu64    [rdi + 256], zmm12
+    vmovdqu64    [rdi + 768], zmm13
+    vmovdqu64    [rdi + 320], zmm8
+    vmovdqu64    [rdi + 832], zmm9
+    vmovdqu64    [rdi + 384], zmm18
+    vmovdqu64    [rdi + 896], zmm19
+    vmovdqu64    [rdi + 448], zmm6
+    vmovdqu64    [rdi + 960], zmm7
     vmovdqu64    zmm2, [rdi + 1024]
-    vmovdqu64    zmm3, [rdi + 1088]
-    vmovdqu64    zmm4, [rdi + 1152]
-    vmovdqu64    zmm5, [rdi + 1216]
-    vmovdqu64    zmm6, [rdi + 1280]
-    vmovdqu64    zmm7, [rdi + 1344]
-    vmovdqu64    zmm8, [rdi + 1408]
-    vmovdqu64    zmm9, [rdi + 1472]
-    vpsrlq       zmm10, zmm6, 32                     ; layer 2
-    vpmuludq     zmm11, zmm6, zmm24
-    vpmuludq     zmm6, zmm6, zmm25
-    vpmuludq     zmm12, zmm10, zmm24
-    vpmuludq     zmm10, zmm10, zmm25
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm11, zmm6
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm10, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm2, zmm6
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm7, 32                      ; layer 2
-    vpmuludq     zmm6, zmm7, zmm24
-    vpmuludq     zmm7, zmm7, zmm25
-    vpmuludq     zmm12, zmm2, zmm24
-    vpmuludq     zmm2, zmm2, zmm25
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm7, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm7, zmm7, zmm12
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm6, zmm6, zmm7
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm3, zmm2
-    vpaddq       zmm7, zmm6, zmm15
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm7, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm8, 32                      ; layer 2
-    vpmuludq     zmm3, zmm8, zmm24
-    vpmuludq     zmm8, zmm8, zmm25
-    vpmuludq     zmm12, zmm2, zmm24
-    vpmuludq     zmm2, zmm2, zmm25
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm3, zmm3, zmm8
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm4, zmm2
-    vpaddq       zmm8, zmm3, zmm15
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm8, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 2
-    vpmuludq     zmm4, zmm9, zmm24
-    vpmuludq     zmm9, zmm9, zmm25
-    vpmuludq     zmm12, zmm2, zmm24
-    vpmuludq     zmm2, zmm2, zmm25
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm5, zmm2
-    vpaddq       zmm9, zmm4, zmm15
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm9, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 3
-    vpmuludq     zmm5, zmm3, zmm27
-    vpmuludq     zmm3, zmm3, zmm28
-    vpmuludq     zmm12, zmm2, zmm27
-    vpmuludq     zmm2, zmm2, zmm28
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm5, zmm3
-    vpsllq       zmm5, zmm2, 32
-    vpsubq       zmm12, zmm5, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm10, zmm2
-    vpaddq       zmm5, zmm3, zmm15
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm5, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm5{k2}, zmm5, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 3
-    vpmuludq     zmm10, zmm4, zmm27
-    vpmuludq     zmm4, zmm4, zmm28
-    vpmuludq     zmm12, zmm2, zmm27
-    vpmuludq     zmm2, zmm2, zmm28
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm10, zmm4
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm6, zmm2
-    vpaddq       zmm10, zmm4, zmm15
-    vpcmpnleuq   k2, zmm6, zmm10
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm8, 32                      ; layer 3
-    vpmuludq     zmm6, zmm8, zmm29
-    vpmuludq     zmm8, zmm8, zmm30
-    vpmuludq     zmm12, zmm2, zmm29
-    vpmuludq     zmm2, zmm2, zmm30
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm6, zmm6, zmm8
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm11, zmm2
-    vpaddq       zmm8, zmm6, zmm15
-    vpcmpnleuq   k2, zmm11, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm11, zmm2
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 3
-    vpmuludq     zmm11, zmm9, zmm29
-    vpmuludq     zmm9, zmm9, zmm30
-    vpmuludq     zmm12, zmm2, zmm29
-    vpmuludq     zmm2, zmm2, zmm30
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm2, zmm2, zmm9
-    vpcmpnleuq   k2, zmm9, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm9, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm9
-    vpaddq       zmm9, zmm7, zmm2
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 4
-    vpmuludq     zmm7, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm7, zmm4
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm3, zmm2
-    vpaddq       zmm7, zmm4, zmm15
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm7, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm10, 32                     ; layer 4
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4288] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4160
-    vpmuludq     zmm3, zmm10, [rcx - 128]
+    vmovdqu64    zmm3, [rdi + 1536]
+    vmovdqu64    zmm4, [rdi + 1088]
+    vmovdqu64    zmm5, [rdi + 1600]
+    vmovdqu64    zmm6, [rdi + 1152]
+    vmovdqu64    zmm7, [rdi + 1664]
+    vmovdqu64    zmm8, [rdi + 1216]
+    vmovdqu64    zmm9, [rdi + 1728]
+    vmovdqu64    zmm10, [rdi + 1280]
+    vmovdqu64    zmm11, [rdi + 1792]
+    vmovdqu64    zmm12, [rdi + 1344]
+    vmovdqu64    zmm13, [rdi + 1856]
+    vmovdqu64    zmm14, [rdi + 1408]
+    vmovdqu64    zmm15, [rdi + 1920]
+    vmovdqu64    zmm16, [rdi + 1472]
+    vmovdqu64    zmm17, [rdi + 1984]
+    vpsrlq       zmm18, zmm10, 32                    ; layer 2
+    vpsrlq       zmm19, zmm11, 32                    ; layer 2
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 384] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 256
+    vpmuludq     zmm20, zmm10, [rcx - 128]
+    vpmuludq     zmm21, zmm11, [rcx]
     vpmuludq     zmm10, zmm10, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm2
-    vpaddq       zmm10, zmm3, zmm15
-    vpcmpnleuq   k2, zmm5, zmm10
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm10, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 4
-    vpmuludq     zmm5, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm6, zmm2
-    vpaddq       zmm9, zmm5, zmm15
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm11, 32                     ; layer 4
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4544] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4416
-    vpmuludq     zmm6, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm8, zmm2
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vshufi64x2   zmm2, zmm4, zmm7, 68
-    vshufi64x2   zmm4, zmm4, zmm7, 238
-    vshufi64x2   zmm7, zmm3, zmm10, 68
-    vshufi64x2   zmm3, zmm3, zmm10, 238
-    vshufi64x2   zmm8, zmm5, zmm9, 68
-    vshufi64x2   zmm5, zmm5, zmm9, 238
-    vshufi64x2   zmm9, zmm6, zmm11, 68
-    vshufi64x2   zmm6, zmm6, zmm11, 238
-    vpsrlq       zmm10, zmm4, 32                     ; layer 5
-    vpmuludq     zmm11, zmm4, [rcx - 64]
-    vpmuludq     zmm4, zmm4, [rcx]
-    vpmuludq     zmm12, zmm10, [rcx - 64]
-    vpmuludq     zmm10, zmm10, [rcx]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm11, zmm4
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm4, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm10
-    vpaddq       zmm10, zmm2, zmm4
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 5
-    vpmuludq     zmm4, zmm3, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4736] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4608
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm4, zmm3
-    vpsllq       zmm4, zmm2, 32
-    vpsubq       zmm12, zmm4, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm7, zmm2
-    vpaddq       zmm4, zmm3, zmm15
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm4, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm16
-    vpsrlq       zmm2, zmm5, 32                      ; layer 5
-    vpmuludq     zmm7, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm5, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm5, zmm5, zmm12
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm7, zmm5
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm8, zmm2
-    vpaddq       zmm7, zmm5, zmm15
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm6, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4992] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 4864
-    vpmuludq     zmm8, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm8, zmm6
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm9, zmm2
-    vpaddq       zmm8, zmm6, zmm15
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm10, zmm11
-    vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm10, zmm11
-    vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm3, zmm4
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm3, zmm4
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm5, zmm7
-    vmovdqa64    zmm4, zmm1
-    vpermi2q     zmm4, zmm5, zmm7
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm6, zmm8
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm6, zmm8
-    vpsrlq       zmm6, zmm9, 32                      ; layer 6
-    vpmuludq     zmm8, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm12, zmm6, [rcx]
-    vpmuludq     zmm6, zmm6, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm12, zmm9, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm2, zmm6
-    vpaddq       zmm9, zmm8, zmm15
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm11, 32                     ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5248] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5120
-    vpmuludq     zmm6, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm10, zmm2
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 6
-    vpmuludq     zmm10, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm10, zmm4
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm3, zmm2
-    vpaddq       zmm10, zmm4, zmm15
-    vpcmpnleuq   k2, zmm3, zmm10
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm7, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5504] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5376
-    vpmuludq     zmm3, zmm7, [rcx - 128]
-    vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm7, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm7, zmm7, zmm12
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm3, zmm3, zmm7
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm2
-    vpaddq       zmm7, zmm3, zmm15
-    vpcmpnleuq   k2, zmm5, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm7, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpunpcklqdq  zmm2, zmm8, zmm9
-    vpunpckhqdq  zmm5, zmm8, zmm9
-    vpunpcklqdq  zmm8, zmm6, zmm11
-    vpunpckhqdq  zmm6, zmm6, zmm11
-    vpunpcklqdq  zmm9, zmm4, zmm10
-    vpunpckhqdq  zmm4, zmm4, zmm10
-    vpunpcklqdq  zmm10, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpsrlq       zmm7, zmm5, 32                      ; layer 7
-    vpmuludq     zmm11, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpmuludq     zmm12, zmm7, [rcx]
-    vpmuludq     zmm7, zmm7, [rcx + 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm5, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm7, zmm7, zmm13
-    vpaddq       zmm7, zmm7, zmm14
-    vpaddq       zmm5, zmm5, zmm12
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm11, zmm5
-    vpsllq       zmm11, zmm7, 32
-    vpsubq       zmm12, zmm11, zmm7
-    vpsrlq       zmm13, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm2, zmm5
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm6, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5760] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5632
-    vpmuludq     zmm5, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpsllq       zmm6, zmm2, 32
-    vpsubq       zmm12, zmm6, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm8, zmm2
-    vpaddq       zmm6, zmm5, zmm15
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm6, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 7
-    vpmuludq     zmm8, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm8, zmm4
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm9, zmm2
-    vpaddq       zmm8, zmm4, zmm15
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm8, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6016] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 5888
-    vpmuludq     zmm9, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm9, zmm3
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm10, zmm2
-    vpaddq       zmm9, zmm3, zmm15
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm9, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpunpcklqdq  zmm2, zmm7, zmm11
-    vpunpckhqdq  zmm7, zmm7, zmm11
-    vpunpcklqdq  zmm10, zmm5, zmm6
-    vpunpckhqdq  zmm5, zmm5, zmm6
-    vpunpcklqdq  zmm6, zmm4, zmm8
-    vpunpckhqdq  zmm4, zmm4, zmm8
-    vpunpcklqdq  zmm8, zmm3, zmm9
-    vpunpckhqdq  zmm3, zmm3, zmm9
-    vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm9, zmm2, zmm7
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm2, zmm7
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm10, zmm5
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm10, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm6, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm6, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm8, zmm3
-    vmovdqa64    zmm6, zmm1
-    vpermi2q     zmm6, zmm8, zmm3
-    vshufi64x2   zmm3, zmm9, zmm11, 68
-    vshufi64x2   zmm8, zmm9, zmm11, 238
-    vshufi64x2   zmm9, zmm2, zmm7, 68
-    vshufi64x2   zmm2, zmm2, zmm7, 238
-    vshufi64x2   zmm7, zmm5, zmm10, 68
-    vshufi64x2   zmm5, zmm5, zmm10, 238
-    vshufi64x2   zmm10, zmm4, zmm6, 68
-    vshufi64x2   zmm4, zmm4, zmm6, 238
-    vmovdqu64    [rdi + 1024], zmm3
-    vmovdqu64    [rdi + 1088], zmm8
-    vmovdqu64    [rdi + 1152], zmm9
-    vmovdqu64    [rdi + 1216], zmm2
-    vmovdqu64    [rdi + 1280], zmm7
-    vmovdqu64    [rdi + 1344], zmm5
-    vmovdqu64    [rdi + 1408], zmm10
-    vmovdqu64    [rdi + 1472], zmm4
-    vmovdqu64    zmm2, [rdi + 1536]
-    vmovdqu64    zmm3, [rdi + 1600]
-    vmovdqu64    zmm4, [rdi + 1664]
-    vmovdqu64    zmm5, [rdi + 1728]
-    vmovdqu64    zmm6, [rdi + 1792]
-    vmovdqu64    zmm7, [rdi + 1856]
-    vmovdqu64    zmm8, [rdi + 1920]
-    vmovdqu64    zmm9, [rdi + 1984]
-    vpsrlq       zmm10, zmm6, 32                     ; layer 2
-    vpmuludq     zmm11, zmm6, zmm26
-    vpmuludq     zmm6, zmm6, zmm23
-    vpmuludq     zmm12, zmm10, zmm26
-    vpmuludq     zmm10, zmm10, zmm23
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm11, zmm6
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm10, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm2, zmm6
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm7, 32                      ; layer 2
-    vpmuludq     zmm6, zmm7, zmm26
-    vpmuludq     zmm7, zmm7, zmm23
-    vpmuludq     zmm12, zmm2, zmm26
-    vpmuludq     zmm2, zmm2, zmm23
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm7, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm7, zmm7, zmm12
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm6, zmm6, zmm7
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm3, zmm2
-    vpaddq       zmm7, zmm6, zmm15
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm7, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm8, 32                      ; layer 2
-    vpmuludq     zmm3, zmm8, zmm26
-    vpmuludq     zmm8, zmm8, zmm23
-    vpmuludq     zmm12, zmm2, zmm26
-    vpmuludq     zmm2, zmm2, zmm23
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm3, zmm3, zmm8
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm4, zmm2
-    vpaddq       zmm8, zmm3, zmm15
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm8, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 2
-    vpmuludq     zmm4, zmm9, zmm26
-    vpmuludq     zmm9, zmm9, zmm23
-    vpmuludq     zmm12, zmm2, zmm26
-    vpmuludq     zmm2, zmm2, zmm23
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm5, zmm2
-    vpaddq       zmm9, zmm4, zmm15
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm9, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 3
-    vpmuludq     zmm5, zmm3, zmm31
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2496] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 2368
-    vpmuludq     zmm3, zmm3, [rcx - 128]
-    vpmuludq     zmm12, zmm2, zmm31
-    vpmuludq     zmm2, zmm2, [rcx - 128]
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm5, zmm3
-    vpsllq       zmm5, zmm2, 32
-    vpsubq       zmm12, zmm5, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm10, zmm2
-    vpaddq       zmm5, zmm3, zmm15
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm5, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm5{k2}, zmm5, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 3
-    vpmuludq     zmm10, zmm4, zmm31
-    vpmuludq     zmm4, zmm4, [rcx - 128]
-    vpmuludq     zmm12, zmm2, zmm31
-    vpmuludq     zmm2, zmm2, [rcx - 128]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm10, zmm4
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm6, zmm2
-    vpaddq       zmm10, zmm4, zmm15
-    vpcmpnleuq   k2, zmm6, zmm10
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm8, 32                      ; layer 3
-    vpmuludq     zmm6, zmm8, [rcx - 64]
-    vpmuludq     zmm8, zmm8, zmm23
-    vpmuludq     zmm12, zmm2, [rcx - 64]
-    vpmuludq     zmm2, zmm2, zmm23
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm6, zmm6, zmm8
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm11, zmm2
-    vpaddq       zmm8, zmm6, zmm15
-    vpcmpnleuq   k2, zmm11, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm11, zmm2
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 3
-    vpmuludq     zmm11, zmm9, [rcx - 64]
-    vpmuludq     zmm9, zmm9, zmm23
-    vpmuludq     zmm12, zmm2, [rcx - 64]
-    vpmuludq     zmm2, zmm2, zmm23
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm2, zmm2, zmm9
-    vpcmpnleuq   k2, zmm9, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm9, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm9
-    vpaddq       zmm9, zmm7, zmm2
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 4
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6144] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6016
-    vpmuludq     zmm7, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm7, zmm4
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm3, zmm2
-    vpaddq       zmm7, zmm4, zmm15
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm7, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm10, 32                     ; layer 4
-    vpmuludq     zmm3, zmm10, [rcx]
-    vpmuludq     zmm10, zmm10, zmm19
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm3, zmm3, zmm10
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm2
-    vpaddq       zmm10, zmm3, zmm15
-    vpcmpnleuq   k2, zmm5, zmm10
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm10, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm9, 32                      ; layer 4
-    vpmuludq     zmm5, zmm9, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6336] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6208
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm6, zmm2
-    vpaddq       zmm9, zmm5, zmm15
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm11, 32                     ; layer 4
-    vpmuludq     zmm6, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm8, zmm2
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vshufi64x2   zmm2, zmm4, zmm7, 68
-    vshufi64x2   zmm4, zmm4, zmm7, 238
-    vshufi64x2   zmm7, zmm3, zmm10, 68
-    vshufi64x2   zmm3, zmm3, zmm10, 238
-    vshufi64x2   zmm8, zmm5, zmm9, 68
-    vshufi64x2   zmm5, zmm5, zmm9, 238
-    vshufi64x2   zmm9, zmm6, zmm11, 68
-    vshufi64x2   zmm6, zmm6, zmm11, 238
-    vpsrlq       zmm10, zmm4, 32                     ; layer 5
-    vpmuludq     zmm11, zmm4, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6528] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6400
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpmuludq     zmm12, zmm10, [rcx - 128]
-    vpmuludq     zmm10, zmm10, [rcx - 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm11, zmm4
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm4, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm10
-    vpaddq       zmm10, zmm2, zmm4
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 5
-    vpmuludq     zmm4, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm4, zmm3
-    vpsllq       zmm4, zmm2, 32
-    vpsubq       zmm12, zmm4, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm7, zmm2
-    vpaddq       zmm4, zmm3, zmm15
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm4, zmm7, zmm2
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm4{k2}, zmm4, zmm16
-    vpsrlq       zmm2, zmm5, 32                      ; layer 5
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6784] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6656
-    vpmuludq     zmm7, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm5, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm5, zmm5, zmm12
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm7, zmm5
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm8, zmm2
-    vpaddq       zmm7, zmm5, zmm15
-    vpcmpnleuq   k2, zmm8, zmm7
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpsrlq       zmm2, zmm6, 32                      ; layer 5
-    vpmuludq     zmm8, zmm6, [rcx]
-    vpmuludq     zmm6, zmm6, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm6, zmm8, zmm6
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm9, zmm2
-    vpaddq       zmm8, zmm6, zmm15
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm10, zmm11
-    vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm10, zmm11
-    vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm3, zmm4
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm3, zmm4
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm5, zmm7
-    vmovdqa64    zmm4, zmm1
-    vpermi2q     zmm4, zmm5, zmm7
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm6, zmm8
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm6, zmm8
-    vpsrlq       zmm6, zmm9, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7040] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 6912
-    vpmuludq     zmm8, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm12, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm12, zmm9, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm2, zmm6
-    vpaddq       zmm9, zmm8, zmm15
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm11, 32                     ; layer 6
-    vpmuludq     zmm6, zmm11, [rcx]
     vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
+    vpmuludq     zmm22, zmm18, [rcx - 128]
+    vpmuludq     zmm23, zmm19, [rcx]
+    vpmuludq     zmm18, zmm18, [rcx - 64]
+    vpmuludq     zmm19, zmm19, [rcx + 64]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm10, zmm24
+    vpaddq       zmm25, zmm11, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm18, zmm18, zmm24
+    vpaddq       zmm19, zmm19, zmm25
+    vpaddq       zmm18, zmm18, zmm26
+    vpaddq       zmm19, zmm19, zmm27
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpsllq       zmm10, zmm10, 32
     vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm10, zmm2
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 6
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7296] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 7168
-    vpmuludq     zmm10, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpaddq       zmm10, zmm20, zmm10
+    vpaddq       zmm11, zmm21, zmm11
+    vpsllq       zmm20, zmm18, 32
+    vpsllq       zmm21, zmm19, 32
+    vpsubq       zmm22, zmm20, zmm18
+    vpsubq       zmm23, zmm21, zmm19
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm10, zmm10, zmm18
+    vpaddq       zmm11, zmm11, zmm19
+    vpcmpnleuq   k2, zmm18, zmm10
+    vpcmpnleuq   k3, zmm19, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm18, zmm10, zmm29
+    vpsubq       zmm19, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm18
+    vpminuq      zmm11, zmm11, zmm19
+    vpaddq       zmm18, zmm2, zmm10
+    vpaddq       zmm19, zmm3, zmm11
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm2, zmm10
+    vpsubq       zmm21, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm12, 32                     ; layer 2
+    vpsrlq       zmm3, zmm13, 32                     ; layer 2
+    vpmuludq     zmm10, zmm12, [rcx - 128]
+    vpmuludq     zmm11, zmm13, [rcx]
+    vpmuludq     zmm12, zmm12, [rcx - 64]
+    vpmuludq     zmm13, zmm13, [rcx + 64]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rcx]
     vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm10, zmm4
-    vpsllq       zmm10, zmm2, 32
-    vpsubq       zmm12, zmm10, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm3, zmm2
-    vpaddq       zmm10, zmm4, zmm15
-    vpcmpnleuq   k2, zmm3, zmm10
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm10, zmm3, zmm2
-    vpcmpnleuq   k2, zmm2, zmm3
-    vpaddq       zmm10{k2}, zmm10, zmm16
-    vpsrlq       zmm2, zmm7, 32                      ; layer 6
-    vpmuludq     zmm3, zmm7, [rcx]
-    vpmuludq     zmm7, zmm7, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm7, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm7, zmm7, zmm12
-    vpsllq       zmm7, zmm7, 32
-    vpaddq       zmm3, zmm3, zmm7
-    vpsllq       zmm7, zmm2, 32
-    vpsubq       zmm12, zmm7, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm5, zmm2
-    vpaddq       zmm7, zmm3, zmm15
-    vpcmpnleuq   k2, zmm5, zmm7
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm7, zmm5, zmm2
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm16
-    vpunpcklqdq  zmm2, zmm8, zmm9
-    vpunpckhqdq  zmm5, zmm8, zmm9
-    vpunpcklqdq  zmm8, zmm6, zmm11
-    vpunpckhqdq  zmm6, zmm6, zmm11
-    vpunpcklqdq  zmm9, zmm4, zmm10
-    vpunpckhqdq  zmm4, zmm4, zmm10
-    vpunpcklqdq  zmm10, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpsrlq       zmm7, zmm5, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7552] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 7424
-    vpmuludq     zmm11, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpmuludq     zmm12, zmm7, [rcx - 128]
-    vpmuludq     zmm7, zmm7, [rcx - 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm5, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm7, zmm7, zmm13
-    vpaddq       zmm7, zmm7, zmm14
-    vpaddq       zmm5, zmm5, zmm12
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm5, zmm11, zmm5
-    vpsllq       zmm11, zmm7, 32
-    vpsubq       zmm12, zmm11, zmm7
-    vpsrlq       zmm13, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm2, zmm5
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm6, 32                      ; layer 7
-    vpmuludq     zmm5, zmm6, [rcx]
-    vpmuludq     zmm6, zmm6, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm6, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm6, zmm6, zmm12
-    vpsllq       zmm6, zmm6, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpsllq       zmm6, zmm2, 32
-    vpsubq       zmm12, zmm6, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm2, zmm2, zmm5
-    vpcmpnleuq   k2, zmm5, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm5, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm5
-    vpaddq       zmm5, zmm8, zmm2
-    vpaddq       zmm6, zmm5, zmm15
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm6, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm16
-    vpsrlq       zmm2, zmm4, 32                      ; layer 7
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7808] ; addresses kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 near byte 7680
-    vpmuludq     zmm8, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm4, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm4, zmm4, zmm12
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm8, zmm4
-    vpsllq       zmm8, zmm2, 32
-    vpsubq       zmm12, zmm8, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vpaddq       zmm4, zmm9, zmm2
-    vpaddq       zmm8, zmm4, zmm15
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm8, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm3, 32                      ; layer 7
-    vpmuludq     zmm9, zmm3, [rcx]
     vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm3, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm3, zmm3, zmm12
-    vpsllq       zmm3, zmm3, 32
-    vpaddq       zmm3, zmm9, zmm3
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm12, zmm9, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm10, zmm2
-    vpaddq       zmm9, zmm3, zmm15
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm9, zmm10, zmm2
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm12, zmm24
+    vpaddq       zmm25, zmm13, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpsllq       zmm12, zmm12, 32
+    vpsllq       zmm13, zmm13, 32
+    vpaddq       zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm11, zmm13
+    vpsllq       zmm12, zmm2, 32
+    vpsllq       zmm13, zmm3, 32
+    vpsubq       zmm22, zmm12, zmm2
+    vpsubq       zmm23, zmm13, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm4, zmm2
+    vpaddq       zmm11, zmm5, zmm3
+    vpaddq       zmm12, zmm10, zmm28
+    vpaddq       zmm13, zmm11, zmm28
+    vpcmpnleuq   k2, zmm4, zmm12
+    vpcmpnleuq   k3, zmm5, zmm13
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm12, zmm4, zmm2
+    vpsubq       zmm13, zmm5, zmm3
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpcmpnleuq   k3, zmm3, zmm5
+    vpaddq       zmm12{k2}, zmm12, zmm29
+    vpaddq       zmm13{k3}, zmm13, zmm29
+    vpsrlq       zmm2, zmm14, 32                     ; layer 2
+    vpsrlq       zmm3, zmm15, 32                     ; layer 2
+    vpmuludq     zmm4, zmm14, [rcx - 128]
+    vpmuludq     zmm5, zmm15, [rcx]
+    vpmuludq     zmm14, zmm14, [rcx - 64]
+    vpmuludq     zmm15, zmm15, [rcx + 64]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpaddq       zmm24, zmm14, zmm24
+    vpaddq       zmm25, zmm15, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpsllq       zmm14, zmm14, 32
+    vpsllq       zmm15, zmm15, 32
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm5, zmm5, zmm15
+    vpsllq       zmm14, zmm2, 32
+    vpsllq       zmm15, zmm3, 32
+    vpsubq       zmm22, zmm14, zmm2
+    vpsubq       zmm23, zmm15, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm6, zmm2
+    vpaddq       zmm5, zmm7, zmm3
+    vpaddq       zmm14, zmm4, zmm28
+    vpaddq       zmm15, zmm5, zmm28
+    vpcmpnleuq   k2, zmm6, zmm14
+    vpcmpnleuq   k3, zmm7, zmm15
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm14, zmm6, zmm2
+    vpsubq       zmm15, zmm7, zmm3
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpcmpnleuq   k3, zmm3, zmm7
+    vpaddq       zmm14{k2}, zmm14, zmm29
+    vpaddq       zmm15{k3}, zmm15, zmm29
+    vpsrlq       zmm2, zmm16, 32                     ; layer 2
+    vpsrlq       zmm3, zmm17, 32                     ; layer 2
+    vpmuludq     zmm6, zmm16, [rcx - 128]
+    vpmuludq     zmm7, zmm17, [rcx]
+    vpmuludq     zmm16, zmm16, [rcx - 64]
+    vpmuludq     zmm17, zmm17, [rcx + 64]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm6, zmm6, zmm16
+    vpaddq       zmm7, zmm7, zmm17
+    vpsllq       zmm16, zmm2, 32
+    vpsllq       zmm17, zmm3, 32
+    vpsubq       zmm22, zmm16, zmm2
+    vpsubq       zmm23, zmm17, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm8, zmm2
+    vpaddq       zmm7, zmm9, zmm3
+    vpaddq       zmm16, zmm6, zmm28
+    vpaddq       zmm17, zmm7, zmm28
+    vpcmpnleuq   k2, zmm8, zmm16
+    vpcmpnleuq   k3, zmm9, zmm17
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm16, zmm8, zmm2
+    vpsubq       zmm17, zmm9, zmm3
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpsrlq       zmm2, zmm4, 32                      ; layer 3
+    vpsrlq       zmm3, zmm5, 32                      ; layer 3
+    vpmuludq     zmm8, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2048]
+    vpmuludq     zmm9, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2304]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2112]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2368]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2048]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2304]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2112]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2368]
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpaddq       zmm24, zmm4, zmm24
+    vpaddq       zmm25, zmm5, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm4, zmm4, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpsllq       zmm4, zmm4, 32
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm4, zmm8, zmm4
+    vpaddq       zmm5, zmm9, zmm5
+    vpsllq       zmm8, zmm2, 32
+    vpsllq       zmm9, zmm3, 32
+    vpsubq       zmm22, zmm8, zmm2
+    vpsubq       zmm23, zmm9, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm18, zmm2
+    vpaddq       zmm5, zmm19, zmm3
+    vpaddq       zmm8, zmm4, zmm28
+    vpaddq       zmm9, zmm5, zmm28
+    vpcmpnleuq   k2, zmm18, zmm8
+    vpcmpnleuq   k3, zmm19, zmm9
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm8, zmm18, zmm2
+    vpsubq       zmm9, zmm19, zmm3
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm8{k2}, zmm8, zmm29
+    vpaddq       zmm9{k3}, zmm9, zmm29
+    vpsrlq       zmm2, zmm6, 32                      ; layer 3
+    vpsrlq       zmm3, zmm7, 32                      ; layer 3
+    vpmuludq     zmm18, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2048]
+    vpmuludq     zmm19, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2304]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2112]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2368]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2048]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2304]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2112]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2368]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm18, zmm6
+    vpaddq       zmm7, zmm19, zmm7
+    vpsllq       zmm18, zmm2, 32
+    vpsllq       zmm19, zmm3, 32
+    vpsubq       zmm22, zmm18, zmm2
+    vpsubq       zmm23, zmm19, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm10, zmm2
+    vpaddq       zmm7, zmm11, zmm3
+    vpaddq       zmm18, zmm6, zmm28
+    vpaddq       zmm19, zmm7, zmm28
+    vpcmpnleuq   k2, zmm10, zmm18
+    vpcmpnleuq   k3, zmm11, zmm19
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm18, zmm10, zmm2
+    vpsubq       zmm19, zmm11, zmm3
     vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpunpcklqdq  zmm2, zmm7, zmm11
-    vpunpckhqdq  zmm7, zmm7, zmm11
-    vpunpcklqdq  zmm10, zmm5, zmm6
-    vpunpckhqdq  zmm5, zmm5, zmm6
-    vpunpcklqdq  zmm6, zmm4, zmm8
-    vpunpckhqdq  zmm4, zmm4, zmm8
-    vpunpcklqdq  zmm8, zmm3, zmm9
-    vpunpckhqdq  zmm3, zmm3, zmm9
-    vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm9, zmm2, zmm7
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm2, zmm7
+    vpcmpnleuq   k3, zmm3, zmm11
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm2, zmm14, 32                     ; layer 3
+    vpsrlq       zmm3, zmm15, 32                     ; layer 3
+    vpmuludq     zmm10, zmm14, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2176]
+    vpmuludq     zmm11, zmm15, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2432]
+    vpmuludq     zmm14, zmm14, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2240]
+    vpmuludq     zmm15, zmm15, [rcx + 64]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2176]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2432]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2240]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm14, zmm24
+    vpaddq       zmm25, zmm15, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpsllq       zmm14, zmm14, 32
+    vpsllq       zmm15, zmm15, 32
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm11, zmm11, zmm15
+    vpsllq       zmm14, zmm2, 32
+    vpsllq       zmm15, zmm3, 32
+    vpsubq       zmm22, zmm14, zmm2
+    vpsubq       zmm23, zmm15, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm20, zmm2
+    vpaddq       zmm11, zmm21, zmm3
+    vpaddq       zmm14, zmm10, zmm28
+    vpaddq       zmm15, zmm11, zmm28
+    vpcmpnleuq   k2, zmm20, zmm14
+    vpcmpnleuq   k3, zmm21, zmm15
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm14, zmm20, zmm2
+    vpsubq       zmm15, zmm21, zmm3
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm14{k2}, zmm14, zmm29
+    vpaddq       zmm15{k3}, zmm15, zmm29
+    vpsrlq       zmm2, zmm16, 32                     ; layer 3
+    vpsrlq       zmm3, zmm17, 32                     ; layer 3
+    vpmuludq     zmm20, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2176]
+    vpmuludq     zmm21, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2432]
+    vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2240]
+    vpmuludq     zmm17, zmm17, [rcx + 64]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2176]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2432]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 2240]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm16, zmm20, zmm16
+    vpaddq       zmm17, zmm21, zmm17
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm16, zmm22
+    vpaddq       zmm3, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm2, zmm2, zmm16
+    vpaddq       zmm3, zmm3, zmm17
+    vpcmpnleuq   k2, zmm16, zmm2
+    vpcmpnleuq   k3, zmm17, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm16, zmm2, zmm29
+    vpsubq       zmm17, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm16
+    vpminuq      zmm3, zmm3, zmm17
+    vpaddq       zmm16, zmm12, zmm2
+    vpaddq       zmm17, zmm13, zmm3
+    vpaddq       zmm20, zmm16, zmm28
+    vpaddq       zmm21, zmm17, zmm28
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm20, zmm12, zmm2
+    vpsubq       zmm21, zmm13, zmm3
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm6, 32                      ; layer 4
+    vpsrlq       zmm3, zmm7, 32                      ; layer 4
+    vpmuludq     zmm12, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4032]
+    vpmuludq     zmm13, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6016]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4096]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6080]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4032]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6016]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4096]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6080]
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm12, zmm6
+    vpaddq       zmm7, zmm13, zmm7
+    vpsllq       zmm12, zmm2, 32
+    vpsllq       zmm13, zmm3, 32
+    vpsubq       zmm22, zmm12, zmm2
+    vpsubq       zmm23, zmm13, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm4, zmm2
+    vpaddq       zmm7, zmm5, zmm3
+    vpaddq       zmm12, zmm6, zmm28
+    vpaddq       zmm13, zmm7, zmm28
+    vpcmpnleuq   k2, zmm4, zmm12
+    vpcmpnleuq   k3, zmm5, zmm13
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm12, zmm4, zmm2
+    vpsubq       zmm13, zmm5, zmm3
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpcmpnleuq   k3, zmm3, zmm5
+    vpaddq       zmm12{k2}, zmm12, zmm29
+    vpaddq       zmm13{k3}, zmm13, zmm29
+    vpsrlq       zmm2, zmm18, 32                     ; layer 4
+    vpsrlq       zmm3, zmm19, 32                     ; layer 4
+    vpmuludq     zmm4, zmm18, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4160]
+    vpmuludq     zmm5, zmm19, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6144]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4224]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 64]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4160]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6144]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4224]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 64]
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpaddq       zmm24, zmm18, zmm24
+    vpaddq       zmm25, zmm19, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm4, zmm4, zmm18
+    vpaddq       zmm5, zmm5, zmm19
+    vpsllq       zmm18, zmm2, 32
+    vpsllq       zmm19, zmm3, 32
+    vpsubq       zmm22, zmm18, zmm2
+    vpsubq       zmm23, zmm19, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm8, zmm2
+    vpaddq       zmm5, zmm9, zmm3
+    vpaddq       zmm18, zmm4, zmm28
+    vpaddq       zmm19, zmm5, zmm28
+    vpcmpnleuq   k2, zmm8, zmm18
+    vpcmpnleuq   k3, zmm9, zmm19
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm18, zmm8, zmm2
+    vpsubq       zmm19, zmm9, zmm3
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm2, zmm16, 32                     ; layer 4
+    vpsrlq       zmm3, zmm17, 32                     ; layer 4
+    vpmuludq     zmm8, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4288]
+    vpmuludq     zmm9, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6208]
+    vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4352]
+    vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6272]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4288]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6208]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4352]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6272]
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm8, zmm8, zmm16
+    vpaddq       zmm9, zmm9, zmm17
+    vpsllq       zmm16, zmm2, 32
+    vpsllq       zmm17, zmm3, 32
+    vpsubq       zmm22, zmm16, zmm2
+    vpsubq       zmm23, zmm17, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm8, zmm22
+    vpaddq       zmm3, zmm9, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm8, zmm24, 32
+    vpsllq       zmm9, zmm25, 32
+    vpsubq       zmm8, zmm8, zmm24
+    vpsubq       zmm9, zmm9, zmm25
+    vpaddq       zmm2, zmm2, zmm8
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm8, zmm2, zmm29
+    vpsubq       zmm9, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm8
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm8, zmm10, zmm2
+    vpaddq       zmm9, zmm11, zmm3
+    vpaddq       zmm16, zmm8, zmm28
+    vpaddq       zmm17, zmm9, zmm28
+    vpcmpnleuq   k2, zmm10, zmm16
+    vpcmpnleuq   k3, zmm11, zmm17
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm16, zmm10, zmm2
+    vpsubq       zmm17, zmm11, zmm3
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpcmpnleuq   k3, zmm3, zmm11
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpsrlq       zmm2, zmm20, 32                     ; layer 4
+    vpsrlq       zmm3, zmm21, 32                     ; layer 4
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4416]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6336]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 64]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 64]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4416]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6336]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 64]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm14, zmm2
+    vpaddq       zmm11, zmm15, zmm3
+    vpaddq       zmm20, zmm10, zmm28
+    vpaddq       zmm21, zmm11, zmm28
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm20, zmm14, zmm2
+    vpsubq       zmm21, zmm15, zmm3
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vshufi64x2   zmm2, zmm6, zmm12, 68
+    vshufi64x2   zmm3, zmm7, zmm13, 68
+    vshufi64x2   zmm6, zmm6, zmm12, 238
+    vshufi64x2   zmm7, zmm7, zmm13, 238
+    vshufi64x2   zmm12, zmm4, zmm18, 68
+    vshufi64x2   zmm13, zmm5, zmm19, 68
+    vshufi64x2   zmm4, zmm4, zmm18, 238
+    vshufi64x2   zmm5, zmm5, zmm19, 238
+    vshufi64x2   zmm14, zmm8, zmm16, 68
+    vshufi64x2   zmm15, zmm9, zmm17, 68
+    vshufi64x2   zmm8, zmm8, zmm16, 238
+    vshufi64x2   zmm9, zmm9, zmm17, 238
+    vshufi64x2   zmm16, zmm10, zmm20, 68
+    vshufi64x2   zmm17, zmm11, zmm21, 68
+    vshufi64x2   zmm10, zmm10, zmm20, 238
+    vshufi64x2   zmm11, zmm11, zmm21, 238
+    vpsrlq       zmm18, zmm6, 32                     ; layer 5
+    vpsrlq       zmm19, zmm7, 32                     ; layer 5
+    vpmuludq     zmm20, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4480]
+    vpmuludq     zmm21, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6400]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4544]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6464]
+    vpmuludq     zmm22, zmm18, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4480]
+    vpmuludq     zmm23, zmm19, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6400]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4544]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6464]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm18, zmm18, zmm24
+    vpaddq       zmm19, zmm19, zmm25
+    vpaddq       zmm18, zmm18, zmm26
+    vpaddq       zmm19, zmm19, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm20, zmm6
+    vpaddq       zmm7, zmm21, zmm7
+    vpsllq       zmm20, zmm18, 32
+    vpsllq       zmm21, zmm19, 32
+    vpsubq       zmm22, zmm20, zmm18
+    vpsubq       zmm23, zmm21, zmm19
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm6, zmm6, zmm18
+    vpaddq       zmm7, zmm7, zmm19
+    vpcmpnleuq   k2, zmm18, zmm6
+    vpcmpnleuq   k3, zmm19, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm18, zmm6, zmm29
+    vpsubq       zmm19, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm18
+    vpminuq      zmm7, zmm7, zmm19
+    vpaddq       zmm18, zmm2, zmm6
+    vpaddq       zmm19, zmm3, zmm7
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm2, zmm6
+    vpsubq       zmm21, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm4, 32                      ; layer 5
+    vpsrlq       zmm3, zmm5, 32                      ; layer 5
+    vpmuludq     zmm6, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4608]
+    vpmuludq     zmm7, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6528]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4672]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6592]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4608]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6528]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4672]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6592]
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpaddq       zmm24, zmm4, zmm24
+    vpaddq       zmm25, zmm5, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm4, zmm4, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpsllq       zmm4, zmm4, 32
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm4, zmm6, zmm4
+    vpaddq       zmm5, zmm7, zmm5
+    vpsllq       zmm6, zmm2, 32
+    vpsllq       zmm7, zmm3, 32
+    vpsubq       zmm22, zmm6, zmm2
+    vpsubq       zmm23, zmm7, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpcmpnleuq   k3, zmm3, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm12, zmm2
+    vpaddq       zmm5, zmm13, zmm3
+    vpaddq       zmm6, zmm4, zmm28
+    vpaddq       zmm7, zmm5, zmm28
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpcmpnleuq   k3, zmm13, zmm7
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm6, zmm12, zmm2
+    vpsubq       zmm7, zmm13, zmm3
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm6{k2}, zmm6, zmm29
+    vpaddq       zmm7{k3}, zmm7, zmm29
+    vpsrlq       zmm2, zmm8, 32                      ; layer 5
+    vpsrlq       zmm3, zmm9, 32                      ; layer 5
+    vpmuludq     zmm12, zmm8, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4736]
+    vpmuludq     zmm13, zmm9, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6656]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4800]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6720]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4736]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6656]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4800]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6720]
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpaddq       zmm24, zmm8, zmm24
+    vpaddq       zmm25, zmm9, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpsllq       zmm8, zmm8, 32
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm12, zmm8
+    vpaddq       zmm9, zmm13, zmm9
+    vpsllq       zmm12, zmm2, 32
+    vpsllq       zmm13, zmm3, 32
+    vpsubq       zmm22, zmm12, zmm2
+    vpsubq       zmm23, zmm13, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm8, zmm22
+    vpaddq       zmm3, zmm9, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm8, zmm24, 32
+    vpsllq       zmm9, zmm25, 32
+    vpsubq       zmm8, zmm8, zmm24
+    vpsubq       zmm9, zmm9, zmm25
+    vpaddq       zmm2, zmm2, zmm8
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm8, zmm2, zmm29
+    vpsubq       zmm9, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm8
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm8, zmm14, zmm2
+    vpaddq       zmm9, zmm15, zmm3
+    vpaddq       zmm12, zmm8, zmm28
+    vpaddq       zmm13, zmm9, zmm28
+    vpcmpnleuq   k2, zmm14, zmm12
+    vpcmpnleuq   k3, zmm15, zmm13
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm12, zmm14, zmm2
+    vpsubq       zmm13, zmm15, zmm3
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm12{k2}, zmm12, zmm29
+    vpaddq       zmm13{k3}, zmm13, zmm29
+    vpsrlq       zmm2, zmm10, 32                     ; layer 5
+    vpsrlq       zmm3, zmm11, 32                     ; layer 5
+    vpmuludq     zmm14, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4864]
+    vpmuludq     zmm15, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6784]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4928]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6848]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4864]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6784]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4928]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6848]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm10, zmm24
+    vpaddq       zmm25, zmm11, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpsllq       zmm10, zmm10, 32
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm10, zmm14, zmm10
+    vpaddq       zmm11, zmm15, zmm11
+    vpsllq       zmm14, zmm2, 32
+    vpsllq       zmm15, zmm3, 32
+    vpsubq       zmm22, zmm14, zmm2
+    vpsubq       zmm23, zmm15, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm16, zmm2
+    vpaddq       zmm11, zmm17, zmm3
+    vpaddq       zmm14, zmm10, zmm28
+    vpaddq       zmm15, zmm11, zmm28
+    vpcmpnleuq   k2, zmm16, zmm14
+    vpcmpnleuq   k3, zmm17, zmm15
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm14, zmm16, zmm2
+    vpsubq       zmm15, zmm17, zmm3
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm14{k2}, zmm14, zmm29
+    vpaddq       zmm15{k3}, zmm15, zmm29
     vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm10, zmm5
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm10, zmm5
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm2, zmm18, zmm20
+    vpermi2q     zmm3, zmm19, zmm21
+    vmovdqa64    zmm16, zmm1
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm16, zmm18, zmm20
+    vpermi2q     zmm17, zmm19, zmm21
+    vmovdqa64    zmm18, zmm0
+    vmovdqa64    zmm19, zmm0
+    vpermi2q     zmm18, zmm4, zmm6
+    vpermi2q     zmm19, zmm5, zmm7
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm4, zmm6
+    vpermi2q     zmm21, zmm5, zmm7
+    vmovdqa64    zmm4, zmm0
     vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm6, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm6, zmm4
+    vpermi2q     zmm4, zmm8, zmm12
+    vpermi2q     zmm5, zmm9, zmm13
+    vmovdqa64    zmm6, zmm1
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm6, zmm8, zmm12
+    vpermi2q     zmm7, zmm9, zmm13
+    vmovdqa64    zmm8, zmm0
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm8, zmm10, zmm14
+    vpermi2q     zmm9, zmm11, zmm15
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm10, zmm14
+    vpermi2q     zmm13, zmm11, zmm15
+    vpsrlq       zmm10, zmm16, 32                    ; layer 6
+    vpsrlq       zmm11, zmm17, 32                    ; layer 6
+    vpmuludq     zmm14, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4992]
+    vpmuludq     zmm15, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6912]
+    vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5056]
+    vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6976]
+    vpmuludq     zmm22, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 4992]
+    vpmuludq     zmm23, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6912]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5056]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 6976]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm10, zmm10, zmm26
+    vpaddq       zmm11, zmm11, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm15, zmm17
+    vpsllq       zmm16, zmm10, 32
+    vpsllq       zmm17, zmm11, 32
+    vpsubq       zmm22, zmm16, zmm10
+    vpsubq       zmm23, zmm17, zmm11
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm16
+    vpcmpnleuq   k3, zmm11, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm10, zmm14, zmm22
+    vpaddq       zmm11, zmm15, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm14, zmm24, 32
+    vpsllq       zmm15, zmm25, 32
+    vpsubq       zmm14, zmm14, zmm24
+    vpsubq       zmm15, zmm15, zmm25
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm11, zmm11, zmm15
+    vpcmpnleuq   k2, zmm14, zmm10
+    vpcmpnleuq   k3, zmm15, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm14, zmm10, zmm29
+    vpsubq       zmm15, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm14
+    vpminuq      zmm11, zmm11, zmm15
+    vpaddq       zmm14, zmm2, zmm10
+    vpaddq       zmm15, zmm3, zmm11
+    vpaddq       zmm16, zmm14, zmm28
+    vpaddq       zmm17, zmm15, zmm28
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm16, zmm2, zmm10
+    vpsubq       zmm17, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpsrlq       zmm2, zmm20, 32                     ; layer 6
+    vpsrlq       zmm3, zmm21, 32                     ; layer 6
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5120]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7040]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5184]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7104]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5120]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7040]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5184]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7104]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm10, zmm22
+    vpaddq       zmm3, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpcmpnleuq   k2, zmm10, zmm2
+    vpcmpnleuq   k3, zmm11, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm2, zmm29
+    vpsubq       zmm11, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm10
+    vpminuq      zmm3, zmm3, zmm11
+    vpaddq       zmm10, zmm18, zmm2
+    vpaddq       zmm11, zmm19, zmm3
+    vpaddq       zmm20, zmm10, zmm28
+    vpaddq       zmm21, zmm11, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm20, zmm18, zmm2
+    vpsubq       zmm21, zmm19, zmm3
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm6, 32                      ; layer 6
+    vpsrlq       zmm3, zmm7, 32                      ; layer 6
+    vpmuludq     zmm18, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5248]
+    vpmuludq     zmm19, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7168]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5312]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7232]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5248]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7168]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5312]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7232]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm18, zmm6
+    vpaddq       zmm7, zmm19, zmm7
+    vpsllq       zmm18, zmm2, 32
+    vpsllq       zmm19, zmm3, 32
+    vpsubq       zmm22, zmm18, zmm2
+    vpsubq       zmm23, zmm19, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm4, zmm2
+    vpaddq       zmm7, zmm5, zmm3
+    vpaddq       zmm18, zmm6, zmm28
+    vpaddq       zmm19, zmm7, zmm28
+    vpcmpnleuq   k2, zmm4, zmm18
+    vpcmpnleuq   k3, zmm5, zmm19
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm18, zmm4, zmm2
+    vpsubq       zmm19, zmm5, zmm3
+    vpcmpnleuq   k2, zmm2, zmm4
+    vpcmpnleuq   k3, zmm3, zmm5
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm2, zmm12, 32                     ; layer 6
+    vpsrlq       zmm3, zmm13, 32                     ; layer 6
+    vpmuludq     zmm4, zmm12, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5376]
+    vpmuludq     zmm5, zmm13, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7296]
+    vpmuludq     zmm12, zmm12, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5440]
+    vpmuludq     zmm13, zmm13, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7360]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5376]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7296]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5440]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7360]
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpaddq       zmm24, zmm12, zmm24
+    vpaddq       zmm25, zmm13, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpsllq       zmm12, zmm12, 32
+    vpsllq       zmm13, zmm13, 32
+    vpaddq       zmm4, zmm4, zmm12
+    vpaddq       zmm5, zmm5, zmm13
+    vpsllq       zmm12, zmm2, 32
+    vpsllq       zmm13, zmm3, 32
+    vpsubq       zmm22, zmm12, zmm2
+    vpsubq       zmm23, zmm13, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm12
+    vpcmpnleuq   k3, zmm3, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm8, zmm2
+    vpaddq       zmm5, zmm9, zmm3
+    vpaddq       zmm12, zmm4, zmm28
+    vpaddq       zmm13, zmm5, zmm28
+    vpcmpnleuq   k2, zmm8, zmm12
+    vpcmpnleuq   k3, zmm9, zmm13
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm12, zmm8, zmm2
+    vpsubq       zmm13, zmm9, zmm3
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm12{k2}, zmm12, zmm29
+    vpaddq       zmm13{k3}, zmm13, zmm29
+    vpunpcklqdq  zmm2, zmm14, zmm16
+    vpunpcklqdq  zmm3, zmm15, zmm17
+    vpunpckhqdq  zmm8, zmm14, zmm16
+    vpunpckhqdq  zmm9, zmm15, zmm17
+    vpunpcklqdq  zmm14, zmm10, zmm20
+    vpunpcklqdq  zmm15, zmm11, zmm21
+    vpunpckhqdq  zmm10, zmm10, zmm20
+    vpunpckhqdq  zmm11, zmm11, zmm21
+    vpunpcklqdq  zmm16, zmm6, zmm18
+    vpunpcklqdq  zmm17, zmm7, zmm19
+    vpunpckhqdq  zmm6, zmm6, zmm18
+    vpunpckhqdq  zmm7, zmm7, zmm19
+    vpunpcklqdq  zmm18, zmm4, zmm12
+    vpunpcklqdq  zmm19, zmm5, zmm13
+    vpunpckhqdq  zmm4, zmm4, zmm12
+    vpunpckhqdq  zmm5, zmm5, zmm13
+    vpsrlq       zmm12, zmm8, 32                     ; layer 7
+    vpsrlq       zmm13, zmm9, 32                     ; layer 7
+    vpmuludq     zmm20, zmm8, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5504]
+    vpmuludq     zmm21, zmm9, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7424]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5568]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7488]
+    vpmuludq     zmm22, zmm12, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5504]
+    vpmuludq     zmm23, zmm13, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7424]
+    vpmuludq     zmm12, zmm12, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5568]
+    vpmuludq     zmm13, zmm13, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7488]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm8, zmm24
+    vpaddq       zmm25, zmm9, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm12, zmm12, zmm24
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm12, zmm12, zmm26
+    vpaddq       zmm13, zmm13, zmm27
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpsllq       zmm8, zmm8, 32
+    vpsllq       zmm9, zmm9, 32
+    vpaddq       zmm8, zmm20, zmm8
+    vpaddq       zmm9, zmm21, zmm9
+    vpsllq       zmm20, zmm12, 32
+    vpsllq       zmm21, zmm13, 32
+    vpsubq       zmm22, zmm20, zmm12
+    vpsubq       zmm23, zmm21, zmm13
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm12, zmm24, 32
+    vpsllq       zmm13, zmm25, 32
+    vpsubq       zmm12, zmm12, zmm24
+    vpsubq       zmm13, zmm13, zmm25
+    vpaddq       zmm8, zmm8, zmm12
+    vpaddq       zmm9, zmm9, zmm13
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpcmpnleuq   k3, zmm13, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm12, zmm8, zmm29
+    vpsubq       zmm13, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm12
+    vpminuq      zmm9, zmm9, zmm13
+    vpaddq       zmm12, zmm2, zmm8
+    vpaddq       zmm13, zmm3, zmm9
+    vpaddq       zmm20, zmm12, zmm28
+    vpaddq       zmm21, zmm13, zmm28
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm20, zmm2, zmm8
+    vpsubq       zmm21, zmm3, zmm9
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm10, 32                     ; layer 7
+    vpsrlq       zmm3, zmm11, 32                     ; layer 7
+    vpmuludq     zmm8, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5632]
+    vpmuludq     zmm9, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7552]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5696]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7616]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5632]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7552]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5696]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7616]
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpaddq       zmm24, zmm10, zmm24
+    vpaddq       zmm25, zmm11, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpsllq       zmm10, zmm10, 32
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm10, zmm2, 32
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm22, zmm10, zmm2
+    vpsubq       zmm23, zmm11, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpcmpnleuq   k3, zmm3, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm8, zmm22
+    vpaddq       zmm3, zmm9, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm8, zmm24, 32
+    vpsllq       zmm9, zmm25, 32
+    vpsubq       zmm8, zmm8, zmm24
+    vpsubq       zmm9, zmm9, zmm25
+    vpaddq       zmm2, zmm2, zmm8
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm8, zmm2, zmm29
+    vpsubq       zmm9, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm8
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm8, zmm14, zmm2
+    vpaddq       zmm9, zmm15, zmm3
+    vpaddq       zmm10, zmm8, zmm28
+    vpaddq       zmm11, zmm9, zmm28
+    vpcmpnleuq   k2, zmm14, zmm10
+    vpcmpnleuq   k3, zmm15, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm10, zmm14, zmm2
+    vpsubq       zmm11, zmm15, zmm3
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm10{k2}, zmm10, zmm29
+    vpaddq       zmm11{k3}, zmm11, zmm29
+    vpsrlq       zmm2, zmm6, 32                      ; layer 7
+    vpsrlq       zmm3, zmm7, 32                      ; layer 7
+    vpmuludq     zmm14, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5760]
+    vpmuludq     zmm15, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7680]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5824]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7744]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5760]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7680]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5824]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7744]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm6, zmm24
+    vpaddq       zmm25, zmm7, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpsllq       zmm6, zmm6, 32
+    vpsllq       zmm7, zmm7, 32
+    vpaddq       zmm6, zmm14, zmm6
+    vpaddq       zmm7, zmm15, zmm7
+    vpsllq       zmm14, zmm2, 32
+    vpsllq       zmm15, zmm3, 32
+    vpsubq       zmm22, zmm14, zmm2
+    vpsubq       zmm23, zmm15, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vpaddq       zmm6, zmm16, zmm2
+    vpaddq       zmm7, zmm17, zmm3
+    vpaddq       zmm14, zmm6, zmm28
+    vpaddq       zmm15, zmm7, zmm28
+    vpcmpnleuq   k2, zmm16, zmm14
+    vpcmpnleuq   k3, zmm17, zmm15
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm14, zmm16, zmm2
+    vpsubq       zmm15, zmm17, zmm3
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm14{k2}, zmm14, zmm29
+    vpaddq       zmm15{k3}, zmm15, zmm29
+    vpsrlq       zmm2, zmm4, 32                      ; layer 7
+    vpsrlq       zmm3, zmm5, 32                      ; layer 7
+    vpmuludq     zmm16, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5888]
+    vpmuludq     zmm17, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7808]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5952]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7872]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5888]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7808]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 5952]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 + 7872]
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpaddq       zmm24, zmm4, zmm24
+    vpaddq       zmm25, zmm5, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm4, zmm4, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpsllq       zmm4, zmm4, 32
+    vpsllq       zmm5, zmm5, 32
+    vpaddq       zmm4, zmm16, zmm4
+    vpaddq       zmm5, zmm17, zmm5
+    vpsllq       zmm16, zmm2, 32
+    vpsllq       zmm17, zmm3, 32
+    vpsubq       zmm22, zmm16, zmm2
+    vpsubq       zmm23, zmm17, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
+    vpaddq       zmm3, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
+    vpminuq      zmm3, zmm3, zmm5
+    vpaddq       zmm4, zmm18, zmm2
+    vpaddq       zmm5, zmm19, zmm3
+    vpaddq       zmm16, zmm4, zmm28
+    vpaddq       zmm17, zmm5, zmm28
+    vpcmpnleuq   k2, zmm18, zmm16
+    vpcmpnleuq   k3, zmm19, zmm17
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm16, zmm18, zmm2
+    vpsubq       zmm17, zmm19, zmm3
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpunpcklqdq  zmm2, zmm12, zmm20
+    vpunpcklqdq  zmm3, zmm13, zmm21
+    vpunpckhqdq  zmm12, zmm12, zmm20
+    vpunpckhqdq  zmm13, zmm13, zmm21
+    vpunpcklqdq  zmm18, zmm8, zmm10
+    vpunpcklqdq  zmm19, zmm9, zmm11
+    vpunpckhqdq  zmm8, zmm8, zmm10
+    vpunpckhqdq  zmm9, zmm9, zmm11
+    vpunpcklqdq  zmm10, zmm6, zmm14
+    vpunpcklqdq  zmm11, zmm7, zmm15
+    vpunpckhqdq  zmm6, zmm6, zmm14
+    vpunpckhqdq  zmm7, zmm7, zmm15
+    vpunpcklqdq  zmm14, zmm4, zmm16
+    vpunpcklqdq  zmm15, zmm5, zmm17
+    vpunpckhqdq  zmm4, zmm4, zmm16
+    vpunpckhqdq  zmm5, zmm5, zmm17
+    vmovdqa64    zmm16, zmm0
+    vmovdqa64    zmm17, zmm0
+    vpermi2q     zmm16, zmm2, zmm12
+    vpermi2q     zmm17, zmm3, zmm13
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm2, zmm12
+    vpermi2q     zmm21, zmm3, zmm13
+    vmovdqa64    zmm2, zmm0
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm2, zmm18, zmm8
+    vpermi2q     zmm3, zmm19, zmm9
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm18, zmm8
+    vpermi2q     zmm13, zmm19, zmm9
+    vmovdqa64    zmm8, zmm0
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm8, zmm10, zmm6
+    vpermi2q     zmm9, zmm11, zmm7
+    vmovdqa64    zmm18, zmm1
+    vmovdqa64    zmm19, zmm1
+    vpermi2q     zmm18, zmm10, zmm6
+    vpermi2q     zmm19, zmm11, zmm7
+    vmovdqa64    zmm6, zmm0
     vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm0, zmm8, zmm3
+    vpermi2q     zmm6, zmm14, zmm4
+    vpermi2q     zmm0, zmm15, zmm5
+    vmovdqa64    zmm7, zmm1
     vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm1, zmm8, zmm3
-    vshufi64x2   zmm3, zmm9, zmm11, 68
-    vshufi64x2   zmm4, zmm9, zmm11, 238
-    vshufi64x2   zmm6, zmm2, zmm7, 68
-    vshufi64x2   zmm2, zmm2, zmm7, 238
-    vshufi64x2   zmm7, zmm5, zmm10, 68
-    vshufi64x2   zmm5, zmm5, zmm10, 238
-    vshufi64x2   zmm8, zmm0, zmm1, 68
+    vpermi2q     zmm7, zmm14, zmm4
+    vpermi2q     zmm1, zmm15, zmm5
+    vshufi64x2   zmm4, zmm16, zmm20, 68
+    vshufi64x2   zmm5, zmm17, zmm21, 68
+    vshufi64x2   zmm10, zmm16, zmm20, 238
+    vshufi64x2   zmm11, zmm17, zmm21, 238
+    vshufi64x2   zmm14, zmm2, zmm12, 68
+    vshufi64x2   zmm15, zmm3, zmm13, 68
+    vshufi64x2   zmm2, zmm2, zmm12, 238
+    vshufi64x2   zmm3, zmm3, zmm13, 238
+    vshufi64x2   zmm12, zmm8, zmm18, 68
+    vshufi64x2   zmm13, zmm9, zmm19, 68
+    vshufi64x2   zmm8, zmm8, zmm18, 238
+    vshufi64x2   zmm9, zmm9, zmm19, 238
+    vshufi64x2   zmm16, zmm6, zmm7, 68
+    vshufi64x2   zmm17, zmm0, zmm1, 68
+    vshufi64x2   zmm6, zmm6, zmm7, 238
     vshufi64x2   zmm0, zmm0, zmm1, 238
-    vmovdqu64    [rdi + 1536], zmm3
-    vmovdqu64    [rdi + 1600], zmm4
-    vmovdqu64    [rdi + 1664], zmm6
-    vmovdqu64    [rdi + 1728], zmm2
-    vmovdqu64    [rdi + 1792], zmm7
-    vmovdqu64    [rdi + 1856], zmm5
-    vmovdqu64    [rdi + 1920], zmm8
+    vmovdqu64    [rdi + 1024], zmm4
+    vmovdqu64    [rdi + 1536], zmm5
+    vmovdqu64    [rdi + 1088], zmm10
+    vmovdqu64    [rdi + 1600], zmm11
+    vmovdqu64    [rdi + 1152], zmm14
+    vmovdqu64    [rdi + 1664], zmm15
+    vmovdqu64    [rdi + 1216], zmm2
+    vmovdqu64    [rdi + 1728], zmm3
+    vmovdqu64    [rdi + 1280], zmm12
+    vmovdqu64    [rdi + 1792], zmm13
+    vmovdqu64    [rdi + 1344], zmm8
+    vmovdqu64    [rdi + 1856], zmm9
+    vmovdqu64    [rdi + 1408], zmm16
+    vmovdqu64    [rdi + 1920], zmm17
+    vmovdqu64    [rdi + 1472], zmm6
     vmovdqu64    [rdi + 1984], zmm0
     vzeroupper
     ret
@@ -6531,8 +6649,8 @@ kg_goldilocks18446744069414584321_basemul_avx512:
 ;             a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-31}, k2, rax, rcx, rdi, flags
-;   loops: 8 x 161 instructions (repeated groups rolled: 5747 instructions run, 4664 written)
+;   clobbers: zmm{0-31}, k{2-3}, rax, rcx, rdi, flags
+;   loops: 4 x 322 instructions (repeated groups rolled: 5734 instructions run, 4786 written)
 ;
 ; reduction schedule:
 ;   policy index, freeze reduction, 0 vector reductions
@@ -6542,4669 +6660,4791 @@ global kg_goldilocks18446744069414584321_ntt_inverse_avx512:function KERNGEN_VIS
 align 32
 kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm15, [rel pq_4294967295]          ; held in a register: read 544 times
-    vmovdqu64    zmm16, [rel pq_18446744069414584321] ; held in a register: read 272 times
-    vmovdqu64    zmm17, [rel pq_18446744073709551615] ; held in a register: read 144 times
-    vmovdqu64    zmm18, [rel pq_1]                   ; held in a register: read 144 times
-    vmovdqu64    zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600] ; held in a register: read 82 times
-    vmovdqu64    zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1536] ; held in a register: read 62 times
-    vmovdqu64    zmm21, [rel pq_18374686475393433601] ; held in a register: read 32 times
-    vmovdqu64    zmm22, [rel pq_4278190079]          ; held in a register: read 32 times
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1792] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1664
-    vmovdqu64    zmm23, [rcx - 128]                  ; held in a register: read 30 times
-    vmovdqu64    zmm24, [rcx - 64]                   ; held in a register: read 30 times
-    vmovdqu64    zmm25, [rcx]                        ; held in a register: read 14 times
-    vmovdqu64    zmm26, [rcx + 64]                   ; held in a register: read 14 times
-    vmovdqu64    zmm27, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1920] ; held in a register: read 14 times
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3648] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3520
-    vmovdqu64    zmm28, [rcx - 128]                  ; held in a register: read 6 times
-    vmovdqu64    zmm29, [rcx - 64]                   ; held in a register: read 6 times
-    vmovdqu64    zmm30, [rcx]                        ; held in a register: read 6 times
-    vmovdqu64    zmm31, [rcx + 64]                   ; held in a register: read 6 times
+    vmovdqu64    zmm28, [rel pq_4294967295]          ; held in a register: read 544 times
+    vmovdqu64    zmm29, [rel pq_18446744069414584321] ; held in a register: read 272 times
+    vmovdqu64    zmm30, [rel pq_18446744073709551615] ; held in a register: read 144 times
+    vmovdqu64    zmm31, [rel pq_1]                   ; held in a register: read 144 times
     vmovdqu64    zmm0, [rel pq_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pq_index64_2_3_10_11_6_7_14_15]
     vmovdqu64    zmm2, [rdi]
-    vmovdqu64    zmm3, [rdi + 128]
-    vmovdqu64    zmm4, [rdi + 256]
-    vmovdqu64    zmm5, [rdi + 384]
-    vshufi64x2   zmm6, zmm2, [rdi + 64], 68
+    vmovdqu64    zmm3, [rdi + 512]
+    vmovdqu64    zmm4, [rdi + 128]
+    vmovdqu64    zmm5, [rdi + 640]
+    vmovdqu64    zmm6, [rdi + 256]
+    vmovdqu64    zmm7, [rdi + 768]
+    vmovdqu64    zmm8, [rdi + 384]
+    vmovdqu64    zmm9, [rdi + 896]
+    vshufi64x2   zmm10, zmm2, [rdi + 64], 68
+    vshufi64x2   zmm11, zmm3, [rdi + 576], 68
     vshufi64x2   zmm2, zmm2, [rdi + 64], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 192], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 192], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 320], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 320], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 448], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 448], 238
-    vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm6, zmm2
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm6, zmm2
+    vshufi64x2   zmm3, zmm3, [rdi + 576], 238
+    vshufi64x2   zmm12, zmm4, [rdi + 192], 68
+    vshufi64x2   zmm13, zmm5, [rdi + 704], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
+    vshufi64x2   zmm5, zmm5, [rdi + 704], 238
+    vshufi64x2   zmm14, zmm6, [rdi + 320], 68
+    vshufi64x2   zmm15, zmm7, [rdi + 832], 68
+    vshufi64x2   zmm6, zmm6, [rdi + 320], 238
+    vshufi64x2   zmm7, zmm7, [rdi + 832], 238
+    vshufi64x2   zmm16, zmm8, [rdi + 448], 68
+    vshufi64x2   zmm17, zmm9, [rdi + 960], 68
+    vshufi64x2   zmm8, zmm8, [rdi + 448], 238
+    vshufi64x2   zmm9, zmm9, [rdi + 960], 238
+    vmovdqa64    zmm18, zmm0
+    vmovdqa64    zmm19, zmm0
+    vpermi2q     zmm18, zmm10, zmm2
+    vpermi2q     zmm19, zmm11, zmm3
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm10, zmm2
+    vpermi2q     zmm21, zmm11, zmm3
     vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm7, zmm3
-    vmovdqa64    zmm6, zmm1
-    vpermi2q     zmm6, zmm7, zmm3
     vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm8, zmm4
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm9, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm9, zmm5
-    vpunpcklqdq  zmm5, zmm10, zmm11
-    vpunpckhqdq  zmm9, zmm10, zmm11
-    vpunpcklqdq  zmm10, zmm2, zmm6
-    vpunpckhqdq  zmm2, zmm2, zmm6
-    vpunpcklqdq  zmm6, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpunpcklqdq  zmm7, zmm4, zmm8
-    vpunpckhqdq  zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm5, zmm9                    ; layer 7
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm5, zmm9
-    vpcmpnleuq   k2, zmm9, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 0
-    vpmuludq     zmm9, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm5, zmm5, zmm9
-    vpcmpnleuq   k2, zmm9, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm9
-    vpsrlq       zmm9, zmm8, 32
-    vpmuludq     zmm11, zmm8, zmm21
-    vpmuludq     zmm8, zmm8, zmm22
-    vpmuludq     zmm12, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm9, zmm9, zmm13
-    vpaddq       zmm9, zmm9, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm11, zmm8
-    vpsllq       zmm11, zmm9, 32
-    vpsubq       zmm12, zmm11, zmm9
-    vpsrlq       zmm13, zmm9, 32
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm8, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm8, zmm8, zmm9
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm8, zmm16
-    vpminuq      zmm8, zmm8, zmm9
-    vpaddq       zmm9, zmm10, zmm2                   ; layer 7
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm10, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm10, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm10
-    vpsrlq       zmm10, zmm9, 32
-    vpmuludq     zmm11, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm12, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm9, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm9, zmm9, zmm10
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm10, zmm9, zmm16
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm6, zmm3                   ; layer 7
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm6, zmm3
-    vpcmpnleuq   k2, zmm3, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 384] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 256
-    vpmuludq     zmm6, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm3, zmm3, zmm6
-    vpcmpnleuq   k2, zmm6, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm6, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm6
-    vpsrlq       zmm6, zmm10, 32
-    vpmuludq     zmm11, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpmuludq     zmm12, zmm6, zmm21
-    vpmuludq     zmm6, zmm6, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm10, zmm11, zmm10
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm10, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm7, zmm4                   ; layer 7
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm7, zmm4
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm7, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm4, zmm4, zmm7
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm7, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm7
-    vpsrlq       zmm7, zmm10, 32
-    vpmuludq     zmm11, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpmuludq     zmm12, zmm7, zmm21
-    vpmuludq     zmm7, zmm7, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm7, zmm7, zmm13
-    vpaddq       zmm7, zmm7, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm10, zmm11, zmm10
-    vpsllq       zmm11, zmm7, 32
-    vpsubq       zmm12, zmm11, zmm7
-    vpsrlq       zmm13, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm7, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm7, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm10, zmm7, zmm16
-    vpminuq      zmm7, zmm7, zmm10
-    vpunpcklqdq  zmm10, zmm8, zmm5
-    vpunpckhqdq  zmm5, zmm8, zmm5
-    vpunpcklqdq  zmm8, zmm9, zmm2
-    vpunpckhqdq  zmm2, zmm9, zmm2
-    vpunpcklqdq  zmm9, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpunpcklqdq  zmm6, zmm7, zmm4
-    vpunpckhqdq  zmm4, zmm7, zmm4
-    vpaddq       zmm7, zmm10, zmm5                   ; layer 6
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm5
-    vpcmpnleuq   k2, zmm5, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 640] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 512
-    vpmuludq     zmm10, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm5, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm10, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm10
-    vpaddq       zmm10, zmm8, zmm2                   ; layer 6
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm8, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm8, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm9, zmm3                    ; layer 6
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm9, zmm3
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 768
-    vpmuludq     zmm9, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm3, zmm3, zmm9
-    vpcmpnleuq   k2, zmm9, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm9, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm9
-    vpaddq       zmm9, zmm6, zmm4                    ; layer 6
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm6, zmm4
-    vpcmpnleuq   k2, zmm4, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm6, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm6, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm6
-    vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm7, zmm5
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm7, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm2
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm10, zmm2
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm8, zmm3
+    vpermi2q     zmm2, zmm12, zmm4
+    vpermi2q     zmm3, zmm13, zmm5
     vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm8, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm9, zmm4
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm9, zmm4
-    vpaddq       zmm4, zmm6, zmm11                   ; layer 5
-    vpaddq       zmm9, zmm4, zmm15
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm9, zmm6, zmm11
-    vpcmpnleuq   k2, zmm11, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm6, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1024
-    vpmuludq     zmm11, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm12, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm6, zmm6, zmm9
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm9, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 5
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm7, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm2, zmm10                   ; layer 5
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1280
-    vpmuludq     zmm10, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm10, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm10
-    vpaddq       zmm10, zmm3, zmm8                   ; layer 5
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm3, zmm8
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    vpmuludq     zmm8, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm3, zmm3, zmm8
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm8, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm8
-    vshufi64x2   zmm8, zmm4, zmm6, 68
-    vshufi64x2   zmm4, zmm4, zmm6, 238
-    vshufi64x2   zmm6, zmm9, zmm5, 68
-    vshufi64x2   zmm5, zmm9, zmm5, 238
-    vshufi64x2   zmm9, zmm7, zmm2, 68
-    vshufi64x2   zmm2, zmm7, zmm2, 238
-    vshufi64x2   zmm7, zmm10, zmm3, 68
-    vshufi64x2   zmm3, zmm10, zmm3, 238
-    vpaddq       zmm10, zmm8, zmm4                   ; layer 4
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm4
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm8, zmm11, zmm20
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm4, zmm20
-    vpmuludq     zmm4, zmm4, zmm19
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm8, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm6, zmm5                    ; layer 4
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm6, zmm5
-    vpcmpnleuq   k2, zmm5, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm6, zmm11, zmm23
-    vpmuludq     zmm11, zmm11, zmm24
-    vpmuludq     zmm12, zmm5, zmm23
-    vpmuludq     zmm5, zmm5, zmm24
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm5, zmm5, zmm6
-    vpcmpnleuq   k2, zmm6, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm6, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm9, zmm2                    ; layer 4
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm9, zmm11, zmm25
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm2, zmm25
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm2, zmm2, zmm9
-    vpcmpnleuq   k2, zmm9, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm9, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm9
-    vpaddq       zmm9, zmm7, zmm3                    ; layer 4
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm7, zmm3
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    vpmuludq     zmm7, zmm11, zmm26
-    vpmuludq     zmm11, zmm11, zmm27
-    vpmuludq     zmm12, zmm3, zmm26
-    vpmuludq     zmm3, zmm3, zmm27
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm3, zmm3, zmm7
-    vpcmpnleuq   k2, zmm7, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm7, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm7
-    vpaddq       zmm7, zmm10, zmm8                   ; layer 3
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm8
-    vpcmpnleuq   k2, zmm8, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm8, zmm11, 32
-    vpmuludq     zmm10, zmm11, zmm20
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm8, zmm20
-    vpmuludq     zmm8, zmm8, zmm19
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm8, zmm8, zmm13
-    vpaddq       zmm8, zmm8, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm8, 32
-    vpsubq       zmm12, zmm11, zmm8
-    vpsrlq       zmm13, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm8, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm8, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm8
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm10, zmm8, zmm16
-    vpminuq      zmm8, zmm8, zmm10
-    vpaddq       zmm10, zmm4, zmm5                   ; layer 3
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm5, zmm11, zmm20
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm4, zmm20
-    vpmuludq     zmm4, zmm4, zmm19
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm10, zmm12, zmm4
+    vpermi2q     zmm11, zmm13, zmm5
+    vmovdqa64    zmm4, zmm0
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm4, zmm14, zmm6
+    vpermi2q     zmm5, zmm15, zmm7
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm14, zmm6
+    vpermi2q     zmm13, zmm15, zmm7
+    vmovdqa64    zmm6, zmm0
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm6, zmm16, zmm8
+    vpermi2q     zmm7, zmm17, zmm9
+    vmovdqa64    zmm14, zmm1
+    vmovdqa64    zmm15, zmm1
+    vpermi2q     zmm14, zmm16, zmm8
+    vpermi2q     zmm15, zmm17, zmm9
+    vpunpcklqdq  zmm8, zmm18, zmm20
+    vpunpcklqdq  zmm9, zmm19, zmm21
+    vpunpckhqdq  zmm16, zmm18, zmm20
+    vpunpckhqdq  zmm17, zmm19, zmm21
+    vpunpcklqdq  zmm18, zmm2, zmm10
+    vpunpcklqdq  zmm19, zmm3, zmm11
+    vpunpckhqdq  zmm2, zmm2, zmm10
+    vpunpckhqdq  zmm3, zmm3, zmm11
+    vpunpcklqdq  zmm10, zmm4, zmm12
+    vpunpcklqdq  zmm11, zmm5, zmm13
+    vpunpckhqdq  zmm4, zmm4, zmm12
+    vpunpckhqdq  zmm5, zmm5, zmm13
+    vpunpcklqdq  zmm12, zmm6, zmm14
+    vpunpcklqdq  zmm13, zmm7, zmm15
+    vpunpckhqdq  zmm6, zmm6, zmm14
+    vpunpckhqdq  zmm7, zmm7, zmm15
+    vpaddq       zmm14, zmm8, zmm16                  ; layer 7
+    vpaddq       zmm15, zmm9, zmm17                  ; layer 7
+    vpaddq       zmm20, zmm14, zmm28
+    vpaddq       zmm21, zmm15, zmm28
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm20, zmm8, zmm16
+    vpsubq       zmm21, zmm9, zmm17
+    vpcmpnleuq   k2, zmm16, zmm8
+    vpcmpnleuq   k3, zmm17, zmm9
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm8, zmm20, 32
+    vpsrlq       zmm9, zmm21, 32
+    vpmuludq     zmm16, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512]
+    vpmuludq     zmm17, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1984]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 64]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2048]
+    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512]
+    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1984]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 64]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2048]
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm16, zmm22
+    vpaddq       zmm9, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm8, zmm8, zmm16
+    vpaddq       zmm9, zmm9, zmm17
+    vpcmpnleuq   k2, zmm16, zmm8
+    vpcmpnleuq   k3, zmm17, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm16, zmm8, zmm29
+    vpsubq       zmm17, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm16
+    vpminuq      zmm9, zmm9, zmm17
+    vpsrlq       zmm16, zmm14, 32
+    vpsrlq       zmm17, zmm15, 32
+    vpmuludq     zmm20, zmm14, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm15, [rel pq_18374686475393433601]
+    vpmuludq     zmm14, zmm14, [rel pq_4278190079]
+    vpmuludq     zmm15, zmm15, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm16, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm17, [rel pq_18374686475393433601]
+    vpmuludq     zmm16, zmm16, [rel pq_4278190079]
+    vpmuludq     zmm17, zmm17, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm14, zmm24
+    vpaddq       zmm25, zmm15, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm16, zmm16, zmm24
+    vpaddq       zmm17, zmm17, zmm25
+    vpaddq       zmm16, zmm16, zmm26
+    vpaddq       zmm17, zmm17, zmm27
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpsllq       zmm14, zmm14, 32
+    vpsllq       zmm15, zmm15, 32
+    vpaddq       zmm14, zmm20, zmm14
+    vpaddq       zmm15, zmm21, zmm15
+    vpsllq       zmm20, zmm16, 32
+    vpsllq       zmm21, zmm17, 32
+    vpsubq       zmm22, zmm20, zmm16
+    vpsubq       zmm23, zmm21, zmm17
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpcmpnleuq   k2, zmm16, zmm20
+    vpcmpnleuq   k3, zmm17, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpcmpnleuq   k2, zmm22, zmm14
+    vpcmpnleuq   k3, zmm23, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm15, zmm17
+    vpcmpnleuq   k2, zmm16, zmm14
+    vpcmpnleuq   k3, zmm17, zmm15
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm16, zmm14, zmm29
+    vpsubq       zmm17, zmm15, zmm29
+    vpminuq      zmm14, zmm14, zmm16
+    vpminuq      zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm18, zmm2                  ; layer 7
+    vpaddq       zmm17, zmm19, zmm3                  ; layer 7
+    vpaddq       zmm20, zmm16, zmm28
+    vpaddq       zmm21, zmm17, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm20, zmm18, zmm2
+    vpsubq       zmm21, zmm19, zmm3
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm20, 32
+    vpsrlq       zmm3, zmm21, 32
+    vpmuludq     zmm18, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 128]
+    vpmuludq     zmm19, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2112]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 192]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2176]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 128]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2112]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 192]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2176]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm18, zmm22
+    vpaddq       zmm3, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm2, zmm2, zmm18
+    vpaddq       zmm3, zmm3, zmm19
+    vpcmpnleuq   k2, zmm18, zmm2
+    vpcmpnleuq   k3, zmm19, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm18, zmm2, zmm29
+    vpsubq       zmm19, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm18
+    vpminuq      zmm3, zmm3, zmm19
+    vpsrlq       zmm18, zmm16, 32
+    vpsrlq       zmm19, zmm17, 32
+    vpmuludq     zmm20, zmm16, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm17, [rel pq_18374686475393433601]
+    vpmuludq     zmm16, zmm16, [rel pq_4278190079]
+    vpmuludq     zmm17, zmm17, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm18, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm19, [rel pq_18374686475393433601]
+    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
+    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm18, zmm18, zmm24
+    vpaddq       zmm19, zmm19, zmm25
+    vpaddq       zmm18, zmm18, zmm26
+    vpaddq       zmm19, zmm19, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm16, zmm20, zmm16
+    vpaddq       zmm17, zmm21, zmm17
+    vpsllq       zmm20, zmm18, 32
+    vpsllq       zmm21, zmm19, 32
+    vpsubq       zmm22, zmm20, zmm18
+    vpsubq       zmm23, zmm21, zmm19
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm16
+    vpcmpnleuq   k3, zmm23, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm17, zmm19
+    vpcmpnleuq   k2, zmm18, zmm16
+    vpcmpnleuq   k3, zmm19, zmm17
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm18, zmm16, zmm29
+    vpsubq       zmm19, zmm17, zmm29
+    vpminuq      zmm16, zmm16, zmm18
+    vpminuq      zmm17, zmm17, zmm19
+    vpaddq       zmm18, zmm10, zmm4                  ; layer 7
+    vpaddq       zmm19, zmm11, zmm5                  ; layer 7
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm10, zmm4
+    vpsubq       zmm21, zmm11, zmm5
+    vpcmpnleuq   k2, zmm4, zmm10
+    vpcmpnleuq   k3, zmm5, zmm11
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm4, zmm20, 32
+    vpsrlq       zmm5, zmm21, 32
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 256]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2240]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 320]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2304]
+    vpmuludq     zmm22, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 256]
+    vpmuludq     zmm23, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2240]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 320]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2304]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm4, zmm4, zmm24
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm4, zmm4, zmm26
+    vpaddq       zmm5, zmm5, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm4, 32
+    vpsllq       zmm21, zmm5, 32
+    vpsubq       zmm22, zmm20, zmm4
+    vpsubq       zmm23, zmm21, zmm5
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpcmpnleuq   k2, zmm4, zmm20
+    vpcmpnleuq   k3, zmm5, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm4, zmm10, zmm22
+    vpaddq       zmm5, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm4
+    vpcmpnleuq   k3, zmm23, zmm5
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm4, zmm4, zmm10
     vpaddq       zmm5, zmm5, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm4, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm5, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm6, zmm9                    ; layer 3
-    vpaddq       zmm11, zmm5, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm11, zmm6, zmm9
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm6, zmm11, 32
-    vpmuludq     zmm9, zmm11, zmm23
-    vpmuludq     zmm11, zmm11, zmm24
-    vpmuludq     zmm12, zmm6, zmm23
-    vpmuludq     zmm6, zmm6, zmm24
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm6, zmm6, zmm9
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm9, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm2, zmm3                    ; layer 3
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm3, zmm11, zmm23
-    vpmuludq     zmm11, zmm11, zmm24
-    vpmuludq     zmm12, zmm2, zmm23
-    vpmuludq     zmm2, zmm2, zmm24
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm7, zmm5                    ; layer 2
-    vpaddq       zmm11, zmm3, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm11, zmm7, zmm5
-    vpcmpnleuq   k2, zmm5, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm7, zmm11, zmm20
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm5, zmm20
-    vpmuludq     zmm5, zmm5, zmm19
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm10, zmm9                   ; layer 2
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm9
-    vpcmpnleuq   k2, zmm9, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm9, zmm11, 32
-    vpmuludq     zmm10, zmm11, zmm20
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm9, zmm20
-    vpmuludq     zmm9, zmm9, zmm19
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm9, zmm9, zmm13
-    vpaddq       zmm9, zmm9, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm9, 32
-    vpsubq       zmm12, zmm11, zmm9
-    vpsrlq       zmm13, zmm9, 32
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm9, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm9, zmm9, zmm10
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm10, zmm9, zmm16
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm8, zmm6                   ; layer 2
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm6
-    vpcmpnleuq   k2, zmm6, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm6, zmm11, 32
-    vpmuludq     zmm8, zmm11, zmm20
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm6, zmm20
-    vpmuludq     zmm6, zmm6, zmm19
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm4, zmm2                    ; layer 2
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm4, zmm11, zmm20
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm2, zmm20
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vmovdqu64    [rdi], zmm3
-    vmovdqu64    [rdi + 64], zmm7
-    vmovdqu64    [rdi + 128], zmm10
-    vmovdqu64    [rdi + 192], zmm8
-    vmovdqu64    [rdi + 256], zmm5
-    vmovdqu64    [rdi + 320], zmm9
-    vmovdqu64    [rdi + 384], zmm6
-    vmovdqu64    [rdi + 448], zmm2
-    vmovdqu64    zmm2, [rdi + 512]
-    vmovdqu64    zmm3, [rdi + 640]
-    vmovdqu64    zmm4, [rdi + 768]
-    vmovdqu64    zmm5, [rdi + 896]
-    vshufi64x2   zmm6, zmm2, [rdi + 576], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 576], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 704], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 704], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 832], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 832], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 960], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 960], 238
-    vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm6, zmm2
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm6, zmm2
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm7, zmm3
-    vmovdqa64    zmm6, zmm1
-    vpermi2q     zmm6, zmm7, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm8, zmm4
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm9, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm9, zmm5
-    vpunpcklqdq  zmm5, zmm10, zmm11
-    vpunpckhqdq  zmm9, zmm10, zmm11
-    vpunpcklqdq  zmm10, zmm2, zmm6
-    vpunpckhqdq  zmm2, zmm2, zmm6
-    vpunpcklqdq  zmm6, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpunpcklqdq  zmm7, zmm4, zmm8
-    vpunpckhqdq  zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm5, zmm9                    ; layer 7
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm5, zmm9
-    vpcmpnleuq   k2, zmm9, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2112] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1984
-    vpmuludq     zmm9, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm5, zmm5, zmm9
-    vpcmpnleuq   k2, zmm9, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm9
-    vpsrlq       zmm9, zmm8, 32
-    vpmuludq     zmm11, zmm8, zmm21
-    vpmuludq     zmm8, zmm8, zmm22
-    vpmuludq     zmm12, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm9, zmm9, zmm13
-    vpaddq       zmm9, zmm9, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm11, zmm8
-    vpsllq       zmm11, zmm9, 32
-    vpsubq       zmm12, zmm11, zmm9
-    vpsrlq       zmm13, zmm9, 32
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm8, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm8, zmm8, zmm9
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm8, zmm16
-    vpminuq      zmm8, zmm8, zmm9
-    vpaddq       zmm9, zmm10, zmm2                   ; layer 7
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm10, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm10, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm10
-    vpsrlq       zmm10, zmm9, 32
-    vpmuludq     zmm11, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm12, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm9, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm9, zmm9, zmm10
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm10, zmm9, zmm16
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm6, zmm3                   ; layer 7
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm6, zmm3
-    vpcmpnleuq   k2, zmm3, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2368] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 2240
-    vpmuludq     zmm6, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm3, zmm3, zmm6
-    vpcmpnleuq   k2, zmm6, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm6, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm6
-    vpsrlq       zmm6, zmm10, 32
-    vpmuludq     zmm11, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpmuludq     zmm12, zmm6, zmm21
-    vpmuludq     zmm6, zmm6, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm10, zmm11, zmm10
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm10, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm7, zmm4                   ; layer 7
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm7, zmm4
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm7, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm4, zmm4, zmm7
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm7, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm7
-    vpsrlq       zmm7, zmm10, 32
-    vpmuludq     zmm11, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpmuludq     zmm12, zmm7, zmm21
-    vpmuludq     zmm7, zmm7, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm7, zmm7, zmm13
-    vpaddq       zmm7, zmm7, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm10, zmm11, zmm10
-    vpsllq       zmm11, zmm7, 32
-    vpsubq       zmm12, zmm11, zmm7
-    vpsrlq       zmm13, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm7, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm7, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm10, zmm7, zmm16
-    vpminuq      zmm7, zmm7, zmm10
-    vpunpcklqdq  zmm10, zmm8, zmm5
-    vpunpckhqdq  zmm5, zmm8, zmm5
-    vpunpcklqdq  zmm8, zmm9, zmm2
-    vpunpckhqdq  zmm2, zmm9, zmm2
-    vpunpcklqdq  zmm9, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpunpcklqdq  zmm6, zmm7, zmm4
-    vpunpckhqdq  zmm4, zmm7, zmm4
-    vpaddq       zmm7, zmm10, zmm5                   ; layer 6
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm5
-    vpcmpnleuq   k2, zmm5, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2624] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 2496
-    vpmuludq     zmm10, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm5, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm10, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm10
-    vpaddq       zmm10, zmm8, zmm2                   ; layer 6
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm8, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm8, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm9, zmm3                    ; layer 6
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm9, zmm3
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2880] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 2752
-    vpmuludq     zmm9, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm3, zmm3, zmm9
-    vpcmpnleuq   k2, zmm9, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm9, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm9
-    vpaddq       zmm9, zmm6, zmm4                    ; layer 6
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm6, zmm4
-    vpcmpnleuq   k2, zmm4, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm6, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm6, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm6
-    vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm7, zmm5
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm7, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm2
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm10, zmm2
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm8, zmm3
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm8, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm9, zmm4
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm9, zmm4
-    vpaddq       zmm4, zmm6, zmm11                   ; layer 5
-    vpaddq       zmm9, zmm4, zmm15
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm9, zmm6, zmm11
-    vpcmpnleuq   k2, zmm11, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm6, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3136] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3008
-    vpmuludq     zmm11, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm12, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm6, zmm6, zmm9
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm9, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 5
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm7, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm2, zmm10                   ; layer 5
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3392] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3264
-    vpmuludq     zmm10, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm10, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm10
-    vpaddq       zmm10, zmm3, zmm8                   ; layer 5
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm3, zmm8
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    vpmuludq     zmm8, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm3, zmm3, zmm8
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm8, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm8
-    vshufi64x2   zmm8, zmm4, zmm6, 68
-    vshufi64x2   zmm4, zmm4, zmm6, 238
-    vshufi64x2   zmm6, zmm9, zmm5, 68
-    vshufi64x2   zmm5, zmm9, zmm5, 238
-    vshufi64x2   zmm9, zmm7, zmm2, 68
-    vshufi64x2   zmm2, zmm7, zmm2, 238
-    vshufi64x2   zmm7, zmm10, zmm3, 68
-    vshufi64x2   zmm3, zmm10, zmm3, 238
-    vpaddq       zmm10, zmm8, zmm4                   ; layer 4
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm4
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm8, zmm11, zmm28
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm4, zmm28
-    vpmuludq     zmm4, zmm4, zmm19
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm8, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm6, zmm5                    ; layer 4
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm6, zmm5
-    vpcmpnleuq   k2, zmm5, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm6, zmm11, zmm29
-    vpmuludq     zmm11, zmm11, zmm30
-    vpmuludq     zmm12, zmm5, zmm29
-    vpmuludq     zmm5, zmm5, zmm30
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm5, zmm5, zmm6
-    vpcmpnleuq   k2, zmm6, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm6, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm9, zmm2                    ; layer 4
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm9, zmm11, zmm31
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3776
-    vpmuludq     zmm11, zmm11, [rcx - 128]
-    vpmuludq     zmm12, zmm2, zmm31
-    vpmuludq     zmm2, zmm2, [rcx - 128]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm2, zmm2, zmm9
-    vpcmpnleuq   k2, zmm9, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm9, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm9
-    vpaddq       zmm9, zmm7, zmm3                    ; layer 4
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm7, zmm3
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    vpmuludq     zmm7, zmm11, [rcx - 64]
-    vpmuludq     zmm11, zmm11, [rcx]
-    vpmuludq     zmm12, zmm3, [rcx - 64]
-    vpmuludq     zmm3, zmm3, [rcx]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm3, zmm3, zmm7
-    vpcmpnleuq   k2, zmm7, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm7, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm7
-    vpaddq       zmm7, zmm10, zmm8                   ; layer 3
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm8
-    vpcmpnleuq   k2, zmm8, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm8, zmm11, 32
-    vpmuludq     zmm10, zmm11, zmm25
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm8, zmm25
-    vpmuludq     zmm8, zmm8, zmm19
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm8, zmm8, zmm13
-    vpaddq       zmm8, zmm8, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm8, 32
-    vpsubq       zmm12, zmm11, zmm8
-    vpsrlq       zmm13, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm8, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm8, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm8
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm10, zmm8, zmm16
-    vpminuq      zmm8, zmm8, zmm10
-    vpaddq       zmm10, zmm4, zmm5                   ; layer 3
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm5, zmm11, zmm25
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm4, zmm25
-    vpmuludq     zmm4, zmm4, zmm19
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm4, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm5, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm6, zmm9                    ; layer 3
-    vpaddq       zmm11, zmm5, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm11, zmm6, zmm9
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm6, zmm11, 32
-    vpmuludq     zmm9, zmm11, zmm26
-    vpmuludq     zmm11, zmm11, zmm27
-    vpmuludq     zmm12, zmm6, zmm26
-    vpmuludq     zmm6, zmm6, zmm27
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm6, zmm6, zmm9
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm9, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm2, zmm3                    ; layer 3
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm3, zmm11, zmm26
-    vpmuludq     zmm11, zmm11, zmm27
-    vpmuludq     zmm12, zmm2, zmm26
-    vpmuludq     zmm2, zmm2, zmm27
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm7, zmm5                    ; layer 2
-    vpaddq       zmm11, zmm3, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm11, zmm7, zmm5
-    vpcmpnleuq   k2, zmm5, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm7, zmm11, zmm23
-    vpmuludq     zmm11, zmm11, zmm24
-    vpmuludq     zmm12, zmm5, zmm23
-    vpmuludq     zmm5, zmm5, zmm24
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm10, zmm9                   ; layer 2
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm9
-    vpcmpnleuq   k2, zmm9, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm9, zmm11, 32
-    vpmuludq     zmm10, zmm11, zmm23
-    vpmuludq     zmm11, zmm11, zmm24
-    vpmuludq     zmm12, zmm9, zmm23
-    vpmuludq     zmm9, zmm9, zmm24
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm9, zmm9, zmm13
-    vpaddq       zmm9, zmm9, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm9, 32
-    vpsubq       zmm12, zmm11, zmm9
-    vpsrlq       zmm13, zmm9, 32
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm9, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm9, zmm9, zmm10
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm10, zmm9, zmm16
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm8, zmm6                   ; layer 2
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm6
-    vpcmpnleuq   k2, zmm6, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm6, zmm11, 32
-    vpmuludq     zmm8, zmm11, zmm23
-    vpmuludq     zmm11, zmm11, zmm24
-    vpmuludq     zmm12, zmm6, zmm23
-    vpmuludq     zmm6, zmm6, zmm24
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm4, zmm2                    ; layer 2
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm4, zmm11, zmm23
-    vpmuludq     zmm11, zmm11, zmm24
-    vpmuludq     zmm12, zmm2, zmm23
-    vpmuludq     zmm2, zmm2, zmm24
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vmovdqu64    [rdi + 512], zmm3
-    vmovdqu64    [rdi + 576], zmm7
-    vmovdqu64    [rdi + 640], zmm10
-    vmovdqu64    [rdi + 704], zmm8
-    vmovdqu64    [rdi + 768], zmm5
-    vmovdqu64    [rdi + 832], zmm9
-    vmovdqu64    [rdi + 896], zmm6
-    vmovdqu64    [rdi + 960], zmm2
-    vmovdqu64    zmm2, [rdi + 1024]
-    vmovdqu64    zmm3, [rdi + 1152]
-    vmovdqu64    zmm4, [rdi + 1280]
-    vmovdqu64    zmm5, [rdi + 1408]
-    vshufi64x2   zmm6, zmm2, [rdi + 1088], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 1088], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 1216], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 1216], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 1344], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 1344], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 1472], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 1472], 238
-    vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm6, zmm2
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm6, zmm2
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm7, zmm3
-    vmovdqa64    zmm6, zmm1
-    vpermi2q     zmm6, zmm7, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm8, zmm4
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm9, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm9, zmm5
-    vpunpcklqdq  zmm5, zmm10, zmm11
-    vpunpckhqdq  zmm9, zmm10, zmm11
-    vpunpcklqdq  zmm10, zmm2, zmm6
-    vpunpckhqdq  zmm2, zmm2, zmm6
-    vpunpcklqdq  zmm6, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpunpcklqdq  zmm7, zmm4, zmm8
-    vpunpckhqdq  zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm5, zmm9                    ; layer 7
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm5, zmm9
-    vpcmpnleuq   k2, zmm9, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm9, zmm11, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4096] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3968
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm5, zmm5, zmm9
-    vpcmpnleuq   k2, zmm9, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm9
-    vpsrlq       zmm9, zmm8, 32
-    vpmuludq     zmm11, zmm8, zmm21
-    vpmuludq     zmm8, zmm8, zmm22
-    vpmuludq     zmm12, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm9, zmm9, zmm13
-    vpaddq       zmm9, zmm9, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm11, zmm8
-    vpsllq       zmm11, zmm9, 32
-    vpsubq       zmm12, zmm11, zmm9
-    vpsrlq       zmm13, zmm9, 32
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm8, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm8, zmm8, zmm9
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm8, zmm16
-    vpminuq      zmm8, zmm8, zmm9
-    vpaddq       zmm9, zmm10, zmm2                   ; layer 7
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm10, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm10, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm10
-    vpsrlq       zmm10, zmm9, 32
-    vpmuludq     zmm11, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm12, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm9, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm9, zmm9, zmm10
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm10, zmm9, zmm16
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm6, zmm3                   ; layer 7
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm6, zmm3
-    vpcmpnleuq   k2, zmm3, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4352] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4224
-    vpmuludq     zmm6, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm3, zmm3, zmm6
-    vpcmpnleuq   k2, zmm6, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm6, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm6
-    vpsrlq       zmm6, zmm10, 32
-    vpmuludq     zmm11, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpmuludq     zmm12, zmm6, zmm21
-    vpmuludq     zmm6, zmm6, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm10, zmm11, zmm10
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm10, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm7, zmm4                   ; layer 7
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm7, zmm4
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm7, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm4, zmm4, zmm7
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm7, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm7
-    vpsrlq       zmm7, zmm10, 32
-    vpmuludq     zmm11, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpmuludq     zmm12, zmm7, zmm21
-    vpmuludq     zmm7, zmm7, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm7, zmm7, zmm13
-    vpaddq       zmm7, zmm7, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm10, zmm11, zmm10
-    vpsllq       zmm11, zmm7, 32
-    vpsubq       zmm12, zmm11, zmm7
-    vpsrlq       zmm13, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm7, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm7, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm10, zmm7, zmm16
-    vpminuq      zmm7, zmm7, zmm10
-    vpunpcklqdq  zmm10, zmm8, zmm5
-    vpunpckhqdq  zmm5, zmm8, zmm5
-    vpunpcklqdq  zmm8, zmm9, zmm2
-    vpunpckhqdq  zmm2, zmm9, zmm2
-    vpunpcklqdq  zmm9, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpunpcklqdq  zmm6, zmm7, zmm4
-    vpunpckhqdq  zmm4, zmm7, zmm4
-    vpaddq       zmm7, zmm10, zmm5                   ; layer 6
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm5
-    vpcmpnleuq   k2, zmm5, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4608] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4480
-    vpmuludq     zmm10, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm5, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm10, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm10
-    vpaddq       zmm10, zmm8, zmm2                   ; layer 6
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm8, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm8, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm9, zmm3                    ; layer 6
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm9, zmm3
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4864] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4736
-    vpmuludq     zmm9, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm3, zmm3, zmm9
-    vpcmpnleuq   k2, zmm9, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm9, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm9
-    vpaddq       zmm9, zmm6, zmm4                    ; layer 6
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm6, zmm4
-    vpcmpnleuq   k2, zmm4, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm6, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm6, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm6
-    vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm7, zmm5
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm7, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm2
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm10, zmm2
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm8, zmm3
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm8, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm9, zmm4
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm9, zmm4
-    vpaddq       zmm4, zmm6, zmm11                   ; layer 5
-    vpaddq       zmm9, zmm4, zmm15
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm9, zmm6, zmm11
-    vpcmpnleuq   k2, zmm11, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm6, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5120] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 4992
-    vpmuludq     zmm11, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm12, zmm6, [rcx - 128]
-    vpmuludq     zmm6, zmm6, [rcx - 64]
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm6, zmm6, zmm9
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm9, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 5
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm7, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm2, zmm10                   ; layer 5
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5376] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5248
-    vpmuludq     zmm10, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm10, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm10
-    vpaddq       zmm10, zmm3, zmm8                   ; layer 5
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm3, zmm8
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    vpmuludq     zmm8, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm3, zmm3, zmm8
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm8, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm8
-    vshufi64x2   zmm8, zmm4, zmm6, 68
-    vshufi64x2   zmm4, zmm4, zmm6, 238
-    vshufi64x2   zmm6, zmm9, zmm5, 68
-    vshufi64x2   zmm5, zmm9, zmm5, 238
-    vshufi64x2   zmm9, zmm7, zmm2, 68
-    vshufi64x2   zmm2, zmm7, zmm2, 238
-    vshufi64x2   zmm7, zmm10, zmm3, 68
-    vshufi64x2   zmm3, zmm10, zmm3, 238
-    vpaddq       zmm10, zmm8, zmm4                   ; layer 4
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm4
-    vpcmpnleuq   k2, zmm4, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5632] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5504
-    vpmuludq     zmm8, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm4, zmm4, zmm8
-    vpcmpnleuq   k2, zmm8, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm8, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm6, zmm5                    ; layer 4
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm6, zmm5
-    vpcmpnleuq   k2, zmm5, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm6, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm5, zmm5, zmm6
-    vpcmpnleuq   k2, zmm6, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm6, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm9, zmm2                    ; layer 4
-    vpaddq       zmm11, zmm6, zmm15
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm11, zmm9, zmm2
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5696] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5568
-    vpmuludq     zmm9, zmm11, [rcx + 64]
-    vpmuludq     zmm11, zmm11, [rcx - 128]
-    vpmuludq     zmm12, zmm2, [rcx + 64]
-    vpmuludq     zmm2, zmm2, [rcx - 128]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm2, zmm2, zmm9
-    vpcmpnleuq   k2, zmm9, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm9, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm9
-    vpaddq       zmm9, zmm7, zmm3                    ; layer 4
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm7, zmm3
-    vpcmpnleuq   k2, zmm3, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5952] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5824
-    vpmuludq     zmm7, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm3, [rcx - 128]
-    vpmuludq     zmm3, zmm3, [rcx - 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm3, zmm3, zmm7
-    vpcmpnleuq   k2, zmm7, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm7, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm7
-    vpaddq       zmm7, zmm10, zmm8                   ; layer 3
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm8
-    vpcmpnleuq   k2, zmm8, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm8, zmm11, 32
-    vpmuludq     zmm10, zmm11, zmm28
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm8, zmm28
-    vpmuludq     zmm8, zmm8, zmm19
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm8, zmm8, zmm13
-    vpaddq       zmm8, zmm8, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm8, 32
-    vpsubq       zmm12, zmm11, zmm8
-    vpsrlq       zmm13, zmm8, 32
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm8, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm8, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm8
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm10, zmm8, zmm16
-    vpminuq      zmm8, zmm8, zmm10
-    vpaddq       zmm10, zmm4, zmm5                   ; layer 3
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    vpmuludq     zmm5, zmm11, zmm28
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm4, zmm28
-    vpmuludq     zmm4, zmm4, zmm19
-    vpsrlq       zmm13, zmm5, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm5, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm5, zmm13, 32
-    vpsubq       zmm5, zmm5, zmm13
-    vpaddq       zmm4, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm5, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm6, zmm9                    ; layer 3
-    vpaddq       zmm11, zmm5, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm11, zmm6, zmm9
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm6, zmm11, 32
-    vpmuludq     zmm9, zmm11, zmm29
-    vpmuludq     zmm11, zmm11, zmm30
-    vpmuludq     zmm12, zmm6, zmm29
-    vpmuludq     zmm6, zmm6, zmm30
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm6, zmm6, zmm9
-    vpcmpnleuq   k2, zmm9, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm9, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm2, zmm3                    ; layer 3
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm3, zmm11, zmm29
-    vpmuludq     zmm11, zmm11, zmm30
-    vpmuludq     zmm12, zmm2, zmm29
-    vpmuludq     zmm2, zmm2, zmm30
-    vpsrlq       zmm13, zmm3, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm3, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm3, zmm13, 32
-    vpsubq       zmm3, zmm3, zmm13
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm7, zmm5                    ; layer 2
-    vpaddq       zmm11, zmm3, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm11, zmm7, zmm5
-    vpcmpnleuq   k2, zmm5, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm7, zmm11, zmm25
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm5, zmm25
-    vpmuludq     zmm5, zmm5, zmm19
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm10, zmm9                   ; layer 2
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm9
-    vpcmpnleuq   k2, zmm9, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm9, zmm11, 32
-    vpmuludq     zmm10, zmm11, zmm25
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm9, zmm25
-    vpmuludq     zmm9, zmm9, zmm19
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm9, zmm9, zmm13
-    vpaddq       zmm9, zmm9, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm9, 32
-    vpsubq       zmm12, zmm11, zmm9
-    vpsrlq       zmm13, zmm9, 32
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm9, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm9, zmm9, zmm10
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm10, zmm9, zmm16
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm8, zmm6                   ; layer 2
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm6
-    vpcmpnleuq   k2, zmm6, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm6, zmm11, 32
-    vpmuludq     zmm8, zmm11, zmm25
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm6, zmm25
-    vpmuludq     zmm6, zmm6, zmm19
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm6, zmm6, zmm8
-    vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm4, zmm2                    ; layer 2
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm4, zmm2
-    vpcmpnleuq   k2, zmm2, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    vpmuludq     zmm4, zmm11, zmm25
-    vpmuludq     zmm11, zmm11, zmm19
-    vpmuludq     zmm12, zmm2, zmm25
-    vpmuludq     zmm2, zmm2, zmm19
-    vpsrlq       zmm13, zmm4, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm4, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm4, zmm13, 32
-    vpsubq       zmm4, zmm4, zmm13
-    vpaddq       zmm2, zmm2, zmm4
-    vpcmpnleuq   k2, zmm4, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm4, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm4
-    vmovdqu64    [rdi + 1024], zmm3
-    vmovdqu64    [rdi + 1088], zmm7
-    vmovdqu64    [rdi + 1152], zmm10
-    vmovdqu64    [rdi + 1216], zmm8
-    vmovdqu64    [rdi + 1280], zmm5
-    vmovdqu64    [rdi + 1344], zmm9
-    vmovdqu64    [rdi + 1408], zmm6
-    vmovdqu64    [rdi + 1472], zmm2
-    vmovdqu64    zmm2, [rdi + 1536]
-    vmovdqu64    zmm3, [rdi + 1664]
-    vmovdqu64    zmm4, [rdi + 1792]
-    vmovdqu64    zmm5, [rdi + 1920]
-    vshufi64x2   zmm6, zmm2, [rdi + 1600], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 1600], 238
-    vshufi64x2   zmm7, zmm3, [rdi + 1728], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 1728], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 1856], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 1856], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 1984], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 1984], 238
-    vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm6, zmm2
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm6, zmm2
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm7, zmm3
-    vmovdqa64    zmm6, zmm1
-    vpermi2q     zmm6, zmm7, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm8, zmm4
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm9, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm9, zmm5
-    vpunpcklqdq  zmm5, zmm10, zmm11
-    vpunpckhqdq  zmm9, zmm10, zmm11
-    vpunpcklqdq  zmm10, zmm2, zmm6
-    vpunpckhqdq  zmm2, zmm2, zmm6
-    vpunpcklqdq  zmm6, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpunpcklqdq  zmm7, zmm4, zmm8
-    vpunpckhqdq  zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm5, zmm9                    ; layer 7
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm5, zmm9
-    vpcmpnleuq   k2, zmm9, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm9, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm5, zmm5, zmm9
-    vpcmpnleuq   k2, zmm9, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm9
-    vpsrlq       zmm9, zmm8, 32
-    vpmuludq     zmm11, zmm8, zmm21
-    vpmuludq     zmm8, zmm8, zmm22
-    vpmuludq     zmm12, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm8, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm9, zmm9, zmm13
-    vpaddq       zmm9, zmm9, zmm14
-    vpaddq       zmm8, zmm8, zmm12
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm11, zmm8
-    vpsllq       zmm11, zmm9, 32
-    vpsubq       zmm12, zmm11, zmm9
-    vpsrlq       zmm13, zmm9, 32
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm8, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm8, zmm8, zmm9
-    vpcmpnleuq   k2, zmm9, zmm8
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm8, zmm16
-    vpminuq      zmm8, zmm8, zmm9
-    vpaddq       zmm9, zmm10, zmm2                   ; layer 7
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm10, zmm2
-    vpcmpnleuq   k2, zmm2, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6208] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6080
-    vpmuludq     zmm10, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm2, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm10, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm10
-    vpsrlq       zmm10, zmm9, 32
-    vpmuludq     zmm11, zmm9, zmm21
-    vpmuludq     zmm9, zmm9, zmm22
-    vpmuludq     zmm12, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm9, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm10, zmm10, zmm13
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm9, zmm9, zmm12
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm9, zmm11, zmm9
-    vpsllq       zmm11, zmm10, 32
-    vpsubq       zmm12, zmm11, zmm10
-    vpsrlq       zmm13, zmm10, 32
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm9, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm9
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm9, zmm9, zmm10
-    vpcmpnleuq   k2, zmm10, zmm9
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm10, zmm9, zmm16
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm6, zmm3                   ; layer 7
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm6, zmm3
-    vpcmpnleuq   k2, zmm3, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    vpmuludq     zmm6, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm3, zmm3, zmm6
-    vpcmpnleuq   k2, zmm6, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm6, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm6
-    vpsrlq       zmm6, zmm10, 32
-    vpmuludq     zmm11, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpmuludq     zmm12, zmm6, zmm21
-    vpmuludq     zmm6, zmm6, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm6, zmm6, zmm13
-    vpaddq       zmm6, zmm6, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm10, zmm11, zmm10
-    vpsllq       zmm11, zmm6, 32
-    vpsubq       zmm12, zmm11, zmm6
-    vpsrlq       zmm13, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm6, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm6, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm10, zmm6, zmm16
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm7, zmm4                   ; layer 7
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm7, zmm4
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6464] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6336
-    vpmuludq     zmm7, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpsrlq       zmm13, zmm7, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm7, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm7, zmm13, 32
-    vpsubq       zmm7, zmm7, zmm13
-    vpaddq       zmm4, zmm4, zmm7
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm7, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm7
-    vpsrlq       zmm7, zmm10, 32
-    vpmuludq     zmm11, zmm10, zmm21
-    vpmuludq     zmm10, zmm10, zmm22
-    vpmuludq     zmm12, zmm7, zmm21
-    vpmuludq     zmm7, zmm7, zmm22
-    vpsrlq       zmm13, zmm11, 32
-    vpaddq       zmm13, zmm10, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm7, zmm7, zmm13
-    vpaddq       zmm7, zmm7, zmm14
-    vpaddq       zmm10, zmm10, zmm12
-    vpsllq       zmm10, zmm10, 32
-    vpaddq       zmm10, zmm11, zmm10
-    vpsllq       zmm11, zmm7, 32
-    vpsubq       zmm12, zmm11, zmm7
-    vpsrlq       zmm13, zmm7, 32
-    vpcmpnleuq   k2, zmm7, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm7, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm7
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm7, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm7
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm10, zmm7, zmm16
-    vpminuq      zmm7, zmm7, zmm10
-    vpunpcklqdq  zmm10, zmm8, zmm5
-    vpunpckhqdq  zmm5, zmm8, zmm5
-    vpunpcklqdq  zmm8, zmm9, zmm2
-    vpunpckhqdq  zmm2, zmm9, zmm2
-    vpunpcklqdq  zmm9, zmm6, zmm3
-    vpunpckhqdq  zmm3, zmm6, zmm3
-    vpunpcklqdq  zmm6, zmm7, zmm4
-    vpunpckhqdq  zmm4, zmm7, zmm4
-    vpaddq       zmm7, zmm10, zmm5                   ; layer 6
-    vpaddq       zmm11, zmm7, zmm15
-    vpcmpnleuq   k2, zmm10, zmm11
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm11, zmm10, zmm5
-    vpcmpnleuq   k2, zmm5, zmm10
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm5, zmm11, 32
-    vpmuludq     zmm10, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm5, [rcx]
-    vpmuludq     zmm5, zmm5, [rcx + 64]
-    vpsrlq       zmm13, zmm10, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm5, zmm5, zmm13
-    vpaddq       zmm5, zmm5, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm10, zmm10, zmm11
-    vpsllq       zmm11, zmm5, 32
-    vpsubq       zmm12, zmm11, zmm5
-    vpsrlq       zmm13, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm5, zmm10, zmm12
-    vpcmpnleuq   k2, zmm12, zmm5
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm10, zmm13, 32
-    vpsubq       zmm10, zmm10, zmm13
-    vpaddq       zmm5, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm10, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm10
-    vpaddq       zmm10, zmm8, zmm2                   ; layer 6
-    vpaddq       zmm11, zmm10, zmm15
-    vpcmpnleuq   k2, zmm8, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm15
-    vpsubq       zmm11, zmm8, zmm2
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm2, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6720] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6592
-    vpmuludq     zmm8, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm2, [rcx - 128]
-    vpmuludq     zmm2, zmm2, [rcx - 64]
-    vpsrlq       zmm13, zmm8, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm2, zmm2, zmm13
-    vpaddq       zmm2, zmm2, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm11
-    vpsllq       zmm11, zmm2, 32
-    vpsubq       zmm12, zmm11, zmm2
-    vpsrlq       zmm13, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm2, zmm8, zmm12
-    vpcmpnleuq   k2, zmm12, zmm2
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm8, zmm13, 32
-    vpsubq       zmm8, zmm8, zmm13
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm8, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm9, zmm3                    ; layer 6
-    vpaddq       zmm11, zmm8, zmm15
-    vpcmpnleuq   k2, zmm9, zmm11
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm11, zmm9, zmm3
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm3, zmm11, 32
-    vpmuludq     zmm9, zmm11, [rcx]
-    vpmuludq     zmm11, zmm11, [rcx + 64]
-    vpmuludq     zmm12, zmm3, [rcx]
-    vpmuludq     zmm3, zmm3, [rcx + 64]
-    vpsrlq       zmm13, zmm9, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm3, zmm3, zmm13
-    vpaddq       zmm3, zmm3, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm11
-    vpsllq       zmm11, zmm3, 32
-    vpsubq       zmm12, zmm11, zmm3
-    vpsrlq       zmm13, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm3, zmm9, zmm12
-    vpcmpnleuq   k2, zmm12, zmm3
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm9, zmm13, 32
-    vpsubq       zmm9, zmm9, zmm13
-    vpaddq       zmm3, zmm3, zmm9
-    vpcmpnleuq   k2, zmm9, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm9, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm9
-    vpaddq       zmm9, zmm6, zmm4                    ; layer 6
-    vpaddq       zmm11, zmm9, zmm15
-    vpcmpnleuq   k2, zmm6, zmm11
-    vpaddq       zmm9{k2}, zmm9, zmm15
-    vpsubq       zmm11, zmm6, zmm4
-    vpcmpnleuq   k2, zmm4, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm16
-    vpsrlq       zmm4, zmm11, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6976] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 6848
-    vpmuludq     zmm6, zmm11, [rcx - 128]
-    vpmuludq     zmm11, zmm11, [rcx - 64]
-    vpmuludq     zmm12, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpsrlq       zmm13, zmm6, 32
-    vpaddq       zmm13, zmm11, zmm13
-    vpandq       zmm14, zmm13, zmm15
-    vpaddq       zmm14, zmm12, zmm14
-    vpsrlq       zmm13, zmm13, 32
-    vpsrlq       zmm14, zmm14, 32
-    vpaddq       zmm4, zmm4, zmm13
-    vpaddq       zmm4, zmm4, zmm14
-    vpaddq       zmm11, zmm11, zmm12
-    vpsllq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpsllq       zmm11, zmm4, 32
-    vpsubq       zmm12, zmm11, zmm4
-    vpsrlq       zmm13, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm11
-    vpaddq       zmm13{k2}, zmm13, zmm17
-    vpaddq       zmm4, zmm6, zmm12
-    vpcmpnleuq   k2, zmm12, zmm4
-    vpaddq       zmm13{k2}, zmm13, zmm18
-    vpsllq       zmm6, zmm13, 32
-    vpsubq       zmm6, zmm6, zmm13
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm6, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm6
-    vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm7, zmm5
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm7, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm2
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm10, zmm2
-    vmovdqa64    zmm2, zmm0
-    vpermi2q     zmm2, zmm8, zmm3
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm8, zmm3
-    vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm0, zmm9, zmm4
-    vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm1, zmm9, zmm4
-    vpaddq       zmm3, zmm6, zmm11                   ; layer 5
-    vpaddq       zmm4, zmm3, zmm15
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm4, zmm6, zmm11
-    vpcmpnleuq   k2, zmm11, zmm6
-    vpaddq       zmm4{k2}, zmm4, zmm16
-    vpsrlq       zmm6, zmm4, 32
-    vpmuludq     zmm8, zmm4, [rcx]
-    vpmuludq     zmm4, zmm4, [rcx + 64]
-    vpmuludq     zmm9, zmm6, [rcx]
-    vpmuludq     zmm6, zmm6, [rcx + 64]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm4, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm9, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm6, zmm6, zmm11
+    vpcmpnleuq   k2, zmm10, zmm4
+    vpcmpnleuq   k3, zmm11, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm10, zmm4, zmm29
+    vpsubq       zmm11, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm10
+    vpminuq      zmm5, zmm5, zmm11
+    vpsrlq       zmm10, zmm18, 32
+    vpsrlq       zmm11, zmm19, 32
+    vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm19, [rel pq_18374686475393433601]
+    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
+    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm10, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm11, [rel pq_18374686475393433601]
+    vpmuludq     zmm10, zmm10, [rel pq_4278190079]
+    vpmuludq     zmm11, zmm11, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm18, zmm24
+    vpaddq       zmm25, zmm19, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm10, zmm10, zmm26
+    vpaddq       zmm11, zmm11, zmm27
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm18, zmm20, zmm18
+    vpaddq       zmm19, zmm21, zmm19
+    vpsllq       zmm20, zmm10, 32
+    vpsllq       zmm21, zmm11, 32
+    vpsubq       zmm22, zmm20, zmm10
+    vpsubq       zmm23, zmm21, zmm11
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm10, zmm18, zmm22
+    vpaddq       zmm11, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm10, zmm10, zmm18
+    vpaddq       zmm11, zmm11, zmm19
+    vpcmpnleuq   k2, zmm18, zmm10
+    vpcmpnleuq   k3, zmm19, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm18, zmm10, zmm29
+    vpsubq       zmm19, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm18
+    vpminuq      zmm11, zmm11, zmm19
+    vpaddq       zmm18, zmm12, zmm6                  ; layer 7
+    vpaddq       zmm19, zmm13, zmm7                  ; layer 7
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm12, zmm6
+    vpsubq       zmm21, zmm13, zmm7
+    vpcmpnleuq   k2, zmm6, zmm12
+    vpcmpnleuq   k3, zmm7, zmm13
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm6, zmm20, 32
+    vpsrlq       zmm7, zmm21, 32
+    vpmuludq     zmm12, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 384]
+    vpmuludq     zmm13, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2368]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 448]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2432]
+    vpmuludq     zmm22, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 384]
+    vpmuludq     zmm23, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2368]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 448]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2432]
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm6, zmm6, zmm26
+    vpaddq       zmm7, zmm7, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpsllq       zmm20, zmm6, 32
+    vpsllq       zmm21, zmm7, 32
+    vpsubq       zmm22, zmm20, zmm6
+    vpsubq       zmm23, zmm21, zmm7
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm12, zmm22
+    vpaddq       zmm7, zmm13, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm12, zmm24, 32
+    vpsllq       zmm13, zmm25, 32
+    vpsubq       zmm12, zmm12, zmm24
+    vpsubq       zmm13, zmm13, zmm25
     vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm4, zmm4, 32
-    vpaddq       zmm4, zmm8, zmm4
-    vpsllq       zmm8, zmm6, 32
-    vpsubq       zmm9, zmm8, zmm6
-    vpsrlq       zmm11, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm4, zmm4, zmm9
-    vpcmpnleuq   k2, zmm9, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm4, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm6, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm6
-    vpaddq       zmm6, zmm5, zmm7                    ; layer 5
-    vpaddq       zmm8, zmm6, zmm15
-    vpcmpnleuq   k2, zmm5, zmm8
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm5, zmm8, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7232] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7104
-    vpmuludq     zmm7, zmm8, [rcx - 128]
-    vpmuludq     zmm8, zmm8, [rcx - 64]
-    vpmuludq     zmm9, zmm5, [rcx - 128]
-    vpmuludq     zmm5, zmm5, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm9, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm5, zmm5, zmm11
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm7, zmm7, zmm8
-    vpsllq       zmm8, zmm5, 32
-    vpsubq       zmm9, zmm8, zmm5
-    vpsrlq       zmm11, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm8
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm5, zmm7, zmm9
-    vpcmpnleuq   k2, zmm9, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm5, zmm5, zmm7
-    vpcmpnleuq   k2, zmm7, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm7, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm7, zmm2, zmm10                   ; layer 5
-    vpaddq       zmm8, zmm7, zmm15
-    vpcmpnleuq   k2, zmm2, zmm8
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm8, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm8{k2}, zmm8, zmm16
-    vpsrlq       zmm2, zmm8, 32
-    vpmuludq     zmm9, zmm8, [rcx]
+    vpaddq       zmm7, zmm7, zmm13
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpcmpnleuq   k3, zmm13, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm12, zmm6, zmm29
+    vpsubq       zmm13, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm12
+    vpminuq      zmm7, zmm7, zmm13
+    vpsrlq       zmm12, zmm18, 32
+    vpsrlq       zmm13, zmm19, 32
+    vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm19, [rel pq_18374686475393433601]
+    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
+    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm12, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm13, [rel pq_18374686475393433601]
+    vpmuludq     zmm12, zmm12, [rel pq_4278190079]
+    vpmuludq     zmm13, zmm13, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm18, zmm24
+    vpaddq       zmm25, zmm19, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm12, zmm12, zmm24
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm12, zmm12, zmm26
+    vpaddq       zmm13, zmm13, zmm27
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm18, zmm20, zmm18
+    vpaddq       zmm19, zmm21, zmm19
+    vpsllq       zmm20, zmm12, 32
+    vpsllq       zmm21, zmm13, 32
+    vpsubq       zmm22, zmm20, zmm12
+    vpsubq       zmm23, zmm21, zmm13
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm12, zmm18, zmm22
+    vpaddq       zmm13, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm12
+    vpcmpnleuq   k3, zmm23, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm12, zmm12, zmm18
+    vpaddq       zmm13, zmm13, zmm19
+    vpcmpnleuq   k2, zmm18, zmm12
+    vpcmpnleuq   k3, zmm19, zmm13
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm18, zmm12, zmm29
+    vpsubq       zmm19, zmm13, zmm29
+    vpminuq      zmm12, zmm12, zmm18
+    vpminuq      zmm13, zmm13, zmm19
+    vpunpcklqdq  zmm18, zmm14, zmm8
+    vpunpcklqdq  zmm19, zmm15, zmm9
+    vpunpckhqdq  zmm8, zmm14, zmm8
+    vpunpckhqdq  zmm9, zmm15, zmm9
+    vpunpcklqdq  zmm14, zmm16, zmm2
+    vpunpcklqdq  zmm15, zmm17, zmm3
+    vpunpckhqdq  zmm2, zmm16, zmm2
+    vpunpckhqdq  zmm3, zmm17, zmm3
+    vpunpcklqdq  zmm16, zmm10, zmm4
+    vpunpcklqdq  zmm17, zmm11, zmm5
+    vpunpckhqdq  zmm4, zmm10, zmm4
+    vpunpckhqdq  zmm5, zmm11, zmm5
+    vpunpcklqdq  zmm10, zmm12, zmm6
+    vpunpcklqdq  zmm11, zmm13, zmm7
+    vpunpckhqdq  zmm6, zmm12, zmm6
+    vpunpckhqdq  zmm7, zmm13, zmm7
+    vpaddq       zmm12, zmm18, zmm8                  ; layer 6
+    vpaddq       zmm13, zmm19, zmm9                  ; layer 6
+    vpaddq       zmm20, zmm12, zmm28
+    vpaddq       zmm21, zmm13, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm20, zmm18, zmm8
+    vpsubq       zmm21, zmm19, zmm9
+    vpcmpnleuq   k2, zmm8, zmm18
+    vpcmpnleuq   k3, zmm9, zmm19
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm8, zmm20, 32
+    vpsrlq       zmm9, zmm21, 32
+    vpmuludq     zmm18, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 512]
+    vpmuludq     zmm19, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2496]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 576]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2560]
+    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 512]
+    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2496]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 576]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2560]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm18, zmm22
+    vpaddq       zmm9, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm8, zmm8, zmm18
+    vpaddq       zmm9, zmm9, zmm19
+    vpcmpnleuq   k2, zmm18, zmm8
+    vpcmpnleuq   k3, zmm19, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm18, zmm8, zmm29
+    vpsubq       zmm19, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm18
+    vpminuq      zmm9, zmm9, zmm19
+    vpaddq       zmm18, zmm14, zmm2                  ; layer 6
+    vpaddq       zmm19, zmm15, zmm3                  ; layer 6
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm14, zmm2
+    vpsubq       zmm21, zmm15, zmm3
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm20, 32
+    vpsrlq       zmm3, zmm21, 32
+    vpmuludq     zmm14, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 640]
+    vpmuludq     zmm15, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2624]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 704]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2688]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 640]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2624]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 704]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2688]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm14, zmm22
+    vpaddq       zmm3, zmm15, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm14, zmm24, 32
+    vpsllq       zmm15, zmm25, 32
+    vpsubq       zmm14, zmm14, zmm24
+    vpsubq       zmm15, zmm15, zmm25
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm15
+    vpcmpnleuq   k2, zmm14, zmm2
+    vpcmpnleuq   k3, zmm15, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm14, zmm2, zmm29
+    vpsubq       zmm15, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm14
+    vpminuq      zmm3, zmm3, zmm15
+    vpaddq       zmm14, zmm16, zmm4                  ; layer 6
+    vpaddq       zmm15, zmm17, zmm5                  ; layer 6
+    vpaddq       zmm20, zmm14, zmm28
+    vpaddq       zmm21, zmm15, zmm28
+    vpcmpnleuq   k2, zmm16, zmm20
+    vpcmpnleuq   k3, zmm17, zmm21
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm20, zmm16, zmm4
+    vpsubq       zmm21, zmm17, zmm5
+    vpcmpnleuq   k2, zmm4, zmm16
+    vpcmpnleuq   k3, zmm5, zmm17
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm4, zmm20, 32
+    vpsrlq       zmm5, zmm21, 32
+    vpmuludq     zmm16, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 768]
+    vpmuludq     zmm17, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2752]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 832]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2816]
+    vpmuludq     zmm22, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 768]
+    vpmuludq     zmm23, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2752]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 832]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2816]
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm4, zmm4, zmm24
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm4, zmm4, zmm26
+    vpaddq       zmm5, zmm5, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpsllq       zmm20, zmm4, 32
+    vpsllq       zmm21, zmm5, 32
+    vpsubq       zmm22, zmm20, zmm4
+    vpsubq       zmm23, zmm21, zmm5
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpcmpnleuq   k2, zmm4, zmm20
+    vpcmpnleuq   k3, zmm5, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm4, zmm16, zmm22
+    vpaddq       zmm5, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm4
+    vpcmpnleuq   k3, zmm23, zmm5
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm4, zmm4, zmm16
+    vpaddq       zmm5, zmm5, zmm17
+    vpcmpnleuq   k2, zmm16, zmm4
+    vpcmpnleuq   k3, zmm17, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm16, zmm4, zmm29
+    vpsubq       zmm17, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm16
+    vpminuq      zmm5, zmm5, zmm17
+    vpaddq       zmm16, zmm10, zmm6                  ; layer 6
+    vpaddq       zmm17, zmm11, zmm7                  ; layer 6
+    vpaddq       zmm20, zmm16, zmm28
+    vpaddq       zmm21, zmm17, zmm28
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm20, zmm10, zmm6
+    vpsubq       zmm21, zmm11, zmm7
+    vpcmpnleuq   k2, zmm6, zmm10
+    vpcmpnleuq   k3, zmm7, zmm11
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm6, zmm20, 32
+    vpsrlq       zmm7, zmm21, 32
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 896]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 960]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2944]
+    vpmuludq     zmm22, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 896]
+    vpmuludq     zmm23, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 960]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2944]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm6, zmm6, zmm26
+    vpaddq       zmm7, zmm7, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm6, 32
+    vpsllq       zmm21, zmm7, 32
+    vpsubq       zmm22, zmm20, zmm6
+    vpsubq       zmm23, zmm21, zmm7
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm10, zmm22
+    vpaddq       zmm7, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm6, zmm6, zmm10
+    vpaddq       zmm7, zmm7, zmm11
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpcmpnleuq   k3, zmm11, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm10, zmm6, zmm29
+    vpsubq       zmm11, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm10
+    vpminuq      zmm7, zmm7, zmm11
+    vmovdqa64    zmm10, zmm0
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm10, zmm12, zmm8
+    vpermi2q     zmm11, zmm13, zmm9
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm12, zmm8
+    vpermi2q     zmm21, zmm13, zmm9
+    vmovdqa64    zmm8, zmm0
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm8, zmm18, zmm2
+    vpermi2q     zmm9, zmm19, zmm3
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm18, zmm2
+    vpermi2q     zmm13, zmm19, zmm3
+    vmovdqa64    zmm2, zmm0
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm2, zmm14, zmm4
+    vpermi2q     zmm3, zmm15, zmm5
+    vmovdqa64    zmm18, zmm1
+    vmovdqa64    zmm19, zmm1
+    vpermi2q     zmm18, zmm14, zmm4
+    vpermi2q     zmm19, zmm15, zmm5
+    vmovdqa64    zmm4, zmm0
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm4, zmm16, zmm6
+    vpermi2q     zmm5, zmm17, zmm7
+    vmovdqa64    zmm14, zmm1
+    vmovdqa64    zmm15, zmm1
+    vpermi2q     zmm14, zmm16, zmm6
+    vpermi2q     zmm15, zmm17, zmm7
+    vpaddq       zmm6, zmm10, zmm20                  ; layer 5
+    vpaddq       zmm7, zmm11, zmm21                  ; layer 5
+    vpaddq       zmm16, zmm6, zmm28
+    vpaddq       zmm17, zmm7, zmm28
+    vpcmpnleuq   k2, zmm10, zmm16
+    vpcmpnleuq   k3, zmm11, zmm17
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm16, zmm10, zmm20
+    vpsubq       zmm17, zmm11, zmm21
+    vpcmpnleuq   k2, zmm20, zmm10
+    vpcmpnleuq   k3, zmm21, zmm11
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpsrlq       zmm10, zmm16, 32
+    vpsrlq       zmm11, zmm17, 32
+    vpmuludq     zmm20, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1024]
+    vpmuludq     zmm21, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3008]
+    vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1088]
+    vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3072]
+    vpmuludq     zmm22, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1024]
+    vpmuludq     zmm23, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3008]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1088]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3072]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm10, zmm10, zmm26
+    vpaddq       zmm11, zmm11, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm16, zmm20, zmm16
+    vpaddq       zmm17, zmm21, zmm17
+    vpsllq       zmm20, zmm10, 32
+    vpsllq       zmm21, zmm11, 32
+    vpsubq       zmm22, zmm20, zmm10
+    vpsubq       zmm23, zmm21, zmm11
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm10, zmm16, zmm22
+    vpaddq       zmm11, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm10, zmm10, zmm16
+    vpaddq       zmm11, zmm11, zmm17
+    vpcmpnleuq   k2, zmm16, zmm10
+    vpcmpnleuq   k3, zmm17, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm16, zmm10, zmm29
+    vpsubq       zmm17, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm16
+    vpminuq      zmm11, zmm11, zmm17
+    vpaddq       zmm16, zmm8, zmm12                  ; layer 5
+    vpaddq       zmm17, zmm9, zmm13                  ; layer 5
+    vpaddq       zmm20, zmm16, zmm28
+    vpaddq       zmm21, zmm17, zmm28
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm20, zmm8, zmm12
+    vpsubq       zmm21, zmm9, zmm13
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpcmpnleuq   k3, zmm13, zmm9
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm8, zmm20, 32
+    vpsrlq       zmm9, zmm21, 32
+    vpmuludq     zmm12, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1152]
+    vpmuludq     zmm13, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3136]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1216]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3200]
+    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1152]
+    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3136]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1216]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3200]
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm12, zmm22
+    vpaddq       zmm9, zmm13, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm12, zmm24, 32
+    vpsllq       zmm13, zmm25, 32
+    vpsubq       zmm12, zmm12, zmm24
+    vpsubq       zmm13, zmm13, zmm25
+    vpaddq       zmm8, zmm8, zmm12
+    vpaddq       zmm9, zmm9, zmm13
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpcmpnleuq   k3, zmm13, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm12, zmm8, zmm29
+    vpsubq       zmm13, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm12
+    vpminuq      zmm9, zmm9, zmm13
+    vpaddq       zmm12, zmm2, zmm18                  ; layer 5
+    vpaddq       zmm13, zmm3, zmm19                  ; layer 5
+    vpaddq       zmm20, zmm12, zmm28
+    vpaddq       zmm21, zmm13, zmm28
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm20, zmm2, zmm18
+    vpsubq       zmm21, zmm3, zmm19
+    vpcmpnleuq   k2, zmm18, zmm2
+    vpcmpnleuq   k3, zmm19, zmm3
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm20, 32
+    vpsrlq       zmm3, zmm21, 32
+    vpmuludq     zmm18, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1280]
+    vpmuludq     zmm19, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3264]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1344]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3328]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1280]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3264]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1344]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3328]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm18, zmm22
+    vpaddq       zmm3, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm2, zmm2, zmm18
+    vpaddq       zmm3, zmm3, zmm19
+    vpcmpnleuq   k2, zmm18, zmm2
+    vpcmpnleuq   k3, zmm19, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm18, zmm2, zmm29
+    vpsubq       zmm19, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm18
+    vpminuq      zmm3, zmm3, zmm19
+    vpaddq       zmm18, zmm4, zmm14                  ; layer 5
+    vpaddq       zmm19, zmm5, zmm15                  ; layer 5
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm4, zmm20
+    vpcmpnleuq   k3, zmm5, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm4, zmm14
+    vpsubq       zmm21, zmm5, zmm15
+    vpcmpnleuq   k2, zmm14, zmm4
+    vpcmpnleuq   k3, zmm15, zmm5
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm4, zmm20, 32
+    vpsrlq       zmm5, zmm21, 32
+    vpmuludq     zmm14, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1408]
+    vpmuludq     zmm15, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3392]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1472]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3456]
+    vpmuludq     zmm22, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1408]
+    vpmuludq     zmm23, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3392]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1472]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3456]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm4, zmm4, zmm24
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm4, zmm4, zmm26
+    vpaddq       zmm5, zmm5, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpsllq       zmm20, zmm4, 32
+    vpsllq       zmm21, zmm5, 32
+    vpsubq       zmm22, zmm20, zmm4
+    vpsubq       zmm23, zmm21, zmm5
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpcmpnleuq   k2, zmm4, zmm20
+    vpcmpnleuq   k3, zmm5, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm4, zmm14, zmm22
+    vpaddq       zmm5, zmm15, zmm23
+    vpcmpnleuq   k2, zmm22, zmm4
+    vpcmpnleuq   k3, zmm23, zmm5
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm14, zmm24, 32
+    vpsllq       zmm15, zmm25, 32
+    vpsubq       zmm14, zmm14, zmm24
+    vpsubq       zmm15, zmm15, zmm25
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm5, zmm5, zmm15
+    vpcmpnleuq   k2, zmm14, zmm4
+    vpcmpnleuq   k3, zmm15, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm14, zmm4, zmm29
+    vpsubq       zmm15, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm14
+    vpminuq      zmm5, zmm5, zmm15
+    vshufi64x2   zmm14, zmm6, zmm10, 68
+    vshufi64x2   zmm15, zmm7, zmm11, 68
+    vshufi64x2   zmm6, zmm6, zmm10, 238
+    vshufi64x2   zmm7, zmm7, zmm11, 238
+    vshufi64x2   zmm10, zmm16, zmm8, 68
+    vshufi64x2   zmm11, zmm17, zmm9, 68
+    vshufi64x2   zmm8, zmm16, zmm8, 238
+    vshufi64x2   zmm9, zmm17, zmm9, 238
+    vshufi64x2   zmm16, zmm12, zmm2, 68
+    vshufi64x2   zmm17, zmm13, zmm3, 68
+    vshufi64x2   zmm2, zmm12, zmm2, 238
+    vshufi64x2   zmm3, zmm13, zmm3, 238
+    vshufi64x2   zmm12, zmm18, zmm4, 68
+    vshufi64x2   zmm13, zmm19, zmm5, 68
+    vshufi64x2   zmm4, zmm18, zmm4, 238
+    vshufi64x2   zmm5, zmm19, zmm5, 238
+    vpaddq       zmm18, zmm14, zmm6                  ; layer 4
+    vpaddq       zmm19, zmm15, zmm7                  ; layer 4
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm14, zmm6
+    vpsubq       zmm21, zmm15, zmm7
+    vpcmpnleuq   k2, zmm6, zmm14
+    vpcmpnleuq   k3, zmm7, zmm15
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm6, zmm20, 32
+    vpsrlq       zmm7, zmm21, 32
+    vpmuludq     zmm14, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1536]
+    vpmuludq     zmm15, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3520]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1536
+    vpmuludq     zmm20, zmm20, [rcx - 64]
+    vpmuludq     zmm21, zmm21, [rcx - 64]
+    vpmuludq     zmm22, zmm6, [rcx - 128]
+    vpmuludq     zmm23, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3520]
+    vpmuludq     zmm6, zmm6, [rcx - 64]
+    vpmuludq     zmm7, zmm7, [rcx - 64]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm6, zmm6, zmm26
+    vpaddq       zmm7, zmm7, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpsllq       zmm20, zmm6, 32
+    vpsllq       zmm21, zmm7, 32
+    vpsubq       zmm22, zmm20, zmm6
+    vpsubq       zmm23, zmm21, zmm7
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm14, zmm22
+    vpaddq       zmm7, zmm15, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm14, zmm24, 32
+    vpsllq       zmm15, zmm25, 32
+    vpsubq       zmm14, zmm14, zmm24
+    vpsubq       zmm15, zmm15, zmm25
+    vpaddq       zmm6, zmm6, zmm14
+    vpaddq       zmm7, zmm7, zmm15
+    vpcmpnleuq   k2, zmm14, zmm6
+    vpcmpnleuq   k3, zmm15, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm14, zmm6, zmm29
+    vpsubq       zmm15, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm14
+    vpminuq      zmm7, zmm7, zmm15
+    vpaddq       zmm14, zmm10, zmm8                  ; layer 4
+    vpaddq       zmm15, zmm11, zmm9                  ; layer 4
+    vpaddq       zmm20, zmm14, zmm28
+    vpaddq       zmm21, zmm15, zmm28
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm20, zmm10, zmm8
+    vpsubq       zmm21, zmm11, zmm9
+    vpcmpnleuq   k2, zmm8, zmm10
+    vpcmpnleuq   k3, zmm9, zmm11
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm8, zmm20, 32
+    vpsrlq       zmm9, zmm21, 32
+    vpmuludq     zmm10, zmm20, [rcx]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3584]
+    vpmuludq     zmm20, zmm20, [rcx + 64]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3648]
+    vpmuludq     zmm22, zmm8, [rcx]
+    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3584]
     vpmuludq     zmm8, zmm8, [rcx + 64]
-    vpmuludq     zmm10, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm11, zmm9, 32
-    vpaddq       zmm11, zmm8, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3648]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm10, zmm22
+    vpaddq       zmm9, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
     vpaddq       zmm8, zmm8, zmm10
-    vpsllq       zmm8, zmm8, 32
-    vpaddq       zmm8, zmm9, zmm8
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm2, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm2, zmm2, zmm8
-    vpcmpnleuq   k2, zmm8, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm8, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm8
-    vpaddq       zmm8, zmm0, zmm1                    ; layer 5
-    vpaddq       zmm9, zmm8, zmm15
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm0, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7488] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7360
-    vpmuludq     zmm1, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm1, zmm1, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm15
-    vpsubq       zmm1, zmm0, zmm16
-    vpminuq      zmm0, zmm0, zmm1
-    vshufi64x2   zmm1, zmm3, zmm4, 68
-    vshufi64x2   zmm3, zmm3, zmm4, 238
-    vshufi64x2   zmm4, zmm6, zmm5, 68
-    vshufi64x2   zmm5, zmm6, zmm5, 238
-    vshufi64x2   zmm6, zmm7, zmm2, 68
-    vshufi64x2   zmm2, zmm7, zmm2, 238
-    vshufi64x2   zmm7, zmm8, zmm0, 68
-    vshufi64x2   zmm0, zmm8, zmm0, 238
-    vpaddq       zmm8, zmm1, zmm3                    ; layer 4
-    vpaddq       zmm9, zmm8, zmm15
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm1, zmm3
-    vpcmpnleuq   k2, zmm3, zmm1
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm3, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5568]
-    vpmuludq     zmm10, zmm1, [rcx]
-    vpmuludq     zmm1, zmm1, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5568]
-    vpsrlq       zmm11, zmm3, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm3, zmm3, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm1, zmm3, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm3, zmm11, 32
-    vpsubq       zmm3, zmm3, zmm11
-    vpaddq       zmm1, zmm1, zmm3
-    vpcmpnleuq   k2, zmm3, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm15
-    vpsubq       zmm3, zmm1, zmm16
-    vpminuq      zmm1, zmm1, zmm3
-    vpaddq       zmm3, zmm4, zmm5                    ; layer 4
-    vpaddq       zmm9, zmm3, zmm15
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm9, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm5, zmm9, [rcx + 64]
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7680] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7552
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm4, [rcx - 128]
-    vpmuludq     zmm4, zmm4, [rcx - 64]
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
+    vpaddq       zmm9, zmm9, zmm11
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpcmpnleuq   k3, zmm11, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm10, zmm8, zmm29
+    vpsubq       zmm11, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm10
+    vpminuq      zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm16, zmm2                  ; layer 4
+    vpaddq       zmm11, zmm17, zmm3                  ; layer 4
+    vpaddq       zmm20, zmm10, zmm28
+    vpaddq       zmm21, zmm11, zmm28
+    vpcmpnleuq   k2, zmm16, zmm20
+    vpcmpnleuq   k3, zmm17, zmm21
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm20, zmm16, zmm2
+    vpsubq       zmm21, zmm17, zmm3
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm20, 32
+    vpsrlq       zmm3, zmm21, 32
+    vpmuludq     zmm16, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1792]
+    vpmuludq     zmm17, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3712]
+    vpmuludq     zmm20, zmm20, [rcx - 64]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3776]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1792]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3712]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3776]
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm16, zmm22
+    vpaddq       zmm3, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm2, zmm2, zmm16
+    vpaddq       zmm3, zmm3, zmm17
+    vpcmpnleuq   k2, zmm16, zmm2
+    vpcmpnleuq   k3, zmm17, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm16, zmm2, zmm29
+    vpsubq       zmm17, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm16
+    vpminuq      zmm3, zmm3, zmm17
+    vpaddq       zmm16, zmm12, zmm4                  ; layer 4
+    vpaddq       zmm17, zmm13, zmm5                  ; layer 4
+    vpaddq       zmm20, zmm16, zmm28
+    vpaddq       zmm21, zmm17, zmm28
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm20, zmm12, zmm4
+    vpsubq       zmm21, zmm13, zmm5
+    vpcmpnleuq   k2, zmm4, zmm12
+    vpcmpnleuq   k3, zmm5, zmm13
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm4, zmm20, 32
+    vpsrlq       zmm5, zmm21, 32
+    vpmuludq     zmm12, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1856]
+    vpmuludq     zmm13, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3840]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1920]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904]
+    vpmuludq     zmm22, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1856]
+    vpmuludq     zmm23, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3840]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1920]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904]
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm4, zmm4, zmm24
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm4, zmm4, zmm26
+    vpaddq       zmm5, zmm5, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpsllq       zmm20, zmm4, 32
+    vpsllq       zmm21, zmm5, 32
+    vpsubq       zmm22, zmm20, zmm4
+    vpsubq       zmm23, zmm21, zmm5
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpcmpnleuq   k2, zmm4, zmm20
+    vpcmpnleuq   k3, zmm5, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm4, zmm12, zmm22
+    vpaddq       zmm5, zmm13, zmm23
+    vpcmpnleuq   k2, zmm22, zmm4
+    vpcmpnleuq   k3, zmm23, zmm5
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm12, zmm24, 32
+    vpsllq       zmm13, zmm25, 32
+    vpsubq       zmm12, zmm12, zmm24
+    vpsubq       zmm13, zmm13, zmm25
     vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm4, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
-    vpaddq       zmm4, zmm4, zmm5
-    vpcmpnleuq   k2, zmm5, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm5, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm6, zmm2                    ; layer 4
-    vpaddq       zmm9, zmm5, zmm15
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm6, zmm2
-    vpcmpnleuq   k2, zmm2, zmm6
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm2, zmm9, 32
-    vpmuludq     zmm6, zmm9, [rcx]
-    vpmuludq     zmm9, zmm9, [rcx + 64]
-    vpmuludq     zmm10, zmm2, [rcx]
-    vpmuludq     zmm2, zmm2, [rcx + 64]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm2, zmm2, zmm11
-    vpaddq       zmm2, zmm2, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm2, 32
-    vpsubq       zmm10, zmm9, zmm2
-    vpsrlq       zmm11, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm2, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm2
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm2, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm6, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm6
-    vpaddq       zmm6, zmm7, zmm0                    ; layer 4
-    vpaddq       zmm9, zmm6, zmm15
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm9, zmm7, zmm0
-    vpcmpnleuq   k2, zmm0, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm0, zmm9, 32
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7936] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 7808
-    vpmuludq     zmm7, zmm9, [rcx - 128]
-    vpmuludq     zmm9, zmm9, [rcx - 64]
-    vpmuludq     zmm10, zmm0, [rcx - 128]
-    vpmuludq     zmm0, zmm0, [rcx - 64]
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm0, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm0, zmm0, zmm7
-    vpcmpnleuq   k2, zmm7, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm15
-    vpsubq       zmm7, zmm0, zmm16
-    vpminuq      zmm0, zmm0, zmm7
-    vpaddq       zmm7, zmm8, zmm3                    ; layer 3
-    vpaddq       zmm9, zmm7, zmm15
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm9, zmm8, zmm3
-    vpcmpnleuq   k2, zmm3, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm8, zmm9, zmm31
-    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 3776
-    vpmuludq     zmm9, zmm9, [rcx - 128]
-    vpmuludq     zmm10, zmm3, zmm31
-    vpmuludq     zmm3, zmm3, [rcx - 128]
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm3, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm3, zmm3, zmm8
-    vpcmpnleuq   k2, zmm8, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm8, zmm3, zmm16
-    vpminuq      zmm3, zmm3, zmm8
-    vpaddq       zmm8, zmm1, zmm4                    ; layer 3
-    vpaddq       zmm9, zmm8, zmm15
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm1, zmm4
-    vpcmpnleuq   k2, zmm4, zmm1
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm1, zmm9, 32
-    vpmuludq     zmm4, zmm9, zmm31
-    vpmuludq     zmm9, zmm9, [rcx - 128]
-    vpmuludq     zmm10, zmm1, zmm31
-    vpmuludq     zmm1, zmm1, [rcx - 128]
-    vpsrlq       zmm11, zmm4, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm1, zmm1, zmm11
-    vpaddq       zmm1, zmm1, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm4, zmm4, zmm9
-    vpsllq       zmm9, zmm1, 32
-    vpsubq       zmm10, zmm9, zmm1
-    vpsrlq       zmm11, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm1, zmm4, zmm10
-    vpcmpnleuq   k2, zmm10, zmm1
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm4, zmm11, 32
-    vpsubq       zmm4, zmm4, zmm11
-    vpaddq       zmm1, zmm1, zmm4
-    vpcmpnleuq   k2, zmm4, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm15
-    vpsubq       zmm4, zmm1, zmm16
-    vpminuq      zmm1, zmm1, zmm4
-    vpaddq       zmm4, zmm5, zmm6                    ; layer 3
-    vpaddq       zmm9, zmm4, zmm15
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm9, zmm5, zmm6
-    vpcmpnleuq   k2, zmm6, zmm5
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm5, zmm9, 32
-    vpmuludq     zmm6, zmm9, [rcx - 64]
-    vpmuludq     zmm9, zmm9, [rcx]
-    vpmuludq     zmm10, zmm5, [rcx - 64]
-    vpmuludq     zmm5, zmm5, [rcx]
-    vpsrlq       zmm11, zmm6, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm5, zmm5, zmm11
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpsllq       zmm9, zmm5, 32
-    vpsubq       zmm10, zmm9, zmm5
-    vpsrlq       zmm11, zmm5, 32
-    vpcmpnleuq   k2, zmm5, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm5, zmm6, zmm10
-    vpcmpnleuq   k2, zmm10, zmm5
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm6, zmm11, 32
-    vpsubq       zmm6, zmm6, zmm11
-    vpaddq       zmm5, zmm5, zmm6
-    vpcmpnleuq   k2, zmm6, zmm5
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm6, zmm5, zmm16
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm2, zmm0                    ; layer 3
-    vpaddq       zmm9, zmm6, zmm15
-    vpcmpnleuq   k2, zmm2, zmm9
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm9, zmm2, zmm0
-    vpcmpnleuq   k2, zmm0, zmm2
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm2, zmm9, [rcx - 64]
-    vpmuludq     zmm9, zmm9, [rcx]
-    vpmuludq     zmm10, zmm0, [rcx - 64]
-    vpmuludq     zmm0, zmm0, [rcx]
-    vpsrlq       zmm11, zmm2, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm2, zmm2, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm0, zmm2, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm2, zmm11, 32
-    vpsubq       zmm2, zmm2, zmm11
-    vpaddq       zmm0, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm15
-    vpsubq       zmm2, zmm0, zmm16
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm7, zmm4                    ; layer 2
-    vpaddq       zmm9, zmm2, zmm15
-    vpcmpnleuq   k2, zmm7, zmm9
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm9, zmm7, zmm4
-    vpcmpnleuq   k2, zmm4, zmm7
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm4, zmm9, 32
-    vpmuludq     zmm7, zmm9, zmm26
-    vpmuludq     zmm9, zmm9, zmm27
-    vpmuludq     zmm10, zmm4, zmm26
-    vpmuludq     zmm4, zmm4, zmm27
-    vpsrlq       zmm11, zmm7, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm4, zmm4, zmm11
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpsllq       zmm9, zmm4, 32
-    vpsubq       zmm10, zmm9, zmm4
-    vpsrlq       zmm11, zmm4, 32
-    vpcmpnleuq   k2, zmm4, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm4, zmm7, zmm10
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm7, zmm11, 32
-    vpsubq       zmm7, zmm7, zmm11
-    vpaddq       zmm4, zmm4, zmm7
-    vpcmpnleuq   k2, zmm7, zmm4
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm7, zmm4, zmm16
-    vpminuq      zmm4, zmm4, zmm7
-    vpaddq       zmm7, zmm8, zmm6                    ; layer 2
-    vpaddq       zmm9, zmm7, zmm15
-    vpcmpnleuq   k2, zmm8, zmm9
-    vpaddq       zmm7{k2}, zmm7, zmm15
-    vpsubq       zmm9, zmm8, zmm6
-    vpcmpnleuq   k2, zmm6, zmm8
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm6, zmm9, 32
-    vpmuludq     zmm8, zmm9, zmm26
-    vpmuludq     zmm9, zmm9, zmm27
-    vpmuludq     zmm10, zmm6, zmm26
-    vpmuludq     zmm6, zmm6, zmm27
-    vpsrlq       zmm11, zmm8, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm6, zmm6, zmm11
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpsllq       zmm9, zmm6, 32
-    vpsubq       zmm10, zmm9, zmm6
-    vpsrlq       zmm11, zmm6, 32
-    vpcmpnleuq   k2, zmm6, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm6, zmm8, zmm10
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm8, zmm11, 32
-    vpsubq       zmm8, zmm8, zmm11
-    vpaddq       zmm6, zmm6, zmm8
+    vpaddq       zmm5, zmm5, zmm13
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpcmpnleuq   k3, zmm13, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm12, zmm4, zmm29
+    vpsubq       zmm13, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm12
+    vpminuq      zmm5, zmm5, zmm13
+    vpaddq       zmm12, zmm18, zmm14                 ; layer 3
+    vpaddq       zmm13, zmm19, zmm15                 ; layer 3
+    vpaddq       zmm20, zmm12, zmm28
+    vpaddq       zmm21, zmm13, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm20, zmm18, zmm14
+    vpsubq       zmm21, zmm19, zmm15
+    vpcmpnleuq   k2, zmm14, zmm18
+    vpcmpnleuq   k3, zmm15, zmm19
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm14, zmm20, 32
+    vpsrlq       zmm15, zmm21, 32
+    vpmuludq     zmm18, zmm20, [rcx - 128]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1728] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1600
+    vpmuludq     zmm19, zmm21, [rcx + 64]
+    vpmuludq     zmm20, zmm20, [rcx - 128]
+    vpmuludq     zmm21, zmm21, [rcx - 128]
+    vpmuludq     zmm22, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1536]
+    vpmuludq     zmm23, zmm15, [rcx + 64]
+    vpmuludq     zmm14, zmm14, [rcx - 128]
+    vpmuludq     zmm15, zmm15, [rcx - 128]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm14, zmm14, zmm24
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm14, zmm14, zmm26
+    vpaddq       zmm15, zmm15, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm20, zmm14, 32
+    vpsllq       zmm21, zmm15, 32
+    vpsubq       zmm22, zmm20, zmm14
+    vpsubq       zmm23, zmm21, zmm15
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm14, zmm18, zmm22
+    vpaddq       zmm15, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm14
+    vpcmpnleuq   k3, zmm23, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm14, zmm14, zmm18
+    vpaddq       zmm15, zmm15, zmm19
+    vpcmpnleuq   k2, zmm18, zmm14
+    vpcmpnleuq   k3, zmm19, zmm15
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm18, zmm14, zmm29
+    vpsubq       zmm19, zmm15, zmm29
+    vpminuq      zmm14, zmm14, zmm18
+    vpminuq      zmm15, zmm15, zmm19
+    vpaddq       zmm18, zmm6, zmm8                   ; layer 3
+    vpaddq       zmm19, zmm7, zmm9                   ; layer 3
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm6, zmm8
+    vpsubq       zmm21, zmm7, zmm9
     vpcmpnleuq   k2, zmm8, zmm6
-    vpaddq       zmm6{k2}, zmm6, zmm15
-    vpsubq       zmm8, zmm6, zmm16
+    vpcmpnleuq   k3, zmm9, zmm7
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm6, zmm20, 32
+    vpsrlq       zmm7, zmm21, 32
+    vpmuludq     zmm8, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1536]
+    vpmuludq     zmm9, zmm21, [rcx + 64]
+    vpmuludq     zmm20, zmm20, [rcx - 128]
+    vpmuludq     zmm21, zmm21, [rcx - 128]
+    vpmuludq     zmm22, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1536]
+    vpmuludq     zmm23, zmm7, [rcx + 64]
+    vpmuludq     zmm6, zmm6, [rcx - 128]
+    vpmuludq     zmm7, zmm7, [rcx - 128]
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm6, zmm6, zmm26
+    vpaddq       zmm7, zmm7, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpsllq       zmm20, zmm6, 32
+    vpsllq       zmm21, zmm7, 32
+    vpsubq       zmm22, zmm20, zmm6
+    vpsubq       zmm23, zmm21, zmm7
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm8, zmm22
+    vpaddq       zmm7, zmm9, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm8, zmm24, 32
+    vpsllq       zmm9, zmm25, 32
+    vpsubq       zmm8, zmm8, zmm24
+    vpsubq       zmm9, zmm9, zmm25
+    vpaddq       zmm6, zmm6, zmm8
+    vpaddq       zmm7, zmm7, zmm9
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpcmpnleuq   k3, zmm9, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm8, zmm6, zmm29
+    vpsubq       zmm9, zmm7, zmm29
     vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm3, zmm5                    ; layer 2
-    vpaddq       zmm9, zmm8, zmm15
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm15
-    vpsubq       zmm9, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm3, zmm9, 32
-    vpmuludq     zmm5, zmm9, zmm26
-    vpmuludq     zmm9, zmm9, zmm27
-    vpmuludq     zmm10, zmm3, zmm26
-    vpmuludq     zmm3, zmm3, zmm27
-    vpsrlq       zmm11, zmm5, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm3, zmm3, zmm11
-    vpaddq       zmm3, zmm3, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm5, zmm5, zmm9
-    vpsllq       zmm9, zmm3, 32
-    vpsubq       zmm10, zmm9, zmm3
-    vpsrlq       zmm11, zmm3, 32
-    vpcmpnleuq   k2, zmm3, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm3, zmm5, zmm10
-    vpcmpnleuq   k2, zmm10, zmm3
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm5, zmm11, 32
-    vpsubq       zmm5, zmm5, zmm11
+    vpminuq      zmm7, zmm7, zmm9
+    vpaddq       zmm8, zmm10, zmm16                  ; layer 3
+    vpaddq       zmm9, zmm11, zmm17                  ; layer 3
+    vpaddq       zmm20, zmm8, zmm28
+    vpaddq       zmm21, zmm9, zmm28
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm20, zmm10, zmm16
+    vpsubq       zmm21, zmm11, zmm17
+    vpcmpnleuq   k2, zmm16, zmm10
+    vpcmpnleuq   k3, zmm17, zmm11
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm10, zmm20, 32
+    vpsrlq       zmm11, zmm21, 32
+    vpmuludq     zmm16, zmm20, [rcx - 64]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1856] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1728
+    vpmuludq     zmm17, zmm21, [rcx]
+    vpmuludq     zmm20, zmm20, [rcx - 128]
+    vpmuludq     zmm21, zmm21, [rcx + 64]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1792] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1664
+    vpmuludq     zmm22, zmm10, [rcx - 128]
+    vpmuludq     zmm23, zmm11, [rcx + 64]
+    vpmuludq     zmm10, zmm10, [rcx - 64]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1920]
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm10, zmm10, zmm26
+    vpaddq       zmm11, zmm11, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpsllq       zmm20, zmm10, 32
+    vpsllq       zmm21, zmm11, 32
+    vpsubq       zmm22, zmm20, zmm10
+    vpsubq       zmm23, zmm21, zmm11
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm10, zmm16, zmm22
+    vpaddq       zmm11, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm10, zmm10, zmm16
+    vpaddq       zmm11, zmm11, zmm17
+    vpcmpnleuq   k2, zmm16, zmm10
+    vpcmpnleuq   k3, zmm17, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm16, zmm10, zmm29
+    vpsubq       zmm17, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm16
+    vpminuq      zmm11, zmm11, zmm17
+    vpaddq       zmm16, zmm2, zmm4                   ; layer 3
+    vpaddq       zmm17, zmm3, zmm5                   ; layer 3
+    vpaddq       zmm20, zmm16, zmm28
+    vpaddq       zmm21, zmm17, zmm28
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm20, zmm2, zmm4
+    vpsubq       zmm21, zmm3, zmm5
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm20, 32
+    vpsrlq       zmm3, zmm21, 32
+    vpmuludq     zmm4, zmm20, [rcx - 128]
+    vpmuludq     zmm5, zmm21, [rcx + 64]
+    vpmuludq     zmm20, zmm20, [rcx - 64]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1920]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rcx + 64]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1920]
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm4, zmm4, zmm20
+    vpaddq       zmm5, zmm5, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm4, zmm22
+    vpaddq       zmm3, zmm5, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm4, zmm24, 32
+    vpsllq       zmm5, zmm25, 32
+    vpsubq       zmm4, zmm4, zmm24
+    vpsubq       zmm5, zmm5, zmm25
+    vpaddq       zmm2, zmm2, zmm4
     vpaddq       zmm3, zmm3, zmm5
-    vpcmpnleuq   k2, zmm5, zmm3
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm5, zmm3, zmm16
+    vpcmpnleuq   k2, zmm4, zmm2
+    vpcmpnleuq   k3, zmm5, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm4, zmm2, zmm29
+    vpsubq       zmm5, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm4
     vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm1, zmm0                    ; layer 2
-    vpaddq       zmm9, zmm5, zmm15
-    vpcmpnleuq   k2, zmm1, zmm9
-    vpaddq       zmm5{k2}, zmm5, zmm15
-    vpsubq       zmm9, zmm1, zmm0
-    vpcmpnleuq   k2, zmm0, zmm1
-    vpaddq       zmm9{k2}, zmm9, zmm16
-    vpsrlq       zmm0, zmm9, 32
-    vpmuludq     zmm1, zmm9, zmm26
-    vpmuludq     zmm9, zmm9, zmm27
-    vpmuludq     zmm10, zmm0, zmm26
-    vpmuludq     zmm0, zmm0, zmm27
-    vpsrlq       zmm11, zmm1, 32
-    vpaddq       zmm11, zmm9, zmm11
-    vpandq       zmm12, zmm11, zmm15
-    vpaddq       zmm12, zmm10, zmm12
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm0, zmm0, zmm11
-    vpaddq       zmm0, zmm0, zmm12
-    vpaddq       zmm9, zmm9, zmm10
-    vpsllq       zmm9, zmm9, 32
-    vpaddq       zmm1, zmm1, zmm9
-    vpsllq       zmm9, zmm0, 32
-    vpsubq       zmm10, zmm9, zmm0
-    vpsrlq       zmm11, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm9
-    vpaddq       zmm11{k2}, zmm11, zmm17
-    vpaddq       zmm0, zmm1, zmm10
-    vpcmpnleuq   k2, zmm10, zmm0
-    vpaddq       zmm11{k2}, zmm11, zmm18
-    vpsllq       zmm1, zmm11, 32
-    vpsubq       zmm1, zmm1, zmm11
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm15
-    vpsubq       zmm1, zmm0, zmm16
-    vpminuq      zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 1536], zmm2
-    vmovdqu64    [rdi + 1600], zmm7
-    vmovdqu64    [rdi + 1664], zmm8
-    vmovdqu64    [rdi + 1728], zmm5
-    vmovdqu64    [rdi + 1792], zmm4
-    vmovdqu64    [rdi + 1856], zmm6
-    vmovdqu64    [rdi + 1920], zmm3
-    vmovdqu64    [rdi + 1984], zmm0
-    mov          rax, 8
-    .repeat1:
-    vmovdqu64    zmm0, [rdi]
-    vmovdqu64    zmm1, [rdi + 512]
+    vpaddq       zmm4, zmm12, zmm8                   ; layer 2
+    vpaddq       zmm5, zmm13, zmm9                   ; layer 2
+    vpaddq       zmm20, zmm4, zmm28
+    vpaddq       zmm21, zmm5, zmm28
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm20, zmm12, zmm8
+    vpsubq       zmm21, zmm13, zmm9
+    vpcmpnleuq   k2, zmm8, zmm12
+    vpcmpnleuq   k3, zmm9, zmm13
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm8, zmm20, 32
+    vpsrlq       zmm9, zmm21, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1536
+    vpmuludq     zmm12, zmm20, [rcx - 128]
+    vpmuludq     zmm13, zmm21, [rcx]
+    vpmuludq     zmm20, zmm20, [rcx - 64]
+    vpmuludq     zmm21, zmm21, [rcx + 64]
+    vpmuludq     zmm22, zmm8, [rcx - 128]
+    vpmuludq     zmm23, zmm9, [rcx]
+    vpmuludq     zmm8, zmm8, [rcx - 64]
+    vpmuludq     zmm9, zmm9, [rcx + 64]
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm12, zmm22
+    vpaddq       zmm9, zmm13, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm12, zmm24, 32
+    vpsllq       zmm13, zmm25, 32
+    vpsubq       zmm12, zmm12, zmm24
+    vpsubq       zmm13, zmm13, zmm25
+    vpaddq       zmm8, zmm8, zmm12
+    vpaddq       zmm9, zmm9, zmm13
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpcmpnleuq   k3, zmm13, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm12, zmm8, zmm29
+    vpsubq       zmm13, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm12
+    vpminuq      zmm9, zmm9, zmm13
+    vpaddq       zmm12, zmm18, zmm16                 ; layer 2
+    vpaddq       zmm13, zmm19, zmm17                 ; layer 2
+    vpaddq       zmm20, zmm12, zmm28
+    vpaddq       zmm21, zmm13, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm20, zmm18, zmm16
+    vpsubq       zmm21, zmm19, zmm17
+    vpcmpnleuq   k2, zmm16, zmm18
+    vpcmpnleuq   k3, zmm17, zmm19
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm16, zmm20, 32
+    vpsrlq       zmm17, zmm21, 32
+    vpmuludq     zmm18, zmm20, [rcx - 128]
+    vpmuludq     zmm19, zmm21, [rcx]
+    vpmuludq     zmm20, zmm20, [rcx - 64]
+    vpmuludq     zmm21, zmm21, [rcx + 64]
+    vpmuludq     zmm22, zmm16, [rcx - 128]
+    vpmuludq     zmm23, zmm17, [rcx]
+    vpmuludq     zmm16, zmm16, [rcx - 64]
+    vpmuludq     zmm17, zmm17, [rcx + 64]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm16, zmm16, zmm24
+    vpaddq       zmm17, zmm17, zmm25
+    vpaddq       zmm16, zmm16, zmm26
+    vpaddq       zmm17, zmm17, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm20, zmm16, 32
+    vpsllq       zmm21, zmm17, 32
+    vpsubq       zmm22, zmm20, zmm16
+    vpsubq       zmm23, zmm21, zmm17
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpcmpnleuq   k2, zmm16, zmm20
+    vpcmpnleuq   k3, zmm17, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm16, zmm18, zmm22
+    vpaddq       zmm17, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm16
+    vpcmpnleuq   k3, zmm23, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm17, zmm19
+    vpcmpnleuq   k2, zmm18, zmm16
+    vpcmpnleuq   k3, zmm19, zmm17
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm18, zmm16, zmm29
+    vpsubq       zmm19, zmm17, zmm29
+    vpminuq      zmm16, zmm16, zmm18
+    vpminuq      zmm17, zmm17, zmm19
+    vpaddq       zmm18, zmm14, zmm10                 ; layer 2
+    vpaddq       zmm19, zmm15, zmm11                 ; layer 2
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm14, zmm10
+    vpsubq       zmm21, zmm15, zmm11
+    vpcmpnleuq   k2, zmm10, zmm14
+    vpcmpnleuq   k3, zmm11, zmm15
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm10, zmm20, 32
+    vpsrlq       zmm11, zmm21, 32
+    vpmuludq     zmm14, zmm20, [rcx - 128]
+    vpmuludq     zmm15, zmm21, [rcx]
+    vpmuludq     zmm20, zmm20, [rcx - 64]
+    vpmuludq     zmm21, zmm21, [rcx + 64]
+    vpmuludq     zmm22, zmm10, [rcx - 128]
+    vpmuludq     zmm23, zmm11, [rcx]
+    vpmuludq     zmm10, zmm10, [rcx - 64]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm10, zmm10, zmm26
+    vpaddq       zmm11, zmm11, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpsllq       zmm20, zmm10, 32
+    vpsllq       zmm21, zmm11, 32
+    vpsubq       zmm22, zmm20, zmm10
+    vpsubq       zmm23, zmm21, zmm11
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm10, zmm14, zmm22
+    vpaddq       zmm11, zmm15, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm14, zmm24, 32
+    vpsllq       zmm15, zmm25, 32
+    vpsubq       zmm14, zmm14, zmm24
+    vpsubq       zmm15, zmm15, zmm25
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm11, zmm11, zmm15
+    vpcmpnleuq   k2, zmm14, zmm10
+    vpcmpnleuq   k3, zmm15, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm14, zmm10, zmm29
+    vpsubq       zmm15, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm14
+    vpminuq      zmm11, zmm11, zmm15
+    vpaddq       zmm14, zmm6, zmm2                   ; layer 2
+    vpaddq       zmm15, zmm7, zmm3                   ; layer 2
+    vpaddq       zmm20, zmm14, zmm28
+    vpaddq       zmm21, zmm15, zmm28
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm20, zmm6, zmm2
+    vpsubq       zmm21, zmm7, zmm3
+    vpcmpnleuq   k2, zmm2, zmm6
+    vpcmpnleuq   k3, zmm3, zmm7
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm20, 32
+    vpsrlq       zmm3, zmm21, 32
+    vpmuludq     zmm6, zmm20, [rcx - 128]
+    vpmuludq     zmm7, zmm21, [rcx]
+    vpmuludq     zmm20, zmm20, [rcx - 64]
+    vpmuludq     zmm21, zmm21, [rcx + 64]
+    vpmuludq     zmm22, zmm2, [rcx - 128]
+    vpmuludq     zmm23, zmm3, [rcx]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx + 64]
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm6, zmm6, zmm20
+    vpaddq       zmm7, zmm7, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm6, zmm22
+    vpaddq       zmm3, zmm7, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm2, zmm2, zmm6
+    vpaddq       zmm3, zmm3, zmm7
+    vpcmpnleuq   k2, zmm6, zmm2
+    vpcmpnleuq   k3, zmm7, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm6, zmm2, zmm29
+    vpsubq       zmm7, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm6
+    vpminuq      zmm3, zmm3, zmm7
+    vmovdqu64    [rdi], zmm4
+    vmovdqu64    [rdi + 512], zmm5
+    vmovdqu64    [rdi + 64], zmm12
+    vmovdqu64    [rdi + 576], zmm13
+    vmovdqu64    [rdi + 128], zmm18
+    vmovdqu64    [rdi + 640], zmm19
+    vmovdqu64    [rdi + 192], zmm14
+    vmovdqu64    [rdi + 704], zmm15
+    vmovdqu64    [rdi + 256], zmm8
+    vmovdqu64    [rdi + 768], zmm9
+    vmovdqu64    [rdi + 320], zmm16
+    vmovdqu64    [rdi + 832], zmm17
+    vmovdqu64    [rdi + 384], zmm10
+    vmovdqu64    [rdi + 896], zmm11
+    vmovdqu64    [rdi + 448], zmm2
+    vmovdqu64    [rdi + 960], zmm3
     vmovdqu64    zmm2, [rdi + 1024]
     vmovdqu64    zmm3, [rdi + 1536]
-    vpaddq       zmm4, zmm0, zmm1                    ; layer 1
-    vpaddq       zmm5, zmm4, zmm15
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm5, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm5{k2}, zmm5, zmm16
-    vpsrlq       zmm0, zmm5, 32
-    vpmuludq     zmm1, zmm5, zmm20
-    vpmuludq     zmm5, zmm5, zmm19
-    vpmuludq     zmm6, zmm0, zmm20
-    vpmuludq     zmm0, zmm0, zmm19
-    vpsrlq       zmm7, zmm1, 32
-    vpaddq       zmm7, zmm5, zmm7
-    vpandq       zmm8, zmm7, zmm15
-    vpaddq       zmm8, zmm6, zmm8
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm0, zmm0, zmm7
-    vpaddq       zmm0, zmm0, zmm8
-    vpaddq       zmm5, zmm5, zmm6
-    vpsllq       zmm5, zmm5, 32
+    vmovdqu64    zmm4, [rdi + 1152]
+    vmovdqu64    zmm5, [rdi + 1664]
+    vmovdqu64    zmm6, [rdi + 1280]
+    vmovdqu64    zmm7, [rdi + 1792]
+    vmovdqu64    zmm8, [rdi + 1408]
+    vmovdqu64    zmm9, [rdi + 1920]
+    vshufi64x2   zmm10, zmm2, [rdi + 1088], 68
+    vshufi64x2   zmm11, zmm3, [rdi + 1600], 68
+    vshufi64x2   zmm2, zmm2, [rdi + 1088], 238
+    vshufi64x2   zmm3, zmm3, [rdi + 1600], 238
+    vshufi64x2   zmm12, zmm4, [rdi + 1216], 68
+    vshufi64x2   zmm13, zmm5, [rdi + 1728], 68
+    vshufi64x2   zmm4, zmm4, [rdi + 1216], 238
+    vshufi64x2   zmm5, zmm5, [rdi + 1728], 238
+    vshufi64x2   zmm14, zmm6, [rdi + 1344], 68
+    vshufi64x2   zmm15, zmm7, [rdi + 1856], 68
+    vshufi64x2   zmm6, zmm6, [rdi + 1344], 238
+    vshufi64x2   zmm7, zmm7, [rdi + 1856], 238
+    vshufi64x2   zmm16, zmm8, [rdi + 1472], 68
+    vshufi64x2   zmm17, zmm9, [rdi + 1984], 68
+    vshufi64x2   zmm8, zmm8, [rdi + 1472], 238
+    vshufi64x2   zmm9, zmm9, [rdi + 1984], 238
+    vmovdqa64    zmm18, zmm0
+    vmovdqa64    zmm19, zmm0
+    vpermi2q     zmm18, zmm10, zmm2
+    vpermi2q     zmm19, zmm11, zmm3
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm10, zmm2
+    vpermi2q     zmm21, zmm11, zmm3
+    vmovdqa64    zmm2, zmm0
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm2, zmm12, zmm4
+    vpermi2q     zmm3, zmm13, zmm5
+    vmovdqa64    zmm10, zmm1
+    vmovdqa64    zmm11, zmm1
+    vpermi2q     zmm10, zmm12, zmm4
+    vpermi2q     zmm11, zmm13, zmm5
+    vmovdqa64    zmm4, zmm0
+    vmovdqa64    zmm5, zmm0
+    vpermi2q     zmm4, zmm14, zmm6
+    vpermi2q     zmm5, zmm15, zmm7
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm14, zmm6
+    vpermi2q     zmm13, zmm15, zmm7
+    vmovdqa64    zmm6, zmm0
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm6, zmm16, zmm8
+    vpermi2q     zmm7, zmm17, zmm9
+    vmovdqa64    zmm14, zmm1
+    vmovdqa64    zmm15, zmm1
+    vpermi2q     zmm14, zmm16, zmm8
+    vpermi2q     zmm15, zmm17, zmm9
+    vpunpcklqdq  zmm8, zmm18, zmm20
+    vpunpcklqdq  zmm9, zmm19, zmm21
+    vpunpckhqdq  zmm16, zmm18, zmm20
+    vpunpckhqdq  zmm17, zmm19, zmm21
+    vpunpcklqdq  zmm18, zmm2, zmm10
+    vpunpcklqdq  zmm19, zmm3, zmm11
+    vpunpckhqdq  zmm2, zmm2, zmm10
+    vpunpckhqdq  zmm3, zmm3, zmm11
+    vpunpcklqdq  zmm10, zmm4, zmm12
+    vpunpcklqdq  zmm11, zmm5, zmm13
+    vpunpckhqdq  zmm4, zmm4, zmm12
+    vpunpckhqdq  zmm5, zmm5, zmm13
+    vpunpcklqdq  zmm12, zmm6, zmm14
+    vpunpcklqdq  zmm13, zmm7, zmm15
+    vpunpckhqdq  zmm6, zmm6, zmm14
+    vpunpckhqdq  zmm7, zmm7, zmm15
+    vpaddq       zmm14, zmm8, zmm16                  ; layer 7
+    vpaddq       zmm15, zmm9, zmm17                  ; layer 7
+    vpaddq       zmm20, zmm14, zmm28
+    vpaddq       zmm21, zmm15, zmm28
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm20, zmm8, zmm16
+    vpsubq       zmm21, zmm9, zmm17
+    vpcmpnleuq   k2, zmm16, zmm8
+    vpcmpnleuq   k3, zmm17, zmm9
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm8, zmm20, 32
+    vpsrlq       zmm9, zmm21, 32
+    vpmuludq     zmm16, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3968]
+    vpmuludq     zmm17, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5952]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4032]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6016]
+    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3968]
+    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5952]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4032]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6016]
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm16, zmm22
+    vpaddq       zmm9, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm8, zmm8, zmm16
+    vpaddq       zmm9, zmm9, zmm17
+    vpcmpnleuq   k2, zmm16, zmm8
+    vpcmpnleuq   k3, zmm17, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm16, zmm8, zmm29
+    vpsubq       zmm17, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm16
+    vpminuq      zmm9, zmm9, zmm17
+    vpsrlq       zmm16, zmm14, 32
+    vpsrlq       zmm17, zmm15, 32
+    vpmuludq     zmm20, zmm14, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm15, [rel pq_18374686475393433601]
+    vpmuludq     zmm14, zmm14, [rel pq_4278190079]
+    vpmuludq     zmm15, zmm15, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm16, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm17, [rel pq_18374686475393433601]
+    vpmuludq     zmm16, zmm16, [rel pq_4278190079]
+    vpmuludq     zmm17, zmm17, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm14, zmm24
+    vpaddq       zmm25, zmm15, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm16, zmm16, zmm24
+    vpaddq       zmm17, zmm17, zmm25
+    vpaddq       zmm16, zmm16, zmm26
+    vpaddq       zmm17, zmm17, zmm27
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpsllq       zmm14, zmm14, 32
+    vpsllq       zmm15, zmm15, 32
+    vpaddq       zmm14, zmm20, zmm14
+    vpaddq       zmm15, zmm21, zmm15
+    vpsllq       zmm20, zmm16, 32
+    vpsllq       zmm21, zmm17, 32
+    vpsubq       zmm22, zmm20, zmm16
+    vpsubq       zmm23, zmm21, zmm17
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpcmpnleuq   k2, zmm16, zmm20
+    vpcmpnleuq   k3, zmm17, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpcmpnleuq   k2, zmm22, zmm14
+    vpcmpnleuq   k3, zmm23, zmm15
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm15, zmm17
+    vpcmpnleuq   k2, zmm16, zmm14
+    vpcmpnleuq   k3, zmm17, zmm15
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm16, zmm14, zmm29
+    vpsubq       zmm17, zmm15, zmm29
+    vpminuq      zmm14, zmm14, zmm16
+    vpminuq      zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm18, zmm2                  ; layer 7
+    vpaddq       zmm17, zmm19, zmm3                  ; layer 7
+    vpaddq       zmm20, zmm16, zmm28
+    vpaddq       zmm21, zmm17, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm20, zmm18, zmm2
+    vpsubq       zmm21, zmm19, zmm3
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm20, 32
+    vpsrlq       zmm3, zmm21, 32
+    vpmuludq     zmm18, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4096]
+    vpmuludq     zmm19, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6080]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4160]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6144]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4096]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6080]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4160]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6144]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm18, zmm22
+    vpaddq       zmm3, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm2, zmm2, zmm18
+    vpaddq       zmm3, zmm3, zmm19
+    vpcmpnleuq   k2, zmm18, zmm2
+    vpcmpnleuq   k3, zmm19, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm18, zmm2, zmm29
+    vpsubq       zmm19, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm18
+    vpminuq      zmm3, zmm3, zmm19
+    vpsrlq       zmm18, zmm16, 32
+    vpsrlq       zmm19, zmm17, 32
+    vpmuludq     zmm20, zmm16, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm17, [rel pq_18374686475393433601]
+    vpmuludq     zmm16, zmm16, [rel pq_4278190079]
+    vpmuludq     zmm17, zmm17, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm18, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm19, [rel pq_18374686475393433601]
+    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
+    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm16, zmm24
+    vpaddq       zmm25, zmm17, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm18, zmm18, zmm24
+    vpaddq       zmm19, zmm19, zmm25
+    vpaddq       zmm18, zmm18, zmm26
+    vpaddq       zmm19, zmm19, zmm27
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm16, zmm20, zmm16
+    vpaddq       zmm17, zmm21, zmm17
+    vpsllq       zmm20, zmm18, 32
+    vpsllq       zmm21, zmm19, 32
+    vpsubq       zmm22, zmm20, zmm18
+    vpsubq       zmm23, zmm21, zmm19
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm16
+    vpcmpnleuq   k3, zmm23, zmm17
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm17, zmm19
+    vpcmpnleuq   k2, zmm18, zmm16
+    vpcmpnleuq   k3, zmm19, zmm17
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm18, zmm16, zmm29
+    vpsubq       zmm19, zmm17, zmm29
+    vpminuq      zmm16, zmm16, zmm18
+    vpminuq      zmm17, zmm17, zmm19
+    vpaddq       zmm18, zmm10, zmm4                  ; layer 7
+    vpaddq       zmm19, zmm11, zmm5                  ; layer 7
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm10, zmm4
+    vpsubq       zmm21, zmm11, zmm5
+    vpcmpnleuq   k2, zmm4, zmm10
+    vpcmpnleuq   k3, zmm5, zmm11
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm4, zmm20, 32
+    vpsrlq       zmm5, zmm21, 32
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4224]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6208]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4288]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6272]
+    vpmuludq     zmm22, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4224]
+    vpmuludq     zmm23, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6208]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4288]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6272]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm4, zmm4, zmm24
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm4, zmm4, zmm26
+    vpaddq       zmm5, zmm5, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm4, 32
+    vpsllq       zmm21, zmm5, 32
+    vpsubq       zmm22, zmm20, zmm4
+    vpsubq       zmm23, zmm21, zmm5
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpcmpnleuq   k2, zmm4, zmm20
+    vpcmpnleuq   k3, zmm5, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm4, zmm10, zmm22
+    vpaddq       zmm5, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm4
+    vpcmpnleuq   k3, zmm23, zmm5
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm4, zmm4, zmm10
+    vpaddq       zmm5, zmm5, zmm11
+    vpcmpnleuq   k2, zmm10, zmm4
+    vpcmpnleuq   k3, zmm11, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm10, zmm4, zmm29
+    vpsubq       zmm11, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm10
+    vpminuq      zmm5, zmm5, zmm11
+    vpsrlq       zmm10, zmm18, 32
+    vpsrlq       zmm11, zmm19, 32
+    vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm19, [rel pq_18374686475393433601]
+    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
+    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm10, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm11, [rel pq_18374686475393433601]
+    vpmuludq     zmm10, zmm10, [rel pq_4278190079]
+    vpmuludq     zmm11, zmm11, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm18, zmm24
+    vpaddq       zmm25, zmm19, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm10, zmm10, zmm26
+    vpaddq       zmm11, zmm11, zmm27
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm18, zmm20, zmm18
+    vpaddq       zmm19, zmm21, zmm19
+    vpsllq       zmm20, zmm10, 32
+    vpsllq       zmm21, zmm11, 32
+    vpsubq       zmm22, zmm20, zmm10
+    vpsubq       zmm23, zmm21, zmm11
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm10, zmm18, zmm22
+    vpaddq       zmm11, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm10, zmm10, zmm18
+    vpaddq       zmm11, zmm11, zmm19
+    vpcmpnleuq   k2, zmm18, zmm10
+    vpcmpnleuq   k3, zmm19, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm18, zmm10, zmm29
+    vpsubq       zmm19, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm18
+    vpminuq      zmm11, zmm11, zmm19
+    vpaddq       zmm18, zmm12, zmm6                  ; layer 7
+    vpaddq       zmm19, zmm13, zmm7                  ; layer 7
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm12, zmm6
+    vpsubq       zmm21, zmm13, zmm7
+    vpcmpnleuq   k2, zmm6, zmm12
+    vpcmpnleuq   k3, zmm7, zmm13
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm6, zmm20, 32
+    vpsrlq       zmm7, zmm21, 32
+    vpmuludq     zmm12, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4352]
+    vpmuludq     zmm13, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6336]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4416]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6400]
+    vpmuludq     zmm22, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4352]
+    vpmuludq     zmm23, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6336]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4416]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6400]
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm6, zmm6, zmm26
+    vpaddq       zmm7, zmm7, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpsllq       zmm20, zmm6, 32
+    vpsllq       zmm21, zmm7, 32
+    vpsubq       zmm22, zmm20, zmm6
+    vpsubq       zmm23, zmm21, zmm7
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm12, zmm22
+    vpaddq       zmm7, zmm13, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm12, zmm24, 32
+    vpsllq       zmm13, zmm25, 32
+    vpsubq       zmm12, zmm12, zmm24
+    vpsubq       zmm13, zmm13, zmm25
+    vpaddq       zmm6, zmm6, zmm12
+    vpaddq       zmm7, zmm7, zmm13
+    vpcmpnleuq   k2, zmm12, zmm6
+    vpcmpnleuq   k3, zmm13, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm12, zmm6, zmm29
+    vpsubq       zmm13, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm12
+    vpminuq      zmm7, zmm7, zmm13
+    vpsrlq       zmm12, zmm18, 32
+    vpsrlq       zmm13, zmm19, 32
+    vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm19, [rel pq_18374686475393433601]
+    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
+    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm12, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm13, [rel pq_18374686475393433601]
+    vpmuludq     zmm12, zmm12, [rel pq_4278190079]
+    vpmuludq     zmm13, zmm13, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm18, zmm24
+    vpaddq       zmm25, zmm19, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm12, zmm12, zmm24
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm12, zmm12, zmm26
+    vpaddq       zmm13, zmm13, zmm27
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm18, zmm20, zmm18
+    vpaddq       zmm19, zmm21, zmm19
+    vpsllq       zmm20, zmm12, 32
+    vpsllq       zmm21, zmm13, 32
+    vpsubq       zmm22, zmm20, zmm12
+    vpsubq       zmm23, zmm21, zmm13
+    vpsrlq       zmm24, zmm12, 32
+    vpsrlq       zmm25, zmm13, 32
+    vpcmpnleuq   k2, zmm12, zmm20
+    vpcmpnleuq   k3, zmm13, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm12, zmm18, zmm22
+    vpaddq       zmm13, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm12
+    vpcmpnleuq   k3, zmm23, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm12, zmm12, zmm18
+    vpaddq       zmm13, zmm13, zmm19
+    vpcmpnleuq   k2, zmm18, zmm12
+    vpcmpnleuq   k3, zmm19, zmm13
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm18, zmm12, zmm29
+    vpsubq       zmm19, zmm13, zmm29
+    vpminuq      zmm12, zmm12, zmm18
+    vpminuq      zmm13, zmm13, zmm19
+    vpunpcklqdq  zmm18, zmm14, zmm8
+    vpunpcklqdq  zmm19, zmm15, zmm9
+    vpunpckhqdq  zmm8, zmm14, zmm8
+    vpunpckhqdq  zmm9, zmm15, zmm9
+    vpunpcklqdq  zmm14, zmm16, zmm2
+    vpunpcklqdq  zmm15, zmm17, zmm3
+    vpunpckhqdq  zmm2, zmm16, zmm2
+    vpunpckhqdq  zmm3, zmm17, zmm3
+    vpunpcklqdq  zmm16, zmm10, zmm4
+    vpunpcklqdq  zmm17, zmm11, zmm5
+    vpunpckhqdq  zmm4, zmm10, zmm4
+    vpunpckhqdq  zmm5, zmm11, zmm5
+    vpunpcklqdq  zmm10, zmm12, zmm6
+    vpunpcklqdq  zmm11, zmm13, zmm7
+    vpunpckhqdq  zmm6, zmm12, zmm6
+    vpunpckhqdq  zmm7, zmm13, zmm7
+    vpaddq       zmm12, zmm18, zmm8                  ; layer 6
+    vpaddq       zmm13, zmm19, zmm9                  ; layer 6
+    vpaddq       zmm20, zmm12, zmm28
+    vpaddq       zmm21, zmm13, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm20, zmm18, zmm8
+    vpsubq       zmm21, zmm19, zmm9
+    vpcmpnleuq   k2, zmm8, zmm18
+    vpcmpnleuq   k3, zmm9, zmm19
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm8, zmm20, 32
+    vpsrlq       zmm9, zmm21, 32
+    vpmuludq     zmm18, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4480]
+    vpmuludq     zmm19, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6464]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4544]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6528]
+    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4480]
+    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6464]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4544]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6528]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm18, zmm22
+    vpaddq       zmm9, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm8, zmm8, zmm18
+    vpaddq       zmm9, zmm9, zmm19
+    vpcmpnleuq   k2, zmm18, zmm8
+    vpcmpnleuq   k3, zmm19, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm18, zmm8, zmm29
+    vpsubq       zmm19, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm18
+    vpminuq      zmm9, zmm9, zmm19
+    vpaddq       zmm18, zmm14, zmm2                  ; layer 6
+    vpaddq       zmm19, zmm15, zmm3                  ; layer 6
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm14, zmm2
+    vpsubq       zmm21, zmm15, zmm3
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm2, zmm20, 32
+    vpsrlq       zmm3, zmm21, 32
+    vpmuludq     zmm14, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4608]
+    vpmuludq     zmm15, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6592]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4672]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6656]
+    vpmuludq     zmm22, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4608]
+    vpmuludq     zmm23, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6592]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4672]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6656]
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm2, zmm2, zmm26
+    vpaddq       zmm3, zmm3, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpsllq       zmm20, zmm2, 32
+    vpsllq       zmm21, zmm3, 32
+    vpsubq       zmm22, zmm20, zmm2
+    vpsubq       zmm23, zmm21, zmm3
+    vpsrlq       zmm24, zmm2, 32
+    vpsrlq       zmm25, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm20
+    vpcmpnleuq   k3, zmm3, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm2, zmm14, zmm22
+    vpaddq       zmm3, zmm15, zmm23
+    vpcmpnleuq   k2, zmm22, zmm2
+    vpcmpnleuq   k3, zmm23, zmm3
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm14, zmm24, 32
+    vpsllq       zmm15, zmm25, 32
+    vpsubq       zmm14, zmm14, zmm24
+    vpsubq       zmm15, zmm15, zmm25
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm15
+    vpcmpnleuq   k2, zmm14, zmm2
+    vpcmpnleuq   k3, zmm15, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm14, zmm2, zmm29
+    vpsubq       zmm15, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm14
+    vpminuq      zmm3, zmm3, zmm15
+    vpaddq       zmm14, zmm16, zmm4                  ; layer 6
+    vpaddq       zmm15, zmm17, zmm5                  ; layer 6
+    vpaddq       zmm20, zmm14, zmm28
+    vpaddq       zmm21, zmm15, zmm28
+    vpcmpnleuq   k2, zmm16, zmm20
+    vpcmpnleuq   k3, zmm17, zmm21
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm20, zmm16, zmm4
+    vpsubq       zmm21, zmm17, zmm5
+    vpcmpnleuq   k2, zmm4, zmm16
+    vpcmpnleuq   k3, zmm5, zmm17
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm4, zmm20, 32
+    vpsrlq       zmm5, zmm21, 32
+    vpmuludq     zmm16, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4736]
+    vpmuludq     zmm17, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6720]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4800]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6784]
+    vpmuludq     zmm22, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4736]
+    vpmuludq     zmm23, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6720]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4800]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6784]
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm4, zmm4, zmm24
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm4, zmm4, zmm26
+    vpaddq       zmm5, zmm5, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpsllq       zmm20, zmm4, 32
+    vpsllq       zmm21, zmm5, 32
+    vpsubq       zmm22, zmm20, zmm4
+    vpsubq       zmm23, zmm21, zmm5
+    vpsrlq       zmm24, zmm4, 32
+    vpsrlq       zmm25, zmm5, 32
+    vpcmpnleuq   k2, zmm4, zmm20
+    vpcmpnleuq   k3, zmm5, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm4, zmm16, zmm22
+    vpaddq       zmm5, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm4
+    vpcmpnleuq   k3, zmm23, zmm5
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm4, zmm4, zmm16
+    vpaddq       zmm5, zmm5, zmm17
+    vpcmpnleuq   k2, zmm16, zmm4
+    vpcmpnleuq   k3, zmm17, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm16, zmm4, zmm29
+    vpsubq       zmm17, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm16
+    vpminuq      zmm5, zmm5, zmm17
+    vpaddq       zmm16, zmm10, zmm6                  ; layer 6
+    vpaddq       zmm17, zmm11, zmm7                  ; layer 6
+    vpaddq       zmm20, zmm16, zmm28
+    vpaddq       zmm21, zmm17, zmm28
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm20, zmm10, zmm6
+    vpsubq       zmm21, zmm11, zmm7
+    vpcmpnleuq   k2, zmm6, zmm10
+    vpcmpnleuq   k3, zmm7, zmm11
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm6, zmm20, 32
+    vpsrlq       zmm7, zmm21, 32
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4864]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6848]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4928]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6912]
+    vpmuludq     zmm22, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4864]
+    vpmuludq     zmm23, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6848]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4928]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6912]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm6, zmm6, zmm26
+    vpaddq       zmm7, zmm7, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm6, 32
+    vpsllq       zmm21, zmm7, 32
+    vpsubq       zmm22, zmm20, zmm6
+    vpsubq       zmm23, zmm21, zmm7
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm10, zmm22
+    vpaddq       zmm7, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm10, zmm24, 32
+    vpsllq       zmm11, zmm25, 32
+    vpsubq       zmm10, zmm10, zmm24
+    vpsubq       zmm11, zmm11, zmm25
+    vpaddq       zmm6, zmm6, zmm10
+    vpaddq       zmm7, zmm7, zmm11
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpcmpnleuq   k3, zmm11, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm10, zmm6, zmm29
+    vpsubq       zmm11, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm10
+    vpminuq      zmm7, zmm7, zmm11
+    vmovdqa64    zmm10, zmm0
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm10, zmm12, zmm8
+    vpermi2q     zmm11, zmm13, zmm9
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm12, zmm8
+    vpermi2q     zmm21, zmm13, zmm9
+    vmovdqa64    zmm8, zmm0
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm8, zmm18, zmm2
+    vpermi2q     zmm9, zmm19, zmm3
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm18, zmm2
+    vpermi2q     zmm13, zmm19, zmm3
+    vmovdqa64    zmm2, zmm0
+    vmovdqa64    zmm3, zmm0
+    vpermi2q     zmm2, zmm14, zmm4
+    vpermi2q     zmm3, zmm15, zmm5
+    vmovdqa64    zmm18, zmm1
+    vmovdqa64    zmm19, zmm1
+    vpermi2q     zmm18, zmm14, zmm4
+    vpermi2q     zmm19, zmm15, zmm5
+    vmovdqa64    zmm4, zmm0
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm4, zmm16, zmm6
+    vpermi2q     zmm0, zmm17, zmm7
+    vmovdqa64    zmm5, zmm1
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm5, zmm16, zmm6
+    vpermi2q     zmm1, zmm17, zmm7
+    vpaddq       zmm6, zmm10, zmm20                  ; layer 5
+    vpaddq       zmm7, zmm11, zmm21                  ; layer 5
+    vpaddq       zmm14, zmm6, zmm28
+    vpaddq       zmm15, zmm7, zmm28
+    vpcmpnleuq   k2, zmm10, zmm14
+    vpcmpnleuq   k3, zmm11, zmm15
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm14, zmm10, zmm20
+    vpsubq       zmm15, zmm11, zmm21
+    vpcmpnleuq   k2, zmm20, zmm10
+    vpcmpnleuq   k3, zmm21, zmm11
+    vpaddq       zmm14{k2}, zmm14, zmm29
+    vpaddq       zmm15{k3}, zmm15, zmm29
+    vpsrlq       zmm10, zmm14, 32
+    vpsrlq       zmm11, zmm15, 32
+    vpmuludq     zmm16, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4992]
+    vpmuludq     zmm17, zmm15, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6976]
+    vpmuludq     zmm14, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5056]
+    vpmuludq     zmm15, zmm15, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7040]
+    vpmuludq     zmm20, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4992]
+    vpmuludq     zmm21, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6976]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5056]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7040]
+    vpsrlq       zmm22, zmm16, 32
+    vpsrlq       zmm23, zmm17, 32
+    vpaddq       zmm22, zmm14, zmm22
+    vpaddq       zmm23, zmm15, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpsllq       zmm14, zmm14, 32
+    vpsllq       zmm15, zmm15, 32
+    vpaddq       zmm14, zmm16, zmm14
+    vpaddq       zmm15, zmm17, zmm15
+    vpsllq       zmm16, zmm10, 32
+    vpsllq       zmm17, zmm11, 32
+    vpsubq       zmm20, zmm16, zmm10
+    vpsubq       zmm21, zmm17, zmm11
+    vpsrlq       zmm22, zmm10, 32
+    vpsrlq       zmm23, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm16
+    vpcmpnleuq   k3, zmm11, zmm17
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm10, zmm14, zmm20
+    vpaddq       zmm11, zmm15, zmm21
+    vpcmpnleuq   k2, zmm20, zmm10
+    vpcmpnleuq   k3, zmm21, zmm11
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm14, zmm22, 32
+    vpsllq       zmm15, zmm23, 32
+    vpsubq       zmm14, zmm14, zmm22
+    vpsubq       zmm15, zmm15, zmm23
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm11, zmm11, zmm15
+    vpcmpnleuq   k2, zmm14, zmm10
+    vpcmpnleuq   k3, zmm15, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm14, zmm10, zmm29
+    vpsubq       zmm15, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm14
+    vpminuq      zmm11, zmm11, zmm15
+    vpaddq       zmm14, zmm8, zmm12                  ; layer 5
+    vpaddq       zmm15, zmm9, zmm13                  ; layer 5
+    vpaddq       zmm16, zmm14, zmm28
+    vpaddq       zmm17, zmm15, zmm28
+    vpcmpnleuq   k2, zmm8, zmm16
+    vpcmpnleuq   k3, zmm9, zmm17
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm16, zmm8, zmm12
+    vpsubq       zmm17, zmm9, zmm13
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpcmpnleuq   k3, zmm13, zmm9
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpsrlq       zmm8, zmm16, 32
+    vpsrlq       zmm9, zmm17, 32
+    vpmuludq     zmm12, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5120]
+    vpmuludq     zmm13, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7104]
+    vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5184]
+    vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7168]
+    vpmuludq     zmm20, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5120]
+    vpmuludq     zmm21, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7104]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5184]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7168]
+    vpsrlq       zmm22, zmm12, 32
+    vpsrlq       zmm23, zmm13, 32
+    vpaddq       zmm22, zmm16, zmm22
+    vpaddq       zmm23, zmm17, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm12, zmm12, zmm16
+    vpaddq       zmm13, zmm13, zmm17
+    vpsllq       zmm16, zmm8, 32
+    vpsllq       zmm17, zmm9, 32
+    vpsubq       zmm20, zmm16, zmm8
+    vpsubq       zmm21, zmm17, zmm9
+    vpsrlq       zmm22, zmm8, 32
+    vpsrlq       zmm23, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm16
+    vpcmpnleuq   k3, zmm9, zmm17
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm8, zmm12, zmm20
+    vpaddq       zmm9, zmm13, zmm21
+    vpcmpnleuq   k2, zmm20, zmm8
+    vpcmpnleuq   k3, zmm21, zmm9
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm12, zmm22, 32
+    vpsllq       zmm13, zmm23, 32
+    vpsubq       zmm12, zmm12, zmm22
+    vpsubq       zmm13, zmm13, zmm23
+    vpaddq       zmm8, zmm8, zmm12
+    vpaddq       zmm9, zmm9, zmm13
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpcmpnleuq   k3, zmm13, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm12, zmm8, zmm29
+    vpsubq       zmm13, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm12
+    vpminuq      zmm9, zmm9, zmm13
+    vpaddq       zmm12, zmm2, zmm18                  ; layer 5
+    vpaddq       zmm13, zmm3, zmm19                  ; layer 5
+    vpaddq       zmm16, zmm12, zmm28
+    vpaddq       zmm17, zmm13, zmm28
+    vpcmpnleuq   k2, zmm2, zmm16
+    vpcmpnleuq   k3, zmm3, zmm17
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm16, zmm2, zmm18
+    vpsubq       zmm17, zmm3, zmm19
+    vpcmpnleuq   k2, zmm18, zmm2
+    vpcmpnleuq   k3, zmm19, zmm3
+    vpaddq       zmm16{k2}, zmm16, zmm29
+    vpaddq       zmm17{k3}, zmm17, zmm29
+    vpsrlq       zmm2, zmm16, 32
+    vpsrlq       zmm3, zmm17, 32
+    vpmuludq     zmm18, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5248]
+    vpmuludq     zmm19, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7232]
+    vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5312]
+    vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7296]
+    vpmuludq     zmm20, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5248]
+    vpmuludq     zmm21, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7232]
+    vpmuludq     zmm2, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5312]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7296]
+    vpsrlq       zmm22, zmm18, 32
+    vpsrlq       zmm23, zmm19, 32
+    vpaddq       zmm22, zmm16, zmm22
+    vpaddq       zmm23, zmm17, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm2, zmm2, zmm22
+    vpaddq       zmm3, zmm3, zmm23
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpsllq       zmm16, zmm16, 32
+    vpsllq       zmm17, zmm17, 32
+    vpaddq       zmm16, zmm18, zmm16
+    vpaddq       zmm17, zmm19, zmm17
+    vpsllq       zmm18, zmm2, 32
+    vpsllq       zmm19, zmm3, 32
+    vpsubq       zmm20, zmm18, zmm2
+    vpsubq       zmm21, zmm19, zmm3
+    vpsrlq       zmm22, zmm2, 32
+    vpsrlq       zmm23, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm2, zmm16, zmm20
+    vpaddq       zmm3, zmm17, zmm21
+    vpcmpnleuq   k2, zmm20, zmm2
+    vpcmpnleuq   k3, zmm21, zmm3
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm16, zmm22, 32
+    vpsllq       zmm17, zmm23, 32
+    vpsubq       zmm16, zmm16, zmm22
+    vpsubq       zmm17, zmm17, zmm23
+    vpaddq       zmm2, zmm2, zmm16
+    vpaddq       zmm3, zmm3, zmm17
+    vpcmpnleuq   k2, zmm16, zmm2
+    vpcmpnleuq   k3, zmm17, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm16, zmm2, zmm29
+    vpsubq       zmm17, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm16
+    vpminuq      zmm3, zmm3, zmm17
+    vpaddq       zmm16, zmm4, zmm5                   ; layer 5
+    vpaddq       zmm17, zmm0, zmm1                   ; layer 5
+    vpaddq       zmm18, zmm16, zmm28
+    vpaddq       zmm19, zmm17, zmm28
+    vpcmpnleuq   k2, zmm4, zmm18
+    vpcmpnleuq   k3, zmm0, zmm19
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm18, zmm4, zmm5
+    vpsubq       zmm19, zmm0, zmm1
+    vpcmpnleuq   k2, zmm5, zmm4
+    vpcmpnleuq   k3, zmm1, zmm0
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm0, zmm18, 32
+    vpsrlq       zmm1, zmm19, 32
+    vpmuludq     zmm4, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5376]
+    vpmuludq     zmm5, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7360]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5440]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7424]
+    vpmuludq     zmm20, zmm0, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5376]
+    vpmuludq     zmm21, zmm1, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7360]
+    vpmuludq     zmm0, zmm0, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5440]
+    vpmuludq     zmm1, zmm1, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7424]
+    vpsrlq       zmm22, zmm4, 32
+    vpsrlq       zmm23, zmm5, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm0, zmm0, zmm22
+    vpaddq       zmm1, zmm1, zmm23
+    vpaddq       zmm0, zmm0, zmm24
+    vpaddq       zmm1, zmm1, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm4, zmm4, zmm18
+    vpaddq       zmm5, zmm5, zmm19
+    vpsllq       zmm18, zmm0, 32
+    vpsllq       zmm19, zmm1, 32
+    vpsubq       zmm20, zmm18, zmm0
+    vpsubq       zmm21, zmm19, zmm1
+    vpsrlq       zmm22, zmm0, 32
+    vpsrlq       zmm23, zmm1, 32
+    vpcmpnleuq   k2, zmm0, zmm18
+    vpcmpnleuq   k3, zmm1, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm0, zmm4, zmm20
+    vpaddq       zmm1, zmm5, zmm21
+    vpcmpnleuq   k2, zmm20, zmm0
+    vpcmpnleuq   k3, zmm21, zmm1
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm4, zmm22, 32
+    vpsllq       zmm5, zmm23, 32
+    vpsubq       zmm4, zmm4, zmm22
+    vpsubq       zmm5, zmm5, zmm23
+    vpaddq       zmm0, zmm0, zmm4
     vpaddq       zmm1, zmm1, zmm5
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm6, zmm5, zmm0
-    vpsrlq       zmm7, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm17
-    vpaddq       zmm0, zmm1, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm7{k2}, zmm7, zmm18
-    vpsllq       zmm1, zmm7, 32
-    vpsubq       zmm1, zmm1, zmm7
-    vpaddq       zmm0, zmm0, zmm1
-    vpcmpnleuq   k2, zmm1, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm15
-    vpsubq       zmm1, zmm0, zmm16
-    vpminuq      zmm0, zmm0, zmm1
-    vpaddq       zmm1, zmm2, zmm3                    ; layer 1
-    vpaddq       zmm5, zmm1, zmm15
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm1{k2}, zmm1, zmm15
-    vpsubq       zmm5, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm5{k2}, zmm5, zmm16
-    vpsrlq       zmm2, zmm5, 32
-    vpmuludq     zmm3, zmm5, zmm23
-    vpmuludq     zmm5, zmm5, zmm24
-    vpmuludq     zmm6, zmm2, zmm23
-    vpmuludq     zmm2, zmm2, zmm24
-    vpsrlq       zmm7, zmm3, 32
-    vpaddq       zmm7, zmm5, zmm7
-    vpandq       zmm8, zmm7, zmm15
-    vpaddq       zmm8, zmm6, zmm8
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm2, zmm2, zmm7
-    vpaddq       zmm2, zmm2, zmm8
-    vpaddq       zmm5, zmm5, zmm6
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm3, zmm3, zmm5
-    vpsllq       zmm5, zmm2, 32
-    vpsubq       zmm6, zmm5, zmm2
-    vpsrlq       zmm7, zmm2, 32
-    vpcmpnleuq   k2, zmm2, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm17
-    vpaddq       zmm2, zmm3, zmm6
-    vpcmpnleuq   k2, zmm6, zmm2
-    vpaddq       zmm7{k2}, zmm7, zmm18
-    vpsllq       zmm3, zmm7, 32
-    vpsubq       zmm3, zmm3, zmm7
-    vpaddq       zmm2, zmm2, zmm3
-    vpcmpnleuq   k2, zmm3, zmm2
-    vpaddq       zmm2{k2}, zmm2, zmm15
-    vpsubq       zmm3, zmm2, zmm16
-    vpminuq      zmm2, zmm2, zmm3
-    vpaddq       zmm3, zmm4, zmm1                    ; layer 0
-    vpaddq       zmm5, zmm3, zmm15
-    vpcmpnleuq   k2, zmm4, zmm5
-    vpaddq       zmm3{k2}, zmm3, zmm15
-    vpsubq       zmm5, zmm4, zmm1
-    vpcmpnleuq   k2, zmm1, zmm4
-    vpaddq       zmm5{k2}, zmm5, zmm16
-    vpsrlq       zmm1, zmm5, 32
-    vpmuludq     zmm4, zmm5, zmm20
-    vpmuludq     zmm5, zmm5, zmm19
-    vpmuludq     zmm6, zmm1, zmm20
-    vpmuludq     zmm1, zmm1, zmm19
-    vpsrlq       zmm7, zmm4, 32
-    vpaddq       zmm7, zmm5, zmm7
-    vpandq       zmm8, zmm7, zmm15
-    vpaddq       zmm8, zmm6, zmm8
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm1, zmm1, zmm7
-    vpaddq       zmm1, zmm1, zmm8
-    vpaddq       zmm5, zmm5, zmm6
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm4, zmm4, zmm5
-    vpsllq       zmm5, zmm1, 32
-    vpsubq       zmm6, zmm5, zmm1
-    vpsrlq       zmm7, zmm1, 32
-    vpcmpnleuq   k2, zmm1, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm17
-    vpaddq       zmm1, zmm4, zmm6
-    vpcmpnleuq   k2, zmm6, zmm1
-    vpaddq       zmm7{k2}, zmm7, zmm18
-    vpsllq       zmm4, zmm7, 32
-    vpsubq       zmm4, zmm4, zmm7
-    vpaddq       zmm1, zmm1, zmm4
-    vpcmpnleuq   k2, zmm4, zmm1
-    vpaddq       zmm1{k2}, zmm1, zmm15
-    vpsubq       zmm4, zmm1, zmm16
-    vpminuq      zmm1, zmm1, zmm4
-    vpaddq       zmm4, zmm0, zmm2                    ; layer 0
-    vpaddq       zmm5, zmm4, zmm15
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm15
-    vpsubq       zmm5, zmm0, zmm2
-    vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm5{k2}, zmm5, zmm16
-    vpsrlq       zmm0, zmm5, 32
-    vpmuludq     zmm2, zmm5, zmm20
-    vpmuludq     zmm5, zmm5, zmm19
-    vpmuludq     zmm6, zmm0, zmm20
-    vpmuludq     zmm0, zmm0, zmm19
-    vpsrlq       zmm7, zmm2, 32
-    vpaddq       zmm7, zmm5, zmm7
-    vpandq       zmm8, zmm7, zmm15
-    vpaddq       zmm8, zmm6, zmm8
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm0, zmm0, zmm7
-    vpaddq       zmm0, zmm0, zmm8
-    vpaddq       zmm5, zmm5, zmm6
-    vpsllq       zmm5, zmm5, 32
-    vpaddq       zmm2, zmm2, zmm5
-    vpsllq       zmm5, zmm0, 32
-    vpsubq       zmm6, zmm5, zmm0
-    vpsrlq       zmm7, zmm0, 32
-    vpcmpnleuq   k2, zmm0, zmm5
-    vpaddq       zmm7{k2}, zmm7, zmm17
-    vpaddq       zmm0, zmm2, zmm6
-    vpcmpnleuq   k2, zmm6, zmm0
-    vpaddq       zmm7{k2}, zmm7, zmm18
-    vpsllq       zmm2, zmm7, 32
-    vpsubq       zmm2, zmm2, zmm7
+    vpcmpnleuq   k2, zmm4, zmm0
+    vpcmpnleuq   k3, zmm5, zmm1
+    vpaddq       zmm0{k2}, zmm0, zmm28
+    vpaddq       zmm1{k3}, zmm1, zmm28
+    vpsubq       zmm4, zmm0, zmm29
+    vpsubq       zmm5, zmm1, zmm29
+    vpminuq      zmm0, zmm0, zmm4
+    vpminuq      zmm1, zmm1, zmm5
+    vshufi64x2   zmm4, zmm6, zmm10, 68
+    vshufi64x2   zmm5, zmm7, zmm11, 68
+    vshufi64x2   zmm6, zmm6, zmm10, 238
+    vshufi64x2   zmm7, zmm7, zmm11, 238
+    vshufi64x2   zmm10, zmm14, zmm8, 68
+    vshufi64x2   zmm11, zmm15, zmm9, 68
+    vshufi64x2   zmm8, zmm14, zmm8, 238
+    vshufi64x2   zmm9, zmm15, zmm9, 238
+    vshufi64x2   zmm14, zmm12, zmm2, 68
+    vshufi64x2   zmm15, zmm13, zmm3, 68
+    vshufi64x2   zmm2, zmm12, zmm2, 238
+    vshufi64x2   zmm3, zmm13, zmm3, 238
+    vshufi64x2   zmm12, zmm16, zmm0, 68
+    vshufi64x2   zmm13, zmm17, zmm1, 68
+    vshufi64x2   zmm0, zmm16, zmm0, 238
+    vshufi64x2   zmm1, zmm17, zmm1, 238
+    vpaddq       zmm16, zmm4, zmm6                   ; layer 4
+    vpaddq       zmm17, zmm5, zmm7                   ; layer 4
+    vpaddq       zmm18, zmm16, zmm28
+    vpaddq       zmm19, zmm17, zmm28
+    vpcmpnleuq   k2, zmm4, zmm18
+    vpcmpnleuq   k3, zmm5, zmm19
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm18, zmm4, zmm6
+    vpsubq       zmm19, zmm5, zmm7
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpcmpnleuq   k3, zmm7, zmm5
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm4, zmm18, 32
+    vpsrlq       zmm5, zmm19, 32
+    vpmuludq     zmm6, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5504]
+    vpmuludq     zmm7, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7488]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5632] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 5504
+    vpmuludq     zmm18, zmm18, [rcx - 64]
+    vpmuludq     zmm19, zmm19, [rcx - 64]
+    vpmuludq     zmm20, zmm4, [rcx - 128]
+    vpmuludq     zmm21, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7488]
+    vpmuludq     zmm4, zmm4, [rcx - 64]
+    vpmuludq     zmm5, zmm5, [rcx - 64]
+    vpsrlq       zmm22, zmm6, 32
+    vpsrlq       zmm23, zmm7, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm4, zmm4, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpaddq       zmm4, zmm4, zmm24
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm6, zmm6, zmm18
+    vpaddq       zmm7, zmm7, zmm19
+    vpsllq       zmm18, zmm4, 32
+    vpsllq       zmm19, zmm5, 32
+    vpsubq       zmm20, zmm18, zmm4
+    vpsubq       zmm21, zmm19, zmm5
+    vpsrlq       zmm22, zmm4, 32
+    vpsrlq       zmm23, zmm5, 32
+    vpcmpnleuq   k2, zmm4, zmm18
+    vpcmpnleuq   k3, zmm5, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm4, zmm6, zmm20
+    vpaddq       zmm5, zmm7, zmm21
+    vpcmpnleuq   k2, zmm20, zmm4
+    vpcmpnleuq   k3, zmm21, zmm5
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm6, zmm22, 32
+    vpsllq       zmm7, zmm23, 32
+    vpsubq       zmm6, zmm6, zmm22
+    vpsubq       zmm7, zmm7, zmm23
+    vpaddq       zmm4, zmm4, zmm6
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpcmpnleuq   k3, zmm7, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm6, zmm4, zmm29
+    vpsubq       zmm7, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm6
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm6, zmm10, zmm8                   ; layer 4
+    vpaddq       zmm7, zmm11, zmm9                   ; layer 4
+    vpaddq       zmm18, zmm6, zmm28
+    vpaddq       zmm19, zmm7, zmm28
+    vpcmpnleuq   k2, zmm10, zmm18
+    vpcmpnleuq   k3, zmm11, zmm19
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm18, zmm10, zmm8
+    vpsubq       zmm19, zmm11, zmm9
+    vpcmpnleuq   k2, zmm8, zmm10
+    vpcmpnleuq   k3, zmm9, zmm11
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm8, zmm18, 32
+    vpsrlq       zmm9, zmm19, 32
+    vpmuludq     zmm10, zmm18, [rcx]
+    vpmuludq     zmm11, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7552]
+    vpmuludq     zmm18, zmm18, [rcx + 64]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7616]
+    vpmuludq     zmm20, zmm8, [rcx]
+    vpmuludq     zmm21, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7552]
+    vpmuludq     zmm8, zmm8, [rcx + 64]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7616]
+    vpsrlq       zmm22, zmm10, 32
+    vpsrlq       zmm23, zmm11, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm10, zmm10, zmm18
+    vpaddq       zmm11, zmm11, zmm19
+    vpsllq       zmm18, zmm8, 32
+    vpsllq       zmm19, zmm9, 32
+    vpsubq       zmm20, zmm18, zmm8
+    vpsubq       zmm21, zmm19, zmm9
+    vpsrlq       zmm22, zmm8, 32
+    vpsrlq       zmm23, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm18
+    vpcmpnleuq   k3, zmm9, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm8, zmm10, zmm20
+    vpaddq       zmm9, zmm11, zmm21
+    vpcmpnleuq   k2, zmm20, zmm8
+    vpcmpnleuq   k3, zmm21, zmm9
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm10, zmm22, 32
+    vpsllq       zmm11, zmm23, 32
+    vpsubq       zmm10, zmm10, zmm22
+    vpsubq       zmm11, zmm11, zmm23
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm9, zmm11
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpcmpnleuq   k3, zmm11, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm10, zmm8, zmm29
+    vpsubq       zmm11, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm10
+    vpminuq      zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm14, zmm2                  ; layer 4
+    vpaddq       zmm11, zmm15, zmm3                  ; layer 4
+    vpaddq       zmm18, zmm10, zmm28
+    vpaddq       zmm19, zmm11, zmm28
+    vpcmpnleuq   k2, zmm14, zmm18
+    vpcmpnleuq   k3, zmm15, zmm19
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm18, zmm14, zmm2
+    vpsubq       zmm19, zmm15, zmm3
+    vpcmpnleuq   k2, zmm2, zmm14
+    vpcmpnleuq   k3, zmm3, zmm15
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm2, zmm18, 32
+    vpsrlq       zmm3, zmm19, 32
+    vpmuludq     zmm14, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5760]
+    vpmuludq     zmm15, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7680]
+    vpmuludq     zmm18, zmm18, [rcx - 64]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7744]
+    vpmuludq     zmm20, zmm2, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5760]
+    vpmuludq     zmm21, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7680]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7744]
+    vpsrlq       zmm22, zmm14, 32
+    vpsrlq       zmm23, zmm15, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm2, zmm2, zmm22
+    vpaddq       zmm3, zmm3, zmm23
+    vpaddq       zmm2, zmm2, zmm24
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm14, zmm14, zmm18
+    vpaddq       zmm15, zmm15, zmm19
+    vpsllq       zmm18, zmm2, 32
+    vpsllq       zmm19, zmm3, 32
+    vpsubq       zmm20, zmm18, zmm2
+    vpsubq       zmm21, zmm19, zmm3
+    vpsrlq       zmm22, zmm2, 32
+    vpsrlq       zmm23, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm2, zmm14, zmm20
+    vpaddq       zmm3, zmm15, zmm21
+    vpcmpnleuq   k2, zmm20, zmm2
+    vpcmpnleuq   k3, zmm21, zmm3
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm14, zmm22, 32
+    vpsllq       zmm15, zmm23, 32
+    vpsubq       zmm14, zmm14, zmm22
+    vpsubq       zmm15, zmm15, zmm23
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm15
+    vpcmpnleuq   k2, zmm14, zmm2
+    vpcmpnleuq   k3, zmm15, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm14, zmm2, zmm29
+    vpsubq       zmm15, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm14
+    vpminuq      zmm3, zmm3, zmm15
+    vpaddq       zmm14, zmm12, zmm0                  ; layer 4
+    vpaddq       zmm15, zmm13, zmm1                  ; layer 4
+    vpaddq       zmm18, zmm14, zmm28
+    vpaddq       zmm19, zmm15, zmm28
+    vpcmpnleuq   k2, zmm12, zmm18
+    vpcmpnleuq   k3, zmm13, zmm19
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm18, zmm12, zmm0
+    vpsubq       zmm19, zmm13, zmm1
+    vpcmpnleuq   k2, zmm0, zmm12
+    vpcmpnleuq   k3, zmm1, zmm13
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm0, zmm18, 32
+    vpsrlq       zmm1, zmm19, 32
+    vpmuludq     zmm12, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5824]
+    vpmuludq     zmm13, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7808]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5888]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7872]
+    vpmuludq     zmm20, zmm0, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5824]
+    vpmuludq     zmm21, zmm1, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7808]
+    vpmuludq     zmm0, zmm0, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5888]
+    vpmuludq     zmm1, zmm1, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7872]
+    vpsrlq       zmm22, zmm12, 32
+    vpsrlq       zmm23, zmm13, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm0, zmm0, zmm22
+    vpaddq       zmm1, zmm1, zmm23
+    vpaddq       zmm0, zmm0, zmm24
+    vpaddq       zmm1, zmm1, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm12, zmm12, zmm18
+    vpaddq       zmm13, zmm13, zmm19
+    vpsllq       zmm18, zmm0, 32
+    vpsllq       zmm19, zmm1, 32
+    vpsubq       zmm20, zmm18, zmm0
+    vpsubq       zmm21, zmm19, zmm1
+    vpsrlq       zmm22, zmm0, 32
+    vpsrlq       zmm23, zmm1, 32
+    vpcmpnleuq   k2, zmm0, zmm18
+    vpcmpnleuq   k3, zmm1, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm0, zmm12, zmm20
+    vpaddq       zmm1, zmm13, zmm21
+    vpcmpnleuq   k2, zmm20, zmm0
+    vpcmpnleuq   k3, zmm21, zmm1
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm12, zmm22, 32
+    vpsllq       zmm13, zmm23, 32
+    vpsubq       zmm12, zmm12, zmm22
+    vpsubq       zmm13, zmm13, zmm23
+    vpaddq       zmm0, zmm0, zmm12
+    vpaddq       zmm1, zmm1, zmm13
+    vpcmpnleuq   k2, zmm12, zmm0
+    vpcmpnleuq   k3, zmm13, zmm1
+    vpaddq       zmm0{k2}, zmm0, zmm28
+    vpaddq       zmm1{k3}, zmm1, zmm28
+    vpsubq       zmm12, zmm0, zmm29
+    vpsubq       zmm13, zmm1, zmm29
+    vpminuq      zmm0, zmm0, zmm12
+    vpminuq      zmm1, zmm1, zmm13
+    vpaddq       zmm12, zmm16, zmm6                  ; layer 3
+    vpaddq       zmm13, zmm17, zmm7                  ; layer 3
+    vpaddq       zmm18, zmm12, zmm28
+    vpaddq       zmm19, zmm13, zmm28
+    vpcmpnleuq   k2, zmm16, zmm18
+    vpcmpnleuq   k3, zmm17, zmm19
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm18, zmm16, zmm6
+    vpsubq       zmm19, zmm17, zmm7
+    vpcmpnleuq   k2, zmm6, zmm16
+    vpcmpnleuq   k3, zmm7, zmm17
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm6, zmm18, 32
+    vpsrlq       zmm7, zmm19, 32
+    vpmuludq     zmm16, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3520]
+    vpmuludq     zmm17, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3712]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3776]
+    vpmuludq     zmm20, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3520]
+    vpmuludq     zmm21, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3712]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3776]
+    vpsrlq       zmm22, zmm16, 32
+    vpsrlq       zmm23, zmm17, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm17, zmm19
+    vpsllq       zmm18, zmm6, 32
+    vpsllq       zmm19, zmm7, 32
+    vpsubq       zmm20, zmm18, zmm6
+    vpsubq       zmm21, zmm19, zmm7
+    vpsrlq       zmm22, zmm6, 32
+    vpsrlq       zmm23, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm18
+    vpcmpnleuq   k3, zmm7, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm6, zmm16, zmm20
+    vpaddq       zmm7, zmm17, zmm21
+    vpcmpnleuq   k2, zmm20, zmm6
+    vpcmpnleuq   k3, zmm21, zmm7
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm16, zmm22, 32
+    vpsllq       zmm17, zmm23, 32
+    vpsubq       zmm16, zmm16, zmm22
+    vpsubq       zmm17, zmm17, zmm23
+    vpaddq       zmm6, zmm6, zmm16
+    vpaddq       zmm7, zmm7, zmm17
+    vpcmpnleuq   k2, zmm16, zmm6
+    vpcmpnleuq   k3, zmm17, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm16, zmm6, zmm29
+    vpsubq       zmm17, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm16
+    vpminuq      zmm7, zmm7, zmm17
+    vpaddq       zmm16, zmm4, zmm8                   ; layer 3
+    vpaddq       zmm17, zmm5, zmm9                   ; layer 3
+    vpaddq       zmm18, zmm16, zmm28
+    vpaddq       zmm19, zmm17, zmm28
+    vpcmpnleuq   k2, zmm4, zmm18
+    vpcmpnleuq   k3, zmm5, zmm19
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm18, zmm4, zmm8
+    vpsubq       zmm19, zmm5, zmm9
+    vpcmpnleuq   k2, zmm8, zmm4
+    vpcmpnleuq   k3, zmm9, zmm5
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm4, zmm18, 32
+    vpsrlq       zmm5, zmm19, 32
+    vpmuludq     zmm8, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3520]
+    vpmuludq     zmm9, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3712]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3776]
+    vpmuludq     zmm20, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3520]
+    vpmuludq     zmm21, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3712]
+    vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3776]
+    vpsrlq       zmm22, zmm8, 32
+    vpsrlq       zmm23, zmm9, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm4, zmm4, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpaddq       zmm4, zmm4, zmm24
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm8, zmm8, zmm18
+    vpaddq       zmm9, zmm9, zmm19
+    vpsllq       zmm18, zmm4, 32
+    vpsllq       zmm19, zmm5, 32
+    vpsubq       zmm20, zmm18, zmm4
+    vpsubq       zmm21, zmm19, zmm5
+    vpsrlq       zmm22, zmm4, 32
+    vpsrlq       zmm23, zmm5, 32
+    vpcmpnleuq   k2, zmm4, zmm18
+    vpcmpnleuq   k3, zmm5, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm4, zmm8, zmm20
+    vpaddq       zmm5, zmm9, zmm21
+    vpcmpnleuq   k2, zmm20, zmm4
+    vpcmpnleuq   k3, zmm21, zmm5
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm8, zmm22, 32
+    vpsllq       zmm9, zmm23, 32
+    vpsubq       zmm8, zmm8, zmm22
+    vpsubq       zmm9, zmm9, zmm23
+    vpaddq       zmm4, zmm4, zmm8
+    vpaddq       zmm5, zmm5, zmm9
+    vpcmpnleuq   k2, zmm8, zmm4
+    vpcmpnleuq   k3, zmm9, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm8, zmm4, zmm29
+    vpsubq       zmm9, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm8
+    vpminuq      zmm5, zmm5, zmm9
+    vpaddq       zmm8, zmm10, zmm14                  ; layer 3
+    vpaddq       zmm9, zmm11, zmm15                  ; layer 3
+    vpaddq       zmm18, zmm8, zmm28
+    vpaddq       zmm19, zmm9, zmm28
+    vpcmpnleuq   k2, zmm10, zmm18
+    vpcmpnleuq   k3, zmm11, zmm19
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm18, zmm10, zmm14
+    vpsubq       zmm19, zmm11, zmm15
+    vpcmpnleuq   k2, zmm14, zmm10
+    vpcmpnleuq   k3, zmm15, zmm11
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm10, zmm18, 32
+    vpsrlq       zmm11, zmm19, 32
+    vpmuludq     zmm14, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3584]
+    vpmuludq     zmm15, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3840]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3648]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904]
+    vpmuludq     zmm20, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3584]
+    vpmuludq     zmm21, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3840]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3648]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904]
+    vpsrlq       zmm22, zmm14, 32
+    vpsrlq       zmm23, zmm15, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm14, zmm14, zmm18
+    vpaddq       zmm15, zmm15, zmm19
+    vpsllq       zmm18, zmm10, 32
+    vpsllq       zmm19, zmm11, 32
+    vpsubq       zmm20, zmm18, zmm10
+    vpsubq       zmm21, zmm19, zmm11
+    vpsrlq       zmm22, zmm10, 32
+    vpsrlq       zmm23, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm18
+    vpcmpnleuq   k3, zmm11, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm10, zmm14, zmm20
+    vpaddq       zmm11, zmm15, zmm21
+    vpcmpnleuq   k2, zmm20, zmm10
+    vpcmpnleuq   k3, zmm21, zmm11
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm14, zmm22, 32
+    vpsllq       zmm15, zmm23, 32
+    vpsubq       zmm14, zmm14, zmm22
+    vpsubq       zmm15, zmm15, zmm23
+    vpaddq       zmm10, zmm10, zmm14
+    vpaddq       zmm11, zmm11, zmm15
+    vpcmpnleuq   k2, zmm14, zmm10
+    vpcmpnleuq   k3, zmm15, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm14, zmm10, zmm29
+    vpsubq       zmm15, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm14
+    vpminuq      zmm11, zmm11, zmm15
+    vpaddq       zmm14, zmm2, zmm0                   ; layer 3
+    vpaddq       zmm15, zmm3, zmm1                   ; layer 3
+    vpaddq       zmm18, zmm14, zmm28
+    vpaddq       zmm19, zmm15, zmm28
+    vpcmpnleuq   k2, zmm2, zmm18
+    vpcmpnleuq   k3, zmm3, zmm19
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm18, zmm2, zmm0
+    vpsubq       zmm19, zmm3, zmm1
+    vpcmpnleuq   k2, zmm0, zmm2
+    vpcmpnleuq   k3, zmm1, zmm3
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm0, zmm18, 32
+    vpsrlq       zmm1, zmm19, 32
+    vpmuludq     zmm2, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3584]
+    vpmuludq     zmm3, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3840]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3648]
+    vpmuludq     zmm19, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904]
+    vpmuludq     zmm20, zmm0, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3584]
+    vpmuludq     zmm21, zmm1, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3840]
+    vpmuludq     zmm0, zmm0, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3648]
+    vpmuludq     zmm1, zmm1, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3904]
+    vpsrlq       zmm22, zmm2, 32
+    vpsrlq       zmm23, zmm3, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm0, zmm0, zmm22
+    vpaddq       zmm1, zmm1, zmm23
+    vpaddq       zmm0, zmm0, zmm24
+    vpaddq       zmm1, zmm1, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm2, zmm2, zmm18
+    vpaddq       zmm3, zmm3, zmm19
+    vpsllq       zmm18, zmm0, 32
+    vpsllq       zmm19, zmm1, 32
+    vpsubq       zmm20, zmm18, zmm0
+    vpsubq       zmm21, zmm19, zmm1
+    vpsrlq       zmm22, zmm0, 32
+    vpsrlq       zmm23, zmm1, 32
+    vpcmpnleuq   k2, zmm0, zmm18
+    vpcmpnleuq   k3, zmm1, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm0, zmm2, zmm20
+    vpaddq       zmm1, zmm3, zmm21
+    vpcmpnleuq   k2, zmm20, zmm0
+    vpcmpnleuq   k3, zmm21, zmm1
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm2, zmm22, 32
+    vpsllq       zmm3, zmm23, 32
+    vpsubq       zmm2, zmm2, zmm22
+    vpsubq       zmm3, zmm3, zmm23
     vpaddq       zmm0, zmm0, zmm2
+    vpaddq       zmm1, zmm1, zmm3
     vpcmpnleuq   k2, zmm2, zmm0
-    vpaddq       zmm0{k2}, zmm0, zmm15
-    vpsubq       zmm2, zmm0, zmm16
+    vpcmpnleuq   k3, zmm3, zmm1
+    vpaddq       zmm0{k2}, zmm0, zmm28
+    vpaddq       zmm1{k3}, zmm1, zmm28
+    vpsubq       zmm2, zmm0, zmm29
+    vpsubq       zmm3, zmm1, zmm29
     vpminuq      zmm0, zmm0, zmm2
-    vmovdqu64    [rdi], zmm3
-    vmovdqu64    [rdi + 512], zmm4
-    vmovdqu64    [rdi + 1024], zmm1
+    vpminuq      zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm12, zmm8                   ; layer 2
+    vpaddq       zmm3, zmm13, zmm9                   ; layer 2
+    vpaddq       zmm18, zmm2, zmm28
+    vpaddq       zmm19, zmm3, zmm28
+    vpcmpnleuq   k2, zmm12, zmm18
+    vpcmpnleuq   k3, zmm13, zmm19
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm18, zmm12, zmm8
+    vpsubq       zmm19, zmm13, zmm9
+    vpcmpnleuq   k2, zmm8, zmm12
+    vpcmpnleuq   k3, zmm9, zmm13
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm8, zmm18, 32
+    vpsrlq       zmm9, zmm19, 32
+    vpmuludq     zmm12, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1792]
+    vpmuludq     zmm13, zmm19, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1856]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1792
+    vpmuludq     zmm19, zmm19, [rcx]
+    vpmuludq     zmm20, zmm8, [rcx - 128]
+    vpmuludq     zmm21, zmm9, [rcx - 64]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm9, zmm9, [rcx]
+    vpsrlq       zmm22, zmm12, 32
+    vpsrlq       zmm23, zmm13, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm12, zmm12, zmm18
+    vpaddq       zmm13, zmm13, zmm19
+    vpsllq       zmm18, zmm8, 32
+    vpsllq       zmm19, zmm9, 32
+    vpsubq       zmm20, zmm18, zmm8
+    vpsubq       zmm21, zmm19, zmm9
+    vpsrlq       zmm22, zmm8, 32
+    vpsrlq       zmm23, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm18
+    vpcmpnleuq   k3, zmm9, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm8, zmm12, zmm20
+    vpaddq       zmm9, zmm13, zmm21
+    vpcmpnleuq   k2, zmm20, zmm8
+    vpcmpnleuq   k3, zmm21, zmm9
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm12, zmm22, 32
+    vpsllq       zmm13, zmm23, 32
+    vpsubq       zmm12, zmm12, zmm22
+    vpsubq       zmm13, zmm13, zmm23
+    vpaddq       zmm8, zmm8, zmm12
+    vpaddq       zmm9, zmm9, zmm13
+    vpcmpnleuq   k2, zmm12, zmm8
+    vpcmpnleuq   k3, zmm13, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm12, zmm8, zmm29
+    vpsubq       zmm13, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm12
+    vpminuq      zmm9, zmm9, zmm13
+    vpaddq       zmm12, zmm16, zmm14                 ; layer 2
+    vpaddq       zmm13, zmm17, zmm15                 ; layer 2
+    vpaddq       zmm18, zmm12, zmm28
+    vpaddq       zmm19, zmm13, zmm28
+    vpcmpnleuq   k2, zmm16, zmm18
+    vpcmpnleuq   k3, zmm17, zmm19
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm18, zmm16, zmm14
+    vpsubq       zmm19, zmm17, zmm15
+    vpcmpnleuq   k2, zmm14, zmm16
+    vpcmpnleuq   k3, zmm15, zmm17
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm14, zmm18, 32
+    vpsrlq       zmm15, zmm19, 32
+    vpmuludq     zmm16, zmm18, [rcx - 128]
+    vpmuludq     zmm17, zmm19, [rcx - 64]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm19, zmm19, [rcx]
+    vpmuludq     zmm20, zmm14, [rcx - 128]
+    vpmuludq     zmm21, zmm15, [rcx - 64]
+    vpmuludq     zmm14, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm15, zmm15, [rcx]
+    vpsrlq       zmm22, zmm16, 32
+    vpsrlq       zmm23, zmm17, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm17, zmm19
+    vpsllq       zmm18, zmm14, 32
+    vpsllq       zmm19, zmm15, 32
+    vpsubq       zmm20, zmm18, zmm14
+    vpsubq       zmm21, zmm19, zmm15
+    vpsrlq       zmm22, zmm14, 32
+    vpsrlq       zmm23, zmm15, 32
+    vpcmpnleuq   k2, zmm14, zmm18
+    vpcmpnleuq   k3, zmm15, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm14, zmm16, zmm20
+    vpaddq       zmm15, zmm17, zmm21
+    vpcmpnleuq   k2, zmm20, zmm14
+    vpcmpnleuq   k3, zmm21, zmm15
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm16, zmm22, 32
+    vpsllq       zmm17, zmm23, 32
+    vpsubq       zmm16, zmm16, zmm22
+    vpsubq       zmm17, zmm17, zmm23
+    vpaddq       zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm15, zmm17
+    vpcmpnleuq   k2, zmm16, zmm14
+    vpcmpnleuq   k3, zmm17, zmm15
+    vpaddq       zmm14{k2}, zmm14, zmm28
+    vpaddq       zmm15{k3}, zmm15, zmm28
+    vpsubq       zmm16, zmm14, zmm29
+    vpsubq       zmm17, zmm15, zmm29
+    vpminuq      zmm14, zmm14, zmm16
+    vpminuq      zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm6, zmm10                  ; layer 2
+    vpaddq       zmm17, zmm7, zmm11                  ; layer 2
+    vpaddq       zmm18, zmm16, zmm28
+    vpaddq       zmm19, zmm17, zmm28
+    vpcmpnleuq   k2, zmm6, zmm18
+    vpcmpnleuq   k3, zmm7, zmm19
+    vpaddq       zmm16{k2}, zmm16, zmm28
+    vpaddq       zmm17{k3}, zmm17, zmm28
+    vpsubq       zmm18, zmm6, zmm10
+    vpsubq       zmm19, zmm7, zmm11
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpcmpnleuq   k3, zmm11, zmm7
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm6, zmm18, 32
+    vpsrlq       zmm7, zmm19, 32
+    vpmuludq     zmm10, zmm18, [rcx - 128]
+    vpmuludq     zmm11, zmm19, [rcx - 64]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm19, zmm19, [rcx]
+    vpmuludq     zmm20, zmm6, [rcx - 128]
+    vpmuludq     zmm21, zmm7, [rcx - 64]
+    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm7, zmm7, [rcx]
+    vpsrlq       zmm22, zmm10, 32
+    vpsrlq       zmm23, zmm11, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm10, zmm10, zmm18
+    vpaddq       zmm11, zmm11, zmm19
+    vpsllq       zmm18, zmm6, 32
+    vpsllq       zmm19, zmm7, 32
+    vpsubq       zmm20, zmm18, zmm6
+    vpsubq       zmm21, zmm19, zmm7
+    vpsrlq       zmm22, zmm6, 32
+    vpsrlq       zmm23, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm18
+    vpcmpnleuq   k3, zmm7, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm6, zmm10, zmm20
+    vpaddq       zmm7, zmm11, zmm21
+    vpcmpnleuq   k2, zmm20, zmm6
+    vpcmpnleuq   k3, zmm21, zmm7
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm10, zmm22, 32
+    vpsllq       zmm11, zmm23, 32
+    vpsubq       zmm10, zmm10, zmm22
+    vpsubq       zmm11, zmm11, zmm23
+    vpaddq       zmm6, zmm6, zmm10
+    vpaddq       zmm7, zmm7, zmm11
+    vpcmpnleuq   k2, zmm10, zmm6
+    vpcmpnleuq   k3, zmm11, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm10, zmm6, zmm29
+    vpsubq       zmm11, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm10
+    vpminuq      zmm7, zmm7, zmm11
+    vpaddq       zmm10, zmm4, zmm0                   ; layer 2
+    vpaddq       zmm11, zmm5, zmm1                   ; layer 2
+    vpaddq       zmm18, zmm10, zmm28
+    vpaddq       zmm19, zmm11, zmm28
+    vpcmpnleuq   k2, zmm4, zmm18
+    vpcmpnleuq   k3, zmm5, zmm19
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm18, zmm4, zmm0
+    vpsubq       zmm19, zmm5, zmm1
+    vpcmpnleuq   k2, zmm0, zmm4
+    vpcmpnleuq   k3, zmm1, zmm5
+    vpaddq       zmm18{k2}, zmm18, zmm29
+    vpaddq       zmm19{k3}, zmm19, zmm29
+    vpsrlq       zmm0, zmm18, 32
+    vpsrlq       zmm1, zmm19, 32
+    vpmuludq     zmm4, zmm18, [rcx - 128]
+    vpmuludq     zmm5, zmm19, [rcx - 64]
+    vpmuludq     zmm18, zmm18, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm19, zmm19, [rcx]
+    vpmuludq     zmm20, zmm0, [rcx - 128]
+    vpmuludq     zmm21, zmm1, [rcx - 64]
+    vpmuludq     zmm0, zmm0, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm1, zmm1, [rcx]
+    vpsrlq       zmm22, zmm4, 32
+    vpsrlq       zmm23, zmm5, 32
+    vpaddq       zmm22, zmm18, zmm22
+    vpaddq       zmm23, zmm19, zmm23
+    vpandq       zmm24, zmm22, zmm28
+    vpandq       zmm25, zmm23, zmm28
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpaddq       zmm0, zmm0, zmm22
+    vpaddq       zmm1, zmm1, zmm23
+    vpaddq       zmm0, zmm0, zmm24
+    vpaddq       zmm1, zmm1, zmm25
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm4, zmm4, zmm18
+    vpaddq       zmm5, zmm5, zmm19
+    vpsllq       zmm18, zmm0, 32
+    vpsllq       zmm19, zmm1, 32
+    vpsubq       zmm20, zmm18, zmm0
+    vpsubq       zmm21, zmm19, zmm1
+    vpsrlq       zmm22, zmm0, 32
+    vpsrlq       zmm23, zmm1, 32
+    vpcmpnleuq   k2, zmm0, zmm18
+    vpcmpnleuq   k3, zmm1, zmm19
+    vpaddq       zmm22{k2}, zmm22, zmm30
+    vpaddq       zmm23{k3}, zmm23, zmm30
+    vpaddq       zmm0, zmm4, zmm20
+    vpaddq       zmm1, zmm5, zmm21
+    vpcmpnleuq   k2, zmm20, zmm0
+    vpcmpnleuq   k3, zmm21, zmm1
+    vpaddq       zmm22{k2}, zmm22, zmm31
+    vpaddq       zmm23{k3}, zmm23, zmm31
+    vpsllq       zmm4, zmm22, 32
+    vpsllq       zmm5, zmm23, 32
+    vpsubq       zmm4, zmm4, zmm22
+    vpsubq       zmm5, zmm5, zmm23
+    vpaddq       zmm0, zmm0, zmm4
+    vpaddq       zmm1, zmm1, zmm5
+    vpcmpnleuq   k2, zmm4, zmm0
+    vpcmpnleuq   k3, zmm5, zmm1
+    vpaddq       zmm0{k2}, zmm0, zmm28
+    vpaddq       zmm1{k3}, zmm1, zmm28
+    vpsubq       zmm4, zmm0, zmm29
+    vpsubq       zmm5, zmm1, zmm29
+    vpminuq      zmm0, zmm0, zmm4
+    vpminuq      zmm1, zmm1, zmm5
+    vmovdqu64    [rdi + 1024], zmm2
+    vmovdqu64    [rdi + 1536], zmm3
+    vmovdqu64    [rdi + 1088], zmm12
+    vmovdqu64    [rdi + 1600], zmm13
+    vmovdqu64    [rdi + 1152], zmm16
+    vmovdqu64    [rdi + 1664], zmm17
+    vmovdqu64    [rdi + 1216], zmm10
+    vmovdqu64    [rdi + 1728], zmm11
+    vmovdqu64    [rdi + 1280], zmm8
+    vmovdqu64    [rdi + 1792], zmm9
+    vmovdqu64    [rdi + 1344], zmm14
+    vmovdqu64    [rdi + 1856], zmm15
+    vmovdqu64    [rdi + 1408], zmm6
+    vmovdqu64    [rdi + 1920], zmm7
+    vmovdqu64    [rdi + 1472], zmm0
+    vmovdqu64    [rdi + 1984], zmm1
+    mov          rax, 4
+    .repeat1:
+    vmovdqu64    zmm0, [rdi]
+    vmovdqu64    zmm1, [rdi + 64]
+    vmovdqu64    zmm2, [rdi + 512]
+    vmovdqu64    zmm3, [rdi + 576]
+    vmovdqu64    zmm4, [rdi + 1024]
+    vmovdqu64    zmm5, [rdi + 1088]
+    vmovdqu64    zmm6, [rdi + 1536]
+    vmovdqu64    zmm7, [rdi + 1600]
+    vpaddq       zmm8, zmm0, zmm2                    ; layer 1
+    vpaddq       zmm9, zmm1, zmm3                    ; layer 1
+    vpaddq       zmm10, zmm8, zmm28
+    vpaddq       zmm11, zmm9, zmm28
+    vpcmpnleuq   k2, zmm0, zmm10
+    vpcmpnleuq   k3, zmm1, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm10, zmm0, zmm2
+    vpsubq       zmm11, zmm1, zmm3
+    vpcmpnleuq   k2, zmm2, zmm0
+    vpcmpnleuq   k3, zmm3, zmm1
+    vpaddq       zmm10{k2}, zmm10, zmm29
+    vpaddq       zmm11{k3}, zmm11, zmm29
+    vpsrlq       zmm0, zmm10, 32
+    vpsrlq       zmm1, zmm11, 32
+    lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 near byte 1536
+    vpmuludq     zmm2, zmm10, [rcx - 128]
+    vpmuludq     zmm3, zmm11, [rcx - 128]
+    vpmuludq     zmm10, zmm10, [rcx - 64]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm0, [rcx - 128]
+    vpmuludq     zmm13, zmm1, [rcx - 128]
+    vpmuludq     zmm0, zmm0, [rcx - 64]
+    vpmuludq     zmm1, zmm1, [rcx - 64]
+    vpsrlq       zmm14, zmm2, 32
+    vpsrlq       zmm15, zmm3, 32
+    vpaddq       zmm14, zmm10, zmm14
+    vpaddq       zmm15, zmm11, zmm15
+    vpandq       zmm16, zmm14, zmm28
+    vpandq       zmm17, zmm15, zmm28
+    vpaddq       zmm16, zmm12, zmm16
+    vpaddq       zmm17, zmm13, zmm17
+    vpsrlq       zmm14, zmm14, 32
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpaddq       zmm0, zmm0, zmm14
+    vpaddq       zmm1, zmm1, zmm15
+    vpaddq       zmm0, zmm0, zmm16
+    vpaddq       zmm1, zmm1, zmm17
+    vpaddq       zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm11, zmm13
+    vpsllq       zmm10, zmm10, 32
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm2, zmm2, zmm10
+    vpaddq       zmm3, zmm3, zmm11
+    vpsllq       zmm10, zmm0, 32
+    vpsllq       zmm11, zmm1, 32
+    vpsubq       zmm12, zmm10, zmm0
+    vpsubq       zmm13, zmm11, zmm1
+    vpsrlq       zmm14, zmm0, 32
+    vpsrlq       zmm15, zmm1, 32
+    vpcmpnleuq   k2, zmm0, zmm10
+    vpcmpnleuq   k3, zmm1, zmm11
+    vpaddq       zmm14{k2}, zmm14, zmm30
+    vpaddq       zmm15{k3}, zmm15, zmm30
+    vpaddq       zmm0, zmm2, zmm12
+    vpaddq       zmm1, zmm3, zmm13
+    vpcmpnleuq   k2, zmm12, zmm0
+    vpcmpnleuq   k3, zmm13, zmm1
+    vpaddq       zmm14{k2}, zmm14, zmm31
+    vpaddq       zmm15{k3}, zmm15, zmm31
+    vpsllq       zmm2, zmm14, 32
+    vpsllq       zmm3, zmm15, 32
+    vpsubq       zmm2, zmm2, zmm14
+    vpsubq       zmm3, zmm3, zmm15
+    vpaddq       zmm0, zmm0, zmm2
+    vpaddq       zmm1, zmm1, zmm3
+    vpcmpnleuq   k2, zmm2, zmm0
+    vpcmpnleuq   k3, zmm3, zmm1
+    vpaddq       zmm0{k2}, zmm0, zmm28
+    vpaddq       zmm1{k3}, zmm1, zmm28
+    vpsubq       zmm2, zmm0, zmm29
+    vpsubq       zmm3, zmm1, zmm29
+    vpminuq      zmm0, zmm0, zmm2
+    vpminuq      zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm4, zmm6                    ; layer 1
+    vpaddq       zmm3, zmm5, zmm7                    ; layer 1
+    vpaddq       zmm10, zmm2, zmm28
+    vpaddq       zmm11, zmm3, zmm28
+    vpcmpnleuq   k2, zmm4, zmm10
+    vpcmpnleuq   k3, zmm5, zmm11
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm10, zmm4, zmm6
+    vpsubq       zmm11, zmm5, zmm7
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpcmpnleuq   k3, zmm7, zmm5
+    vpaddq       zmm10{k2}, zmm10, zmm29
+    vpaddq       zmm11{k3}, zmm11, zmm29
+    vpsrlq       zmm4, zmm10, 32
+    vpsrlq       zmm5, zmm11, 32
+    vpmuludq     zmm6, zmm10, [rcx]
+    vpmuludq     zmm7, zmm11, [rcx]
+    vpmuludq     zmm10, zmm10, [rcx + 64]
+    vpmuludq     zmm11, zmm11, [rcx + 64]
+    vpmuludq     zmm12, zmm4, [rcx]
+    vpmuludq     zmm13, zmm5, [rcx]
+    vpmuludq     zmm4, zmm4, [rcx + 64]
+    vpmuludq     zmm5, zmm5, [rcx + 64]
+    vpsrlq       zmm14, zmm6, 32
+    vpsrlq       zmm15, zmm7, 32
+    vpaddq       zmm14, zmm10, zmm14
+    vpaddq       zmm15, zmm11, zmm15
+    vpandq       zmm16, zmm14, zmm28
+    vpandq       zmm17, zmm15, zmm28
+    vpaddq       zmm16, zmm12, zmm16
+    vpaddq       zmm17, zmm13, zmm17
+    vpsrlq       zmm14, zmm14, 32
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpaddq       zmm4, zmm4, zmm14
+    vpaddq       zmm5, zmm5, zmm15
+    vpaddq       zmm4, zmm4, zmm16
+    vpaddq       zmm5, zmm5, zmm17
+    vpaddq       zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm11, zmm13
+    vpsllq       zmm10, zmm10, 32
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm6, zmm6, zmm10
+    vpaddq       zmm7, zmm7, zmm11
+    vpsllq       zmm10, zmm4, 32
+    vpsllq       zmm11, zmm5, 32
+    vpsubq       zmm12, zmm10, zmm4
+    vpsubq       zmm13, zmm11, zmm5
+    vpsrlq       zmm14, zmm4, 32
+    vpsrlq       zmm15, zmm5, 32
+    vpcmpnleuq   k2, zmm4, zmm10
+    vpcmpnleuq   k3, zmm5, zmm11
+    vpaddq       zmm14{k2}, zmm14, zmm30
+    vpaddq       zmm15{k3}, zmm15, zmm30
+    vpaddq       zmm4, zmm6, zmm12
+    vpaddq       zmm5, zmm7, zmm13
+    vpcmpnleuq   k2, zmm12, zmm4
+    vpcmpnleuq   k3, zmm13, zmm5
+    vpaddq       zmm14{k2}, zmm14, zmm31
+    vpaddq       zmm15{k3}, zmm15, zmm31
+    vpsllq       zmm6, zmm14, 32
+    vpsllq       zmm7, zmm15, 32
+    vpsubq       zmm6, zmm6, zmm14
+    vpsubq       zmm7, zmm7, zmm15
+    vpaddq       zmm4, zmm4, zmm6
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpcmpnleuq   k3, zmm7, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm6, zmm4, zmm29
+    vpsubq       zmm7, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm6
+    vpminuq      zmm5, zmm5, zmm7
+    vpaddq       zmm6, zmm8, zmm2                    ; layer 0
+    vpaddq       zmm7, zmm9, zmm3                    ; layer 0
+    vpaddq       zmm10, zmm6, zmm28
+    vpaddq       zmm11, zmm7, zmm28
+    vpcmpnleuq   k2, zmm8, zmm10
+    vpcmpnleuq   k3, zmm9, zmm11
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm10, zmm8, zmm2
+    vpsubq       zmm11, zmm9, zmm3
+    vpcmpnleuq   k2, zmm2, zmm8
+    vpcmpnleuq   k3, zmm3, zmm9
+    vpaddq       zmm10{k2}, zmm10, zmm29
+    vpaddq       zmm11{k3}, zmm11, zmm29
+    vpsrlq       zmm2, zmm10, 32
+    vpsrlq       zmm3, zmm11, 32
+    vpmuludq     zmm8, zmm10, [rcx - 128]
+    vpmuludq     zmm9, zmm11, [rcx - 128]
+    vpmuludq     zmm10, zmm10, [rcx - 64]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm2, [rcx - 128]
+    vpmuludq     zmm13, zmm3, [rcx - 128]
+    vpmuludq     zmm2, zmm2, [rcx - 64]
+    vpmuludq     zmm3, zmm3, [rcx - 64]
+    vpsrlq       zmm14, zmm8, 32
+    vpsrlq       zmm15, zmm9, 32
+    vpaddq       zmm14, zmm10, zmm14
+    vpaddq       zmm15, zmm11, zmm15
+    vpandq       zmm16, zmm14, zmm28
+    vpandq       zmm17, zmm15, zmm28
+    vpaddq       zmm16, zmm12, zmm16
+    vpaddq       zmm17, zmm13, zmm17
+    vpsrlq       zmm14, zmm14, 32
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpaddq       zmm2, zmm2, zmm14
+    vpaddq       zmm3, zmm3, zmm15
+    vpaddq       zmm2, zmm2, zmm16
+    vpaddq       zmm3, zmm3, zmm17
+    vpaddq       zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm11, zmm13
+    vpsllq       zmm10, zmm10, 32
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm9, zmm11
+    vpsllq       zmm10, zmm2, 32
+    vpsllq       zmm11, zmm3, 32
+    vpsubq       zmm12, zmm10, zmm2
+    vpsubq       zmm13, zmm11, zmm3
+    vpsrlq       zmm14, zmm2, 32
+    vpsrlq       zmm15, zmm3, 32
+    vpcmpnleuq   k2, zmm2, zmm10
+    vpcmpnleuq   k3, zmm3, zmm11
+    vpaddq       zmm14{k2}, zmm14, zmm30
+    vpaddq       zmm15{k3}, zmm15, zmm30
+    vpaddq       zmm2, zmm8, zmm12
+    vpaddq       zmm3, zmm9, zmm13
+    vpcmpnleuq   k2, zmm12, zmm2
+    vpcmpnleuq   k3, zmm13, zmm3
+    vpaddq       zmm14{k2}, zmm14, zmm31
+    vpaddq       zmm15{k3}, zmm15, zmm31
+    vpsllq       zmm8, zmm14, 32
+    vpsllq       zmm9, zmm15, 32
+    vpsubq       zmm8, zmm8, zmm14
+    vpsubq       zmm9, zmm9, zmm15
+    vpaddq       zmm2, zmm2, zmm8
+    vpaddq       zmm3, zmm3, zmm9
+    vpcmpnleuq   k2, zmm8, zmm2
+    vpcmpnleuq   k3, zmm9, zmm3
+    vpaddq       zmm2{k2}, zmm2, zmm28
+    vpaddq       zmm3{k3}, zmm3, zmm28
+    vpsubq       zmm8, zmm2, zmm29
+    vpsubq       zmm9, zmm3, zmm29
+    vpminuq      zmm2, zmm2, zmm8
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm8, zmm0, zmm4                    ; layer 0
+    vpaddq       zmm9, zmm1, zmm5                    ; layer 0
+    vpaddq       zmm10, zmm8, zmm28
+    vpaddq       zmm11, zmm9, zmm28
+    vpcmpnleuq   k2, zmm0, zmm10
+    vpcmpnleuq   k3, zmm1, zmm11
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm10, zmm0, zmm4
+    vpsubq       zmm11, zmm1, zmm5
+    vpcmpnleuq   k2, zmm4, zmm0
+    vpcmpnleuq   k3, zmm5, zmm1
+    vpaddq       zmm10{k2}, zmm10, zmm29
+    vpaddq       zmm11{k3}, zmm11, zmm29
+    vpsrlq       zmm0, zmm10, 32
+    vpsrlq       zmm1, zmm11, 32
+    vpmuludq     zmm4, zmm10, [rcx - 128]
+    vpmuludq     zmm5, zmm11, [rcx - 128]
+    vpmuludq     zmm10, zmm10, [rcx - 64]
+    vpmuludq     zmm11, zmm11, [rcx - 64]
+    vpmuludq     zmm12, zmm0, [rcx - 128]
+    vpmuludq     zmm13, zmm1, [rcx - 128]
+    vpmuludq     zmm0, zmm0, [rcx - 64]
+    vpmuludq     zmm1, zmm1, [rcx - 64]
+    vpsrlq       zmm14, zmm4, 32
+    vpsrlq       zmm15, zmm5, 32
+    vpaddq       zmm14, zmm10, zmm14
+    vpaddq       zmm15, zmm11, zmm15
+    vpandq       zmm16, zmm14, zmm28
+    vpandq       zmm17, zmm15, zmm28
+    vpaddq       zmm16, zmm12, zmm16
+    vpaddq       zmm17, zmm13, zmm17
+    vpsrlq       zmm14, zmm14, 32
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpaddq       zmm0, zmm0, zmm14
+    vpaddq       zmm1, zmm1, zmm15
+    vpaddq       zmm0, zmm0, zmm16
+    vpaddq       zmm1, zmm1, zmm17
+    vpaddq       zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm11, zmm13
+    vpsllq       zmm10, zmm10, 32
+    vpsllq       zmm11, zmm11, 32
+    vpaddq       zmm4, zmm4, zmm10
+    vpaddq       zmm5, zmm5, zmm11
+    vpsllq       zmm10, zmm0, 32
+    vpsllq       zmm11, zmm1, 32
+    vpsubq       zmm12, zmm10, zmm0
+    vpsubq       zmm13, zmm11, zmm1
+    vpsrlq       zmm14, zmm0, 32
+    vpsrlq       zmm15, zmm1, 32
+    vpcmpnleuq   k2, zmm0, zmm10
+    vpcmpnleuq   k3, zmm1, zmm11
+    vpaddq       zmm14{k2}, zmm14, zmm30
+    vpaddq       zmm15{k3}, zmm15, zmm30
+    vpaddq       zmm0, zmm4, zmm12
+    vpaddq       zmm1, zmm5, zmm13
+    vpcmpnleuq   k2, zmm12, zmm0
+    vpcmpnleuq   k3, zmm13, zmm1
+    vpaddq       zmm14{k2}, zmm14, zmm31
+    vpaddq       zmm15{k3}, zmm15, zmm31
+    vpsllq       zmm4, zmm14, 32
+    vpsllq       zmm5, zmm15, 32
+    vpsubq       zmm4, zmm4, zmm14
+    vpsubq       zmm5, zmm5, zmm15
+    vpaddq       zmm0, zmm0, zmm4
+    vpaddq       zmm1, zmm1, zmm5
+    vpcmpnleuq   k2, zmm4, zmm0
+    vpcmpnleuq   k3, zmm5, zmm1
+    vpaddq       zmm0{k2}, zmm0, zmm28
+    vpaddq       zmm1{k3}, zmm1, zmm28
+    vpsubq       zmm4, zmm0, zmm29
+    vpsubq       zmm5, zmm1, zmm29
+    vpminuq      zmm0, zmm0, zmm4
+    vpminuq      zmm1, zmm1, zmm5
+    vmovdqu64    [rdi], zmm6
+    vmovdqu64    [rdi + 64], zmm7
+    vmovdqu64    [rdi + 512], zmm8
+    vmovdqu64    [rdi + 576], zmm9
+    vmovdqu64    [rdi + 1024], zmm2
+    vmovdqu64    [rdi + 1088], zmm3
     vmovdqu64    [rdi + 1536], zmm0
-    add          rdi, 64
+    vmovdqu64    [rdi + 1600], zmm1
+    add          rdi, 128
     dec          rax
     jnz          .repeat1
     add          rdi, -512                           ; back to the argument

@@ -2445,7 +2445,7 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1073479681 (scale 1)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-23}, k2, rax, flags
+;   clobbers: zmm{0-31}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 128 vector reductions
@@ -2463,2163 +2463,2101 @@ global kg_nfl1073479681_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_nfl10
 align 32
 kg_nfl1073479681_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm13, [rel pd_2146959362]          ; held in a register: read 304 times
+    vmovdqu64    zmm23, [rel pd_2146959362]          ; held in a register: read 304 times
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 128] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 0
-    vmovdqu64    zmm14, [rax - 64]                   ; held in a register: read 32 times
-    vmovdqu64    zmm15, [rax - 128]                  ; held in a register: read 16 times
-    vmovdqu64    zmm16, [rax + 64]                   ; held in a register: read 16 times
+    vmovdqu64    zmm24, [rax - 64]                   ; held in a register: read 32 times
+    vmovdqu64    zmm25, [rax - 128]                  ; held in a register: read 16 times
+    vmovdqu64    zmm26, [rax + 64]                   ; held in a register: read 16 times
     lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 256] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 128
-    vmovdqu64    zmm17, [rax + 64]                   ; held in a register: read 16 times
-    vmovdqu64    zmm18, [rax - 128]                  ; held in a register: read 8 times
-    vmovdqu64    zmm19, [rax]                        ; held in a register: read 8 times
-    vmovdqu64    zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 448] ; held in a register: read 8 times
-    vmovdqu64    zmm21, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3904] ; held in a register: read 8 times
-    vmovdqu64    zmm22, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360] ; held in a register: read 8 times
-    vmovdqu64    zmm23, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816] ; held in a register: read 8 times
+    vmovdqu64    zmm27, [rax + 64]                   ; held in a register: read 16 times
+    vmovdqu64    zmm28, [rax - 128]                  ; held in a register: read 8 times
+    vmovdqu64    zmm29, [rax]                        ; held in a register: read 8 times
+    vmovdqu64    zmm30, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 448] ; held in a register: read 8 times
+    vmovdqu64    zmm31, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3904] ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
     vmovdqu64    zmm2, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 512]
-    vmovdqu64    zmm5, [rdi + 1024]
-    vmovdqu64    zmm6, [rdi + 1536]
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm8, zmm5, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm5, zmm5, zmm15
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm8, zmm6, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm15
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm8, zmm6, zmm16
-    vpmuludq     zmm7, zmm7, zmm16
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm18
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm3, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuludq     zmm8, zmm4, zmm17
-    vpmuludq     zmm6, zmm6, zmm17
-    vmovshdup    zmm6{k2}, zmm8
-    vpmulld      zmm4, zmm4, zmm19
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi], zmm7
-    vmovdqu64    [rdi + 512], zmm5
-    vmovdqu64    [rdi + 1024], zmm6
-    vmovdqu64    [rdi + 1536], zmm3
-    vmovdqu64    zmm3, [rdi + 64]
-    vmovdqu64    zmm4, [rdi + 576]
-    vmovdqu64    zmm5, [rdi + 1088]
-    vmovdqu64    zmm6, [rdi + 1600]
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm8, zmm5, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm5, zmm5, zmm15
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm8, zmm6, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm15
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm8, zmm6, zmm16
-    vpmuludq     zmm7, zmm7, zmm16
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm18
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm3, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuludq     zmm8, zmm4, zmm17
-    vpmuludq     zmm6, zmm6, zmm17
-    vmovshdup    zmm6{k2}, zmm8
-    vpmulld      zmm4, zmm4, zmm19
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 64], zmm7
-    vmovdqu64    [rdi + 576], zmm5
-    vmovdqu64    [rdi + 1088], zmm6
-    vmovdqu64    [rdi + 1600], zmm3
-    vmovdqu64    zmm3, [rdi + 128]
-    vmovdqu64    zmm4, [rdi + 640]
-    vmovdqu64    zmm5, [rdi + 1152]
-    vmovdqu64    zmm6, [rdi + 1664]
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm8, zmm5, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm5, zmm5, zmm15
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm8, zmm6, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm15
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm8, zmm6, zmm16
-    vpmuludq     zmm7, zmm7, zmm16
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm18
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm3, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuludq     zmm8, zmm4, zmm17
-    vpmuludq     zmm6, zmm6, zmm17
-    vmovshdup    zmm6{k2}, zmm8
-    vpmulld      zmm4, zmm4, zmm19
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 128], zmm7
-    vmovdqu64    [rdi + 640], zmm5
-    vmovdqu64    [rdi + 1152], zmm6
-    vmovdqu64    [rdi + 1664], zmm3
-    vmovdqu64    zmm3, [rdi + 192]
-    vmovdqu64    zmm4, [rdi + 704]
-    vmovdqu64    zmm5, [rdi + 1216]
-    vmovdqu64    zmm6, [rdi + 1728]
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm8, zmm5, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm5, zmm5, zmm15
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm8, zmm6, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm15
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm8, zmm6, zmm16
-    vpmuludq     zmm7, zmm7, zmm16
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm18
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm3, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuludq     zmm8, zmm4, zmm17
-    vpmuludq     zmm6, zmm6, zmm17
-    vmovshdup    zmm6{k2}, zmm8
-    vpmulld      zmm4, zmm4, zmm19
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 192], zmm7
-    vmovdqu64    [rdi + 704], zmm5
-    vmovdqu64    [rdi + 1216], zmm6
-    vmovdqu64    [rdi + 1728], zmm3
-    vmovdqu64    zmm3, [rdi + 256]
-    vmovdqu64    zmm4, [rdi + 768]
-    vmovdqu64    zmm5, [rdi + 1280]
-    vmovdqu64    zmm6, [rdi + 1792]
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm8, zmm5, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm5, zmm5, zmm15
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm8, zmm6, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm15
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm8, zmm6, zmm16
-    vpmuludq     zmm7, zmm7, zmm16
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm18
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm3, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuludq     zmm8, zmm4, zmm17
-    vpmuludq     zmm6, zmm6, zmm17
-    vmovshdup    zmm6{k2}, zmm8
-    vpmulld      zmm4, zmm4, zmm19
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 256], zmm7
-    vmovdqu64    [rdi + 768], zmm5
-    vmovdqu64    [rdi + 1280], zmm6
-    vmovdqu64    [rdi + 1792], zmm3
-    vmovdqu64    zmm3, [rdi + 320]
-    vmovdqu64    zmm4, [rdi + 832]
-    vmovdqu64    zmm5, [rdi + 1344]
-    vmovdqu64    zmm6, [rdi + 1856]
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm8, zmm5, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm5, zmm5, zmm15
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm8, zmm6, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm15
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm8, zmm6, zmm16
-    vpmuludq     zmm7, zmm7, zmm16
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm18
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm3, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuludq     zmm8, zmm4, zmm17
-    vpmuludq     zmm6, zmm6, zmm17
-    vmovshdup    zmm6{k2}, zmm8
-    vpmulld      zmm4, zmm4, zmm19
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 320], zmm7
-    vmovdqu64    [rdi + 832], zmm5
-    vmovdqu64    [rdi + 1344], zmm6
-    vmovdqu64    [rdi + 1856], zmm3
-    vmovdqu64    zmm3, [rdi + 384]
-    vmovdqu64    zmm4, [rdi + 896]
-    vmovdqu64    zmm5, [rdi + 1408]
-    vmovdqu64    zmm6, [rdi + 1920]
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm8, zmm5, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm5, zmm5, zmm15
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm8, zmm6, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm15
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm8, zmm6, zmm16
-    vpmuludq     zmm7, zmm7, zmm16
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm18
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm3, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuludq     zmm8, zmm4, zmm17
-    vpmuludq     zmm6, zmm6, zmm17
-    vmovshdup    zmm6{k2}, zmm8
-    vpmulld      zmm4, zmm4, zmm19
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 384], zmm7
-    vmovdqu64    [rdi + 896], zmm5
-    vmovdqu64    [rdi + 1408], zmm6
-    vmovdqu64    [rdi + 1920], zmm3
-    vmovdqu64    zmm3, [rdi + 448]
-    vmovdqu64    zmm4, [rdi + 960]
-    vmovdqu64    zmm5, [rdi + 1472]
-    vmovdqu64    zmm6, [rdi + 1984]
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm8, zmm5, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm5, zmm5, zmm15
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm3, zmm5                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm8, zmm6, zmm14
-    vpmuludq     zmm5, zmm5, zmm14
-    vmovshdup    zmm5{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm15
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 0
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 1
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm8, zmm6, zmm16
-    vpmuludq     zmm7, zmm7, zmm16
-    vmovshdup    zmm7{k2}, zmm8
-    vpmulld      zmm6, zmm6, zmm18
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 1
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm3, zmm6
-    vmovshdup    zmm6, zmm4
-    vpmuludq     zmm8, zmm4, zmm17
-    vpmuludq     zmm6, zmm6, zmm17
-    vmovshdup    zmm6{k2}, zmm8
-    vpmulld      zmm4, zmm4, zmm19
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm4, zmm4, zmm6
-    vpaddd       zmm6, zmm3, zmm4                    ; layer 1
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 448], zmm7
-    vmovdqu64    [rdi + 960], zmm5
-    vmovdqu64    [rdi + 1472], zmm6
-    vmovdqu64    [rdi + 1984], zmm3
-    vmovdqu64    zmm3, [rdi]
     vmovdqu64    zmm4, [rdi + 64]
-    vmovdqu64    zmm5, [rdi + 128]
-    vmovdqu64    zmm6, [rdi + 192]
-    vmovdqu64    zmm7, [rdi + 256]
-    vmovdqu64    zmm8, [rdi + 320]
-    vmovdqu64    zmm9, [rdi + 384]
-    vmovdqu64    zmm10, [rdi + 448]
-    vpsubd       zmm11, zmm3, zmm13                  ; csub: before layer 2
-    vpminud      zmm3, zmm3, zmm11
+    vmovdqu64    zmm5, [rdi + 512]
+    vmovdqu64    zmm6, [rdi + 576]
+    vmovdqu64    zmm7, [rdi + 1024]
+    vmovdqu64    zmm8, [rdi + 1088]
+    vmovdqu64    zmm9, [rdi + 1536]
+    vmovdqu64    zmm10, [rdi + 1600]
     vmovshdup    zmm11, zmm7
-    vpmuludq     zmm12, zmm7, zmm20
-    vpmuludq     zmm11, zmm11, zmm20
-    vmovshdup    zmm11{k2}, zmm12
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 512] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 384
-    vpmulld      zmm7, zmm7, [rax - 128]
+    vmovshdup    zmm12, zmm8
+    vpmuludq     zmm13, zmm7, zmm24
+    vpmuludq     zmm14, zmm8, zmm24
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm12, zmm24
+    vmovshdup    zmm11{k2}, zmm13
+    vmovshdup    zmm12{k2}, zmm14
+    vpmulld      zmm7, zmm7, zmm25
+    vpmulld      zmm8, zmm8, zmm25
     vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm3, zmm7                   ; layer 2
-    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm8, zmm8, zmm12
+    vpaddd       zmm11, zmm3, zmm7                   ; layer 0
+    vpaddd       zmm12, zmm4, zmm8                   ; layer 0
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
     vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 2
-    vpminud      zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm12, zmm8, zmm20
-    vpmuludq     zmm7, zmm7, zmm20
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm4, zmm7                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 2
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm9
-    vpmuludq     zmm12, zmm9, zmm20
-    vpmuludq     zmm7, zmm7, zmm20
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm5, zmm7                    ; layer 2
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm10
-    vpmuludq     zmm12, zmm10, zmm20
-    vpmuludq     zmm7, zmm7, zmm20
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm6, zmm7                   ; layer 2
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
-    vpminud      zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm9
-    vpmuludq     zmm12, zmm9, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm9, zmm9, [rax]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpaddd       zmm11, zmm7, zmm9                   ; layer 3
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm8, zmm13                   ; csub: before layer 3
-    vpminud      zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm10
-    vpmuludq     zmm12, zmm10, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm10, zmm9
-    vpaddd       zmm10, zmm8, zmm9                   ; layer 3
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm8, zmm8, zmm9
-    vpsubd       zmm9, zmm3, zmm13                   ; csub: before layer 3
-    vpminud      zmm3, zmm3, zmm9
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 768] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 640
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm3, zmm5                    ; layer 3
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 3
-    vpminud      zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 3
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 4
-    vpminud      zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm10
-    vpmuludq     zmm12, zmm10, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm10, zmm10, zmm11
-    vpaddd       zmm11, zmm5, zmm10                  ; layer 4
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm10
-    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm7, zmm10
-    vmovshdup    zmm10, zmm8
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1024] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 896
-    vpmuludq     zmm12, zmm8, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax - 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm8, zmm8, zmm10
-    vpaddd       zmm10, zmm7, zmm8                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm8
-    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 4
-    vpminud      zmm8, zmm9, zmm8
-    vmovshdup    zmm9, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm8, zmm6                    ; layer 4
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm6, zmm8, zmm6
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1152
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm3, zmm4                    ; layer 4
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm11, zmm5, 68
-    vshufi64x2   zmm5, zmm11, zmm5, 238
-    vshufi64x2   zmm11, zmm10, zmm7, 68
-    vshufi64x2   zmm7, zmm10, zmm7, 238
-    vshufi64x2   zmm10, zmm9, zmm6, 68
-    vshufi64x2   zmm6, zmm9, zmm6, 238
-    vshufi64x2   zmm9, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm5, zmm5, zmm8
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 5
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 5
-    vpminud      zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm7
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1536] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1408
-    vpmuludq     zmm12, zmm7, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm10, zmm7
-    vmovshdup    zmm10, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vpaddd       zmm10, zmm7, zmm6                   ; layer 5
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1792] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1664
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm3, zmm3, zmm9
-    vpaddd       zmm9, zmm7, zmm3                    ; layer 5
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm11, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm10, zmm6
-    vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm9, zmm3
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm9, zmm3
-    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 6
-    vpminud      zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm12
-    vpmuludq     zmm9, zmm12, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm9
-    vpmulld      zmm9, zmm12, [rax]
+    vmovshdup    zmm7, zmm9
+    vmovshdup    zmm8, zmm10
+    vpmuludq     zmm13, zmm9, zmm24
+    vpmuludq     zmm14, zmm10, zmm24
+    vpmuludq     zmm7, zmm7, zmm24
+    vpmuludq     zmm8, zmm8, zmm24
+    vmovshdup    zmm7{k2}, zmm13
+    vmovshdup    zmm8{k2}, zmm14
+    vpmulld      zmm9, zmm9, zmm25
+    vpmulld      zmm10, zmm10, zmm25
     vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm3, zmm7                    ; layer 6
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm8
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2048] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 1920
-    vpmuludq     zmm12, zmm8, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm4, zmm7                    ; layer 6
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm11
-    vpmuludq     zmm12, zmm11, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm11, zmm11, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 6
-    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm8, zmm10, zmm8
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 0
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 0
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
     vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 6
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm10
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2304] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2176
-    vpmuludq     zmm12, zmm10, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm6, zmm7                   ; layer 6
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vpunpckldq   zmm7, zmm9, zmm3
-    vpunpckhdq   zmm3, zmm9, zmm3
-    vpunpckldq   zmm9, zmm8, zmm4
-    vpunpckhdq   zmm4, zmm8, zmm4
-    vpunpckldq   zmm8, zmm11, zmm5
-    vpunpckhdq   zmm5, zmm11, zmm5
-    vpunpckldq   zmm11, zmm10, zmm6
-    vpunpckhdq   zmm6, zmm10, zmm6
-    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 7
-    vpminud      zmm7, zmm7, zmm10
-    vmovshdup    zmm10, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2432]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm3, zmm3, zmm10
-    vpaddd       zmm10, zmm7, zmm3                   ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 7
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2624] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2496
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm7, zmm4                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 7
-    vpminud      zmm7, zmm8, zmm7
-    vmovshdup    zmm8, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2688
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm5, zmm5, zmm8
-    vpaddd       zmm8, zmm7, zmm5                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 7
-    vpminud      zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3008] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 2880
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm6, zmm6, zmm11
-    vpaddd       zmm11, zmm7, zmm6                   ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vpunpckldq   zmm7, zmm10, zmm3
-    vpunpckhdq   zmm3, zmm10, zmm3
-    vpunpckldq   zmm10, zmm9, zmm4
-    vpunpckhdq   zmm4, zmm9, zmm4
-    vpunpckldq   zmm9, zmm8, zmm5
-    vpunpckhdq   zmm5, zmm8, zmm5
-    vpunpckldq   zmm8, zmm11, zmm6
-    vpunpckhdq   zmm6, zmm11, zmm6
-    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 8
-    vpminud      zmm7, zmm7, zmm11
-    vmovshdup    zmm11, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3200] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3072
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 8
-    vpminud      zmm7, zmm10, zmm7
-    vmovshdup    zmm10, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3392] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3264
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm4, zmm4, zmm10
-    vpaddd       zmm10, zmm7, zmm4                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 8
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3584] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3456
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm7, zmm5                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 8
-    vpminud      zmm7, zmm8, zmm7
-    vmovshdup    zmm8, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3776] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3648
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm7, zmm6                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vshufi64x2   zmm7, zmm11, zmm3, 68
-    vshufi64x2   zmm3, zmm11, zmm3, 238
-    vshufi64x2   zmm11, zmm10, zmm4, 68
-    vshufi64x2   zmm4, zmm10, zmm4, 238
-    vshufi64x2   zmm10, zmm9, zmm5, 68
-    vshufi64x2   zmm5, zmm9, zmm5, 238
-    vshufi64x2   zmm9, zmm8, zmm6, 68
-    vshufi64x2   zmm6, zmm8, zmm6, 238
-    vpsubd       zmm8, zmm7, zmm13                   ; csub: the output range asked for
-    vpminud      zmm7, zmm7, zmm8
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: the output range asked for
-    vpminud      zmm3, zmm3, zmm8
-    vpsubd       zmm8, zmm11, zmm13                  ; csub: the output range asked for
-    vpminud      zmm8, zmm11, zmm8
-    vpsubd       zmm11, zmm4, zmm13                  ; csub: the output range asked for
-    vpminud      zmm4, zmm4, zmm11
-    vpsubd       zmm11, zmm10, zmm13                 ; csub: the output range asked for
-    vpminud      zmm10, zmm10, zmm11
-    vpsubd       zmm11, zmm5, zmm13                  ; csub: the output range asked for
-    vpminud      zmm5, zmm5, zmm11
-    vpsubd       zmm11, zmm9, zmm13                  ; csub: the output range asked for
-    vpminud      zmm9, zmm9, zmm11
-    vpsubd       zmm11, zmm6, zmm13                  ; csub: the output range asked for
-    vpminud      zmm6, zmm6, zmm11
-    vmovdqu64    [rdi], zmm7
-    vmovdqu64    [rdi + 64], zmm3
-    vmovdqu64    [rdi + 128], zmm8
-    vmovdqu64    [rdi + 192], zmm4
-    vmovdqu64    [rdi + 256], zmm10
-    vmovdqu64    [rdi + 320], zmm5
-    vmovdqu64    [rdi + 384], zmm9
-    vmovdqu64    [rdi + 448], zmm6
-    vmovdqu64    zmm3, [rdi + 512]
-    vmovdqu64    zmm4, [rdi + 576]
+    vpsubd       zmm7, zmm11, zmm23                  ; csub: before layer 1
+    vpsubd       zmm8, zmm12, zmm23                  ; csub: before layer 1
+    vpminud      zmm7, zmm11, zmm7
+    vpminud      zmm8, zmm12, zmm8
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm13, zmm9, zmm26
+    vpmuludq     zmm14, zmm10, zmm26
+    vpmuludq     zmm11, zmm11, zmm26
+    vpmuludq     zmm12, zmm12, zmm26
+    vmovshdup    zmm11{k2}, zmm13
+    vmovshdup    zmm12{k2}, zmm14
+    vpmulld      zmm9, zmm9, zmm28
+    vpmulld      zmm10, zmm10, zmm28
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpaddd       zmm11, zmm7, zmm9                   ; layer 1
+    vpaddd       zmm12, zmm8, zmm10                  ; layer 1
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vpsubd       zmm9, zmm3, zmm23                   ; csub: before layer 1
+    vpsubd       zmm10, zmm4, zmm23                  ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm9
+    vpminud      zmm4, zmm4, zmm10
+    vmovshdup    zmm9, zmm5
+    vmovshdup    zmm10, zmm6
+    vpmuludq     zmm13, zmm5, zmm27
+    vpmuludq     zmm14, zmm6, zmm27
+    vpmuludq     zmm9, zmm9, zmm27
+    vpmuludq     zmm10, zmm10, zmm27
+    vmovshdup    zmm9{k2}, zmm13
+    vmovshdup    zmm10{k2}, zmm14
+    vpmulld      zmm5, zmm5, zmm29
+    vpmulld      zmm6, zmm6, zmm29
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpsubd       zmm6, zmm6, zmm10
+    vpaddd       zmm9, zmm3, zmm5                    ; layer 1
+    vpaddd       zmm10, zmm4, zmm6                   ; layer 1
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vmovdqu64    [rdi], zmm11
+    vmovdqu64    [rdi + 64], zmm12
+    vmovdqu64    [rdi + 512], zmm7
+    vmovdqu64    [rdi + 576], zmm8
+    vmovdqu64    [rdi + 1024], zmm9
+    vmovdqu64    [rdi + 1088], zmm10
+    vmovdqu64    [rdi + 1536], zmm3
+    vmovdqu64    [rdi + 1600], zmm4
+    vmovdqu64    zmm3, [rdi + 128]
+    vmovdqu64    zmm4, [rdi + 192]
     vmovdqu64    zmm5, [rdi + 640]
     vmovdqu64    zmm6, [rdi + 704]
-    vmovdqu64    zmm7, [rdi + 768]
-    vmovdqu64    zmm8, [rdi + 832]
-    vmovdqu64    zmm9, [rdi + 896]
-    vmovdqu64    zmm10, [rdi + 960]
-    vpsubd       zmm11, zmm3, zmm13                  ; csub: before layer 2
-    vpminud      zmm3, zmm3, zmm11
+    vmovdqu64    zmm7, [rdi + 1152]
+    vmovdqu64    zmm8, [rdi + 1216]
+    vmovdqu64    zmm9, [rdi + 1664]
+    vmovdqu64    zmm10, [rdi + 1728]
     vmovshdup    zmm11, zmm7
-    vpmuludq     zmm12, zmm7, zmm21
-    vpmuludq     zmm11, zmm11, zmm21
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm12, zmm8
+    vpmuludq     zmm13, zmm7, zmm24
+    vpmuludq     zmm14, zmm8, zmm24
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm12, zmm24
+    vmovshdup    zmm11{k2}, zmm13
+    vmovshdup    zmm12{k2}, zmm14
+    vpmulld      zmm7, zmm7, zmm25
+    vpmulld      zmm8, zmm8, zmm25
     vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm3, zmm7                   ; layer 2
-    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm8, zmm8, zmm12
+    vpaddd       zmm11, zmm3, zmm7                   ; layer 0
+    vpaddd       zmm12, zmm4, zmm8                   ; layer 0
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
     vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 2
-    vpminud      zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm12, zmm8, zmm21
-    vpmuludq     zmm7, zmm7, zmm21
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax + 64]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm4, zmm7                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 2
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm9
-    vpmuludq     zmm12, zmm9, zmm21
-    vpmuludq     zmm7, zmm7, zmm21
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm9, zmm9, [rax + 64]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm5, zmm7                    ; layer 2
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm10
-    vpmuludq     zmm12, zmm10, zmm21
-    vpmuludq     zmm7, zmm7, zmm21
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax + 64]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm6, zmm7                   ; layer 2
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
-    vpminud      zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm9
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4096] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 3968
-    vpmuludq     zmm12, zmm9, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpaddd       zmm11, zmm7, zmm9                   ; layer 3
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm8, zmm13                   ; csub: before layer 3
-    vpminud      zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm10
-    vpmuludq     zmm12, zmm10, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm10, zmm9
-    vpaddd       zmm10, zmm8, zmm9                   ; layer 3
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm8, zmm8, zmm9
-    vpsubd       zmm9, zmm3, zmm13                   ; csub: before layer 3
-    vpminud      zmm3, zmm3, zmm9
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm3, zmm5                    ; layer 3
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 3
-    vpminud      zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 3
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 4
-    vpminud      zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm10
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4352] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4224
-    vpmuludq     zmm12, zmm10, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm10, zmm10, zmm11
-    vpaddd       zmm11, zmm5, zmm10                  ; layer 4
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm10
-    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm7, zmm10
-    vmovshdup    zmm10, zmm8
-    vpmuludq     zmm12, zmm8, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm8, zmm8, zmm10
-    vpaddd       zmm10, zmm7, zmm8                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm8
-    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 4
-    vpminud      zmm8, zmm9, zmm8
-    vmovshdup    zmm9, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4608] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4480
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm8, zmm6                    ; layer 4
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm6, zmm8, zmm6
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm3, zmm4                    ; layer 4
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm11, zmm5, 68
-    vshufi64x2   zmm5, zmm11, zmm5, 238
-    vshufi64x2   zmm11, zmm10, zmm7, 68
-    vshufi64x2   zmm7, zmm10, zmm7, 238
-    vshufi64x2   zmm10, zmm9, zmm6, 68
-    vshufi64x2   zmm6, zmm9, zmm6, 238
-    vshufi64x2   zmm9, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4864] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4736
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm5, zmm5, zmm8
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 5
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 5
-    vpminud      zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm7
-    vpmuludq     zmm12, zmm7, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm10, zmm7
-    vmovshdup    zmm10, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5120] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 4992
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax - 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vpaddd       zmm10, zmm7, zmm6                   ; layer 5
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm3, zmm3, zmm9
-    vpaddd       zmm9, zmm7, zmm3                    ; layer 5
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm11, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm10, zmm6
-    vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm9, zmm3
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm9, zmm3
-    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 6
-    vpminud      zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm12
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5376] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5248
-    vpmuludq     zmm9, zmm12, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm9
-    vpmulld      zmm9, zmm12, [rax - 128]
+    vmovshdup    zmm7, zmm9
+    vmovshdup    zmm8, zmm10
+    vpmuludq     zmm13, zmm9, zmm24
+    vpmuludq     zmm14, zmm10, zmm24
+    vpmuludq     zmm7, zmm7, zmm24
+    vpmuludq     zmm8, zmm8, zmm24
+    vmovshdup    zmm7{k2}, zmm13
+    vmovshdup    zmm8{k2}, zmm14
+    vpmulld      zmm9, zmm9, zmm25
+    vpmulld      zmm10, zmm10, zmm25
     vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm3, zmm7                    ; layer 6
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm12, zmm8, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm4, zmm7                    ; layer 6
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm11
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5632] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5504
-    vpmuludq     zmm12, zmm11, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm11, zmm11, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 6
-    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm8, zmm10, zmm8
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 0
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 0
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
     vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 6
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm10
-    vpmuludq     zmm12, zmm10, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm6, zmm7                   ; layer 6
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vpunpckldq   zmm7, zmm9, zmm3
-    vpunpckhdq   zmm3, zmm9, zmm3
-    vpunpckldq   zmm9, zmm8, zmm4
-    vpunpckhdq   zmm4, zmm8, zmm4
-    vpunpckldq   zmm8, zmm11, zmm5
-    vpunpckhdq   zmm5, zmm11, zmm5
-    vpunpckldq   zmm11, zmm10, zmm6
-    vpunpckhdq   zmm6, zmm10, zmm6
-    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 7
-    vpminud      zmm7, zmm7, zmm10
-    vmovshdup    zmm10, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5888] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5760
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm3, zmm3, zmm10
-    vpaddd       zmm10, zmm7, zmm3                   ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 7
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6080] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 5952
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm7, zmm4                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 7
-    vpminud      zmm7, zmm8, zmm7
-    vmovshdup    zmm8, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6272] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6144
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm5, zmm5, zmm8
-    vpaddd       zmm8, zmm7, zmm5                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 7
-    vpminud      zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6464] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6336
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm6, zmm6, zmm11
-    vpaddd       zmm11, zmm7, zmm6                   ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vpunpckldq   zmm7, zmm10, zmm3
-    vpunpckhdq   zmm3, zmm10, zmm3
-    vpunpckldq   zmm10, zmm9, zmm4
-    vpunpckhdq   zmm4, zmm9, zmm4
-    vpunpckldq   zmm9, zmm8, zmm5
-    vpunpckhdq   zmm5, zmm8, zmm5
-    vpunpckldq   zmm8, zmm11, zmm6
-    vpunpckhdq   zmm6, zmm11, zmm6
-    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 8
-    vpminud      zmm7, zmm7, zmm11
-    vmovshdup    zmm11, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6656] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6528
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 8
-    vpminud      zmm7, zmm10, zmm7
-    vmovshdup    zmm10, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6848] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6720
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm4, zmm4, zmm10
-    vpaddd       zmm10, zmm7, zmm4                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 8
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7040] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 6912
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm7, zmm5                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 8
-    vpminud      zmm7, zmm8, zmm7
-    vmovshdup    zmm8, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7232] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7104
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm7, zmm6                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vshufi64x2   zmm7, zmm11, zmm3, 68
-    vshufi64x2   zmm3, zmm11, zmm3, 238
-    vshufi64x2   zmm11, zmm10, zmm4, 68
-    vshufi64x2   zmm4, zmm10, zmm4, 238
-    vshufi64x2   zmm10, zmm9, zmm5, 68
-    vshufi64x2   zmm5, zmm9, zmm5, 238
-    vshufi64x2   zmm9, zmm8, zmm6, 68
-    vshufi64x2   zmm6, zmm8, zmm6, 238
-    vpsubd       zmm8, zmm7, zmm13                   ; csub: the output range asked for
-    vpminud      zmm7, zmm7, zmm8
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: the output range asked for
-    vpminud      zmm3, zmm3, zmm8
-    vpsubd       zmm8, zmm11, zmm13                  ; csub: the output range asked for
-    vpminud      zmm8, zmm11, zmm8
-    vpsubd       zmm11, zmm4, zmm13                  ; csub: the output range asked for
-    vpminud      zmm4, zmm4, zmm11
-    vpsubd       zmm11, zmm10, zmm13                 ; csub: the output range asked for
-    vpminud      zmm10, zmm10, zmm11
-    vpsubd       zmm11, zmm5, zmm13                  ; csub: the output range asked for
-    vpminud      zmm5, zmm5, zmm11
-    vpsubd       zmm11, zmm9, zmm13                  ; csub: the output range asked for
-    vpminud      zmm9, zmm9, zmm11
-    vpsubd       zmm11, zmm6, zmm13                  ; csub: the output range asked for
-    vpminud      zmm6, zmm6, zmm11
-    vmovdqu64    [rdi + 512], zmm7
-    vmovdqu64    [rdi + 576], zmm3
-    vmovdqu64    [rdi + 640], zmm8
-    vmovdqu64    [rdi + 704], zmm4
-    vmovdqu64    [rdi + 768], zmm10
-    vmovdqu64    [rdi + 832], zmm5
-    vmovdqu64    [rdi + 896], zmm9
-    vmovdqu64    [rdi + 960], zmm6
-    vmovdqu64    zmm3, [rdi + 1024]
-    vmovdqu64    zmm4, [rdi + 1088]
-    vmovdqu64    zmm5, [rdi + 1152]
-    vmovdqu64    zmm6, [rdi + 1216]
+    vpsubd       zmm7, zmm11, zmm23                  ; csub: before layer 1
+    vpsubd       zmm8, zmm12, zmm23                  ; csub: before layer 1
+    vpminud      zmm7, zmm11, zmm7
+    vpminud      zmm8, zmm12, zmm8
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm13, zmm9, zmm26
+    vpmuludq     zmm14, zmm10, zmm26
+    vpmuludq     zmm11, zmm11, zmm26
+    vpmuludq     zmm12, zmm12, zmm26
+    vmovshdup    zmm11{k2}, zmm13
+    vmovshdup    zmm12{k2}, zmm14
+    vpmulld      zmm9, zmm9, zmm28
+    vpmulld      zmm10, zmm10, zmm28
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpaddd       zmm11, zmm7, zmm9                   ; layer 1
+    vpaddd       zmm12, zmm8, zmm10                  ; layer 1
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vpsubd       zmm9, zmm3, zmm23                   ; csub: before layer 1
+    vpsubd       zmm10, zmm4, zmm23                  ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm9
+    vpminud      zmm4, zmm4, zmm10
+    vmovshdup    zmm9, zmm5
+    vmovshdup    zmm10, zmm6
+    vpmuludq     zmm13, zmm5, zmm27
+    vpmuludq     zmm14, zmm6, zmm27
+    vpmuludq     zmm9, zmm9, zmm27
+    vpmuludq     zmm10, zmm10, zmm27
+    vmovshdup    zmm9{k2}, zmm13
+    vmovshdup    zmm10{k2}, zmm14
+    vpmulld      zmm5, zmm5, zmm29
+    vpmulld      zmm6, zmm6, zmm29
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpsubd       zmm6, zmm6, zmm10
+    vpaddd       zmm9, zmm3, zmm5                    ; layer 1
+    vpaddd       zmm10, zmm4, zmm6                   ; layer 1
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vmovdqu64    [rdi + 128], zmm11
+    vmovdqu64    [rdi + 192], zmm12
+    vmovdqu64    [rdi + 640], zmm7
+    vmovdqu64    [rdi + 704], zmm8
+    vmovdqu64    [rdi + 1152], zmm9
+    vmovdqu64    [rdi + 1216], zmm10
+    vmovdqu64    [rdi + 1664], zmm3
+    vmovdqu64    [rdi + 1728], zmm4
+    vmovdqu64    zmm3, [rdi + 256]
+    vmovdqu64    zmm4, [rdi + 320]
+    vmovdqu64    zmm5, [rdi + 768]
+    vmovdqu64    zmm6, [rdi + 832]
     vmovdqu64    zmm7, [rdi + 1280]
     vmovdqu64    zmm8, [rdi + 1344]
-    vmovdqu64    zmm9, [rdi + 1408]
-    vmovdqu64    zmm10, [rdi + 1472]
-    vpsubd       zmm11, zmm3, zmm13                  ; csub: before layer 2
-    vpminud      zmm3, zmm3, zmm11
+    vmovdqu64    zmm9, [rdi + 1792]
+    vmovdqu64    zmm10, [rdi + 1856]
     vmovshdup    zmm11, zmm7
-    vpmuludq     zmm12, zmm7, zmm22
-    vpmuludq     zmm11, zmm11, zmm22
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm12, zmm8
+    vpmuludq     zmm13, zmm7, zmm24
+    vpmuludq     zmm14, zmm8, zmm24
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm12, zmm24
+    vmovshdup    zmm11{k2}, zmm13
+    vmovshdup    zmm12{k2}, zmm14
+    vpmulld      zmm7, zmm7, zmm25
+    vpmulld      zmm8, zmm8, zmm25
     vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm3, zmm7                   ; layer 2
-    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm8, zmm8, zmm12
+    vpaddd       zmm11, zmm3, zmm7                   ; layer 0
+    vpaddd       zmm12, zmm4, zmm8                   ; layer 0
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
     vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 2
-    vpminud      zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm12, zmm8, zmm22
-    vpmuludq     zmm7, zmm7, zmm22
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax + 64]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm4, zmm7                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 2
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm9
-    vpmuludq     zmm12, zmm9, zmm22
-    vpmuludq     zmm7, zmm7, zmm22
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm9, zmm9, [rax + 64]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm5, zmm7                    ; layer 2
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm10
-    vpmuludq     zmm12, zmm10, zmm22
-    vpmuludq     zmm7, zmm7, zmm22
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax + 64]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm6, zmm7                   ; layer 2
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
-    vpminud      zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm9
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7552] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7424
-    vpmuludq     zmm12, zmm9, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpaddd       zmm11, zmm7, zmm9                   ; layer 3
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm8, zmm13                   ; csub: before layer 3
-    vpminud      zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm10
-    vpmuludq     zmm12, zmm10, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm10, zmm9
-    vpaddd       zmm10, zmm8, zmm9                   ; layer 3
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm8, zmm8, zmm9
-    vpsubd       zmm9, zmm3, zmm13                   ; csub: before layer 3
-    vpminud      zmm3, zmm3, zmm9
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm3, zmm5                    ; layer 3
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 3
-    vpminud      zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 3
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 4
-    vpminud      zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm10
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7808] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7680
-    vpmuludq     zmm12, zmm10, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm10, zmm10, zmm11
-    vpaddd       zmm11, zmm5, zmm10                  ; layer 4
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm10
-    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm7, zmm10
-    vmovshdup    zmm10, zmm8
-    vpmuludq     zmm12, zmm8, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm8, zmm8, zmm10
-    vpaddd       zmm10, zmm7, zmm8                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm8
-    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 4
-    vpminud      zmm8, zmm9, zmm8
-    vmovshdup    zmm9, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8064] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 7936
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm8, zmm6                    ; layer 4
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm6, zmm8, zmm6
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm3, zmm4                    ; layer 4
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm11, zmm5, 68
-    vshufi64x2   zmm5, zmm11, zmm5, 238
-    vshufi64x2   zmm11, zmm10, zmm7, 68
-    vshufi64x2   zmm7, zmm10, zmm7, 238
-    vshufi64x2   zmm10, zmm9, zmm6, 68
-    vshufi64x2   zmm6, zmm9, zmm6, 238
-    vshufi64x2   zmm9, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8320] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8192
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm5, zmm5, zmm8
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 5
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 5
-    vpminud      zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm7
-    vpmuludq     zmm12, zmm7, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm10, zmm7
-    vmovshdup    zmm10, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8576] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8448
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax - 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vpaddd       zmm10, zmm7, zmm6                   ; layer 5
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm3, zmm3, zmm9
-    vpaddd       zmm9, zmm7, zmm3                    ; layer 5
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm11, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm10, zmm6
-    vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm9, zmm3
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm9, zmm3
-    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 6
-    vpminud      zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm12
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8832] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8704
-    vpmuludq     zmm9, zmm12, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm9
-    vpmulld      zmm9, zmm12, [rax - 128]
+    vmovshdup    zmm7, zmm9
+    vmovshdup    zmm8, zmm10
+    vpmuludq     zmm13, zmm9, zmm24
+    vpmuludq     zmm14, zmm10, zmm24
+    vpmuludq     zmm7, zmm7, zmm24
+    vpmuludq     zmm8, zmm8, zmm24
+    vmovshdup    zmm7{k2}, zmm13
+    vmovshdup    zmm8{k2}, zmm14
+    vpmulld      zmm9, zmm9, zmm25
+    vpmulld      zmm10, zmm10, zmm25
     vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm3, zmm7                    ; layer 6
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm12, zmm8, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm4, zmm7                    ; layer 6
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm11
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9088] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 8960
-    vpmuludq     zmm12, zmm11, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm11, zmm11, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 6
-    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm8, zmm10, zmm8
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 0
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 0
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
     vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 6
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm10
-    vpmuludq     zmm12, zmm10, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm6, zmm7                   ; layer 6
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vpunpckldq   zmm7, zmm9, zmm3
-    vpunpckhdq   zmm3, zmm9, zmm3
-    vpunpckldq   zmm9, zmm8, zmm4
-    vpunpckhdq   zmm4, zmm8, zmm4
-    vpunpckldq   zmm8, zmm11, zmm5
-    vpunpckhdq   zmm5, zmm11, zmm5
-    vpunpckldq   zmm11, zmm10, zmm6
-    vpunpckhdq   zmm6, zmm10, zmm6
-    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 7
-    vpminud      zmm7, zmm7, zmm10
-    vmovshdup    zmm10, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9344] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9216
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm3, zmm3, zmm10
-    vpaddd       zmm10, zmm7, zmm3                   ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 7
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9536] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9408
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm7, zmm4                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 7
-    vpminud      zmm7, zmm8, zmm7
-    vmovshdup    zmm8, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9728] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9600
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm5, zmm5, zmm8
-    vpaddd       zmm8, zmm7, zmm5                    ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 7
-    vpminud      zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9920] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9792
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm6, zmm6, zmm11
-    vpaddd       zmm11, zmm7, zmm6                   ; layer 7
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vpunpckldq   zmm7, zmm10, zmm3
-    vpunpckhdq   zmm3, zmm10, zmm3
-    vpunpckldq   zmm10, zmm9, zmm4
-    vpunpckhdq   zmm4, zmm9, zmm4
-    vpunpckldq   zmm9, zmm8, zmm5
-    vpunpckhdq   zmm5, zmm8, zmm5
-    vpunpckldq   zmm8, zmm11, zmm6
-    vpunpckhdq   zmm6, zmm11, zmm6
-    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 8
-    vpminud      zmm7, zmm7, zmm11
-    vmovshdup    zmm11, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10112] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 9984
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 8
-    vpminud      zmm7, zmm10, zmm7
-    vmovshdup    zmm10, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10304] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10176
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm4, zmm4, zmm10
-    vpaddd       zmm10, zmm7, zmm4                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 8
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10496] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10368
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm7, zmm5                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 8
-    vpminud      zmm7, zmm8, zmm7
-    vmovshdup    zmm8, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10688] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10560
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm7, zmm6                    ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vshufi64x2   zmm7, zmm11, zmm3, 68
-    vshufi64x2   zmm3, zmm11, zmm3, 238
-    vshufi64x2   zmm11, zmm10, zmm4, 68
-    vshufi64x2   zmm4, zmm10, zmm4, 238
-    vshufi64x2   zmm10, zmm9, zmm5, 68
-    vshufi64x2   zmm5, zmm9, zmm5, 238
-    vshufi64x2   zmm9, zmm8, zmm6, 68
-    vshufi64x2   zmm6, zmm8, zmm6, 238
-    vpsubd       zmm8, zmm7, zmm13                   ; csub: the output range asked for
-    vpminud      zmm7, zmm7, zmm8
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: the output range asked for
-    vpminud      zmm3, zmm3, zmm8
-    vpsubd       zmm8, zmm11, zmm13                  ; csub: the output range asked for
-    vpminud      zmm8, zmm11, zmm8
-    vpsubd       zmm11, zmm4, zmm13                  ; csub: the output range asked for
-    vpminud      zmm4, zmm4, zmm11
-    vpsubd       zmm11, zmm10, zmm13                 ; csub: the output range asked for
-    vpminud      zmm10, zmm10, zmm11
-    vpsubd       zmm11, zmm5, zmm13                  ; csub: the output range asked for
-    vpminud      zmm5, zmm5, zmm11
-    vpsubd       zmm11, zmm9, zmm13                  ; csub: the output range asked for
-    vpminud      zmm9, zmm9, zmm11
-    vpsubd       zmm11, zmm6, zmm13                  ; csub: the output range asked for
-    vpminud      zmm6, zmm6, zmm11
-    vmovdqu64    [rdi + 1024], zmm7
-    vmovdqu64    [rdi + 1088], zmm3
-    vmovdqu64    [rdi + 1152], zmm8
-    vmovdqu64    [rdi + 1216], zmm4
-    vmovdqu64    [rdi + 1280], zmm10
-    vmovdqu64    [rdi + 1344], zmm5
-    vmovdqu64    [rdi + 1408], zmm9
-    vmovdqu64    [rdi + 1472], zmm6
-    vmovdqu64    zmm3, [rdi + 1536]
-    vmovdqu64    zmm4, [rdi + 1600]
-    vmovdqu64    zmm5, [rdi + 1664]
-    vmovdqu64    zmm6, [rdi + 1728]
-    vmovdqu64    zmm7, [rdi + 1792]
-    vmovdqu64    zmm8, [rdi + 1856]
+    vpsubd       zmm7, zmm11, zmm23                  ; csub: before layer 1
+    vpsubd       zmm8, zmm12, zmm23                  ; csub: before layer 1
+    vpminud      zmm7, zmm11, zmm7
+    vpminud      zmm8, zmm12, zmm8
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm13, zmm9, zmm26
+    vpmuludq     zmm14, zmm10, zmm26
+    vpmuludq     zmm11, zmm11, zmm26
+    vpmuludq     zmm12, zmm12, zmm26
+    vmovshdup    zmm11{k2}, zmm13
+    vmovshdup    zmm12{k2}, zmm14
+    vpmulld      zmm9, zmm9, zmm28
+    vpmulld      zmm10, zmm10, zmm28
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpaddd       zmm11, zmm7, zmm9                   ; layer 1
+    vpaddd       zmm12, zmm8, zmm10                  ; layer 1
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vpsubd       zmm9, zmm3, zmm23                   ; csub: before layer 1
+    vpsubd       zmm10, zmm4, zmm23                  ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm9
+    vpminud      zmm4, zmm4, zmm10
+    vmovshdup    zmm9, zmm5
+    vmovshdup    zmm10, zmm6
+    vpmuludq     zmm13, zmm5, zmm27
+    vpmuludq     zmm14, zmm6, zmm27
+    vpmuludq     zmm9, zmm9, zmm27
+    vpmuludq     zmm10, zmm10, zmm27
+    vmovshdup    zmm9{k2}, zmm13
+    vmovshdup    zmm10{k2}, zmm14
+    vpmulld      zmm5, zmm5, zmm29
+    vpmulld      zmm6, zmm6, zmm29
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpsubd       zmm6, zmm6, zmm10
+    vpaddd       zmm9, zmm3, zmm5                    ; layer 1
+    vpaddd       zmm10, zmm4, zmm6                   ; layer 1
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vmovdqu64    [rdi + 256], zmm11
+    vmovdqu64    [rdi + 320], zmm12
+    vmovdqu64    [rdi + 768], zmm7
+    vmovdqu64    [rdi + 832], zmm8
+    vmovdqu64    [rdi + 1280], zmm9
+    vmovdqu64    [rdi + 1344], zmm10
+    vmovdqu64    [rdi + 1792], zmm3
+    vmovdqu64    [rdi + 1856], zmm4
+    vmovdqu64    zmm3, [rdi + 384]
+    vmovdqu64    zmm4, [rdi + 448]
+    vmovdqu64    zmm5, [rdi + 896]
+    vmovdqu64    zmm6, [rdi + 960]
+    vmovdqu64    zmm7, [rdi + 1408]
+    vmovdqu64    zmm8, [rdi + 1472]
     vmovdqu64    zmm9, [rdi + 1920]
     vmovdqu64    zmm10, [rdi + 1984]
-    vpsubd       zmm11, zmm3, zmm13                  ; csub: before layer 2
-    vpminud      zmm3, zmm3, zmm11
     vmovshdup    zmm11, zmm7
-    vpmuludq     zmm12, zmm7, zmm23
-    vpmuludq     zmm11, zmm11, zmm23
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm12, zmm8
+    vpmuludq     zmm13, zmm7, zmm24
+    vpmuludq     zmm14, zmm8, zmm24
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm12, zmm24
+    vmovshdup    zmm11{k2}, zmm13
+    vmovshdup    zmm12{k2}, zmm14
+    vpmulld      zmm7, zmm7, zmm25
+    vpmulld      zmm8, zmm8, zmm25
     vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm3, zmm7                   ; layer 2
-    vpaddd       zmm3, zmm3, zmm13
+    vpsubd       zmm8, zmm8, zmm12
+    vpaddd       zmm11, zmm3, zmm7                   ; layer 0
+    vpaddd       zmm12, zmm4, zmm8                   ; layer 0
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
     vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 2
-    vpminud      zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm8
-    vpmuludq     zmm12, zmm8, zmm23
-    vpmuludq     zmm7, zmm7, zmm23
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax + 64]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm4, zmm7                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 2
-    vpminud      zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm9
-    vpmuludq     zmm12, zmm9, zmm23
-    vpmuludq     zmm7, zmm7, zmm23
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm9, zmm9, [rax + 64]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm5, zmm7                    ; layer 2
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
-    vpminud      zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm10
-    vpmuludq     zmm12, zmm10, zmm23
-    vpmuludq     zmm7, zmm7, zmm23
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax + 64]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm6, zmm7                   ; layer 2
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
-    vpminud      zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm9
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11008] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 10880
-    vpmuludq     zmm12, zmm9, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpaddd       zmm11, zmm7, zmm9                   ; layer 3
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm8, zmm13                   ; csub: before layer 3
-    vpminud      zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm10
-    vpmuludq     zmm12, zmm10, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm10, zmm9
-    vpaddd       zmm10, zmm8, zmm9                   ; layer 3
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm8, zmm8, zmm9
-    vpsubd       zmm9, zmm3, zmm13                   ; csub: before layer 3
-    vpminud      zmm3, zmm3, zmm9
-    vmovshdup    zmm9, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm3, zmm5                    ; layer 3
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 3
-    vpminud      zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm5, zmm6, zmm5
-    vpaddd       zmm6, zmm4, zmm5                    ; layer 3
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 4
-    vpminud      zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm10
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11264] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11136
-    vpmuludq     zmm12, zmm10, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm10, zmm10, zmm11
-    vpaddd       zmm11, zmm5, zmm10                  ; layer 4
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm10
-    vpsubd       zmm10, zmm7, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm7, zmm10
-    vmovshdup    zmm10, zmm8
-    vpmuludq     zmm12, zmm8, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm8, zmm8, zmm10
-    vpaddd       zmm10, zmm7, zmm8                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm8
-    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 4
-    vpminud      zmm8, zmm9, zmm8
-    vmovshdup    zmm9, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11520] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11392
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm8, zmm6                    ; layer 4
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm6, zmm8, zmm6
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm3, zmm4                    ; layer 4
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm11, zmm5, 68
-    vshufi64x2   zmm5, zmm11, zmm5, 238
-    vshufi64x2   zmm11, zmm10, zmm7, 68
-    vshufi64x2   zmm7, zmm10, zmm7, 238
-    vshufi64x2   zmm10, zmm9, zmm6, 68
-    vshufi64x2   zmm6, zmm9, zmm6, 238
-    vshufi64x2   zmm9, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11776] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11648
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
+    vmovshdup    zmm7, zmm9
+    vmovshdup    zmm8, zmm10
+    vpmuludq     zmm13, zmm9, zmm24
+    vpmuludq     zmm14, zmm10, zmm24
+    vpmuludq     zmm7, zmm7, zmm24
+    vpmuludq     zmm8, zmm8, zmm24
+    vmovshdup    zmm7{k2}, zmm13
+    vmovshdup    zmm8{k2}, zmm14
+    vpmulld      zmm9, zmm9, zmm25
+    vpmulld      zmm10, zmm10, zmm25
+    vpmulld      zmm7, zmm7, zmm2
     vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm5, zmm5, zmm8
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 5
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 5
-    vpminud      zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm7
-    vpmuludq     zmm12, zmm7, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
-    vpaddd       zmm5, zmm5, zmm13
+    vpsubd       zmm7, zmm9, zmm7
+    vpsubd       zmm8, zmm10, zmm8
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 0
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 0
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
     vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm10, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpsubd       zmm7, zmm11, zmm23                  ; csub: before layer 1
+    vpsubd       zmm8, zmm12, zmm23                  ; csub: before layer 1
+    vpminud      zmm7, zmm11, zmm7
+    vpminud      zmm8, zmm12, zmm8
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm13, zmm9, zmm26
+    vpmuludq     zmm14, zmm10, zmm26
+    vpmuludq     zmm11, zmm11, zmm26
+    vpmuludq     zmm12, zmm12, zmm26
+    vmovshdup    zmm11{k2}, zmm13
+    vmovshdup    zmm12{k2}, zmm14
+    vpmulld      zmm9, zmm9, zmm28
+    vpmulld      zmm10, zmm10, zmm28
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpaddd       zmm11, zmm7, zmm9                   ; layer 1
+    vpaddd       zmm12, zmm8, zmm10                  ; layer 1
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vpsubd       zmm9, zmm3, zmm23                   ; csub: before layer 1
+    vpsubd       zmm10, zmm4, zmm23                  ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm9
+    vpminud      zmm4, zmm4, zmm10
+    vmovshdup    zmm9, zmm5
     vmovshdup    zmm10, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12032] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 11904
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax - 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmuludq     zmm13, zmm5, zmm27
+    vpmuludq     zmm14, zmm6, zmm27
+    vpmuludq     zmm9, zmm9, zmm27
+    vpmuludq     zmm10, zmm10, zmm27
+    vmovshdup    zmm9{k2}, zmm13
+    vmovshdup    zmm10{k2}, zmm14
+    vpmulld      zmm5, zmm5, zmm29
+    vpmulld      zmm6, zmm6, zmm29
+    vpmulld      zmm9, zmm9, zmm2
     vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm9
     vpsubd       zmm6, zmm6, zmm10
-    vpaddd       zmm10, zmm7, zmm6                   ; layer 5
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
-    vpminud      zmm7, zmm9, zmm7
-    vmovshdup    zmm9, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm3, zmm3, zmm9
-    vpaddd       zmm9, zmm7, zmm3                    ; layer 5
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm11, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm10, zmm6
-    vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm0, zmm9, zmm3
-    vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm1, zmm9, zmm3
-    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 6
-    vpminud      zmm3, zmm7, zmm3
-    vmovshdup    zmm6, zmm12
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12288] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12160
-    vpmuludq     zmm7, zmm12, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm7
-    vpmulld      zmm7, zmm12, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm6, zmm7, zmm6
-    vpaddd       zmm7, zmm3, zmm6                    ; layer 6
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm6
-    vpsubd       zmm6, zmm4, zmm13                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm6
-    vmovshdup    zmm6, zmm8
-    vpmuludq     zmm9, zmm8, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm9
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm6, zmm8, zmm6
-    vpaddd       zmm8, zmm4, zmm6                    ; layer 6
-    vpaddd       zmm4, zmm4, zmm13
+    vpaddd       zmm9, zmm3, zmm5                    ; layer 1
+    vpaddd       zmm10, zmm4, zmm6                   ; layer 1
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vpsubd       zmm6, zmm5, zmm13                   ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm6
-    vmovshdup    zmm6, zmm11
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12544] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12416
-    vpmuludq     zmm9, zmm11, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm9
-    vpmulld      zmm9, zmm11, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm6, zmm9, zmm6
-    vpaddd       zmm9, zmm5, zmm6                    ; layer 6
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm0, zmm13                   ; csub: before layer 6
-    vpminud      zmm0, zmm0, zmm6
-    vmovshdup    zmm6, zmm1
-    vpmuludq     zmm10, zmm1, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm1, zmm1, zmm6
-    vpaddd       zmm6, zmm0, zmm1                    ; layer 6
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vpunpckldq   zmm1, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpunpckldq   zmm7, zmm8, zmm4
-    vpunpckhdq   zmm4, zmm8, zmm4
-    vpunpckldq   zmm8, zmm9, zmm5
-    vpunpckhdq   zmm5, zmm9, zmm5
-    vpunpckldq   zmm9, zmm6, zmm0
-    vpunpckhdq   zmm0, zmm6, zmm0
-    vpsubd       zmm6, zmm1, zmm13                   ; csub: before layer 7
-    vpminud      zmm1, zmm1, zmm6
-    vmovshdup    zmm6, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12800] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12672
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm1, zmm3                    ; layer 7
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm7, zmm13                   ; csub: before layer 7
-    vpminud      zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12992] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 12864
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm3, zmm4                    ; layer 7
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vpsubd       zmm4, zmm8, zmm13                   ; csub: before layer 7
-    vpminud      zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13184] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13056
-    vpmuludq     zmm10, zmm5, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm5, zmm5, zmm8
-    vpaddd       zmm8, zmm4, zmm5                    ; layer 7
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm13                   ; csub: before layer 7
-    vpminud      zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm0
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13376] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13248
-    vpmuludq     zmm10, zmm0, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm0, zmm0, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm0, zmm0, zmm9
-    vpaddd       zmm9, zmm5, zmm0                    ; layer 7
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm0, zmm5, zmm0
-    vpunpckldq   zmm5, zmm6, zmm1
-    vpunpckhdq   zmm1, zmm6, zmm1
-    vpunpckldq   zmm6, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpunpckldq   zmm7, zmm8, zmm4
-    vpunpckhdq   zmm4, zmm8, zmm4
-    vpunpckldq   zmm8, zmm9, zmm0
-    vpunpckhdq   zmm0, zmm9, zmm0
-    vpsubd       zmm9, zmm5, zmm13                   ; csub: before layer 8
-    vpminud      zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13568] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13440
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm5, zmm1                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm1, zmm5, zmm1
-    vpsubd       zmm5, zmm6, zmm13                   ; csub: before layer 8
-    vpminud      zmm5, zmm6, zmm5
-    vmovshdup    zmm6, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13760] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13632
-    vpmuludq     zmm10, zmm3, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm3, zmm3, zmm6
-    vpaddd       zmm6, zmm5, zmm3                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 8
-    vpminud      zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13952] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 13824
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpaddd       zmm7, zmm5, zmm4                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm4, zmm5, zmm4
-    vpsubd       zmm5, zmm8, zmm13                   ; csub: before layer 8
-    vpminud      zmm5, zmm8, zmm5
-    vmovshdup    zmm8, zmm0
-    lea          rax, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 14144] ; addresses kg_nfl1073479681_ntt_forward_twiddles_avx512 near byte 14016
-    vpmuludq     zmm10, zmm0, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm0, zmm0, [rax - 128]
-    vpmulld      zmm2, zmm8, zmm2
-    vpsubd       zmm0, zmm0, zmm2
-    vpaddd       zmm2, zmm5, zmm0                    ; layer 8
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm0, zmm5, zmm0
-    vshufi64x2   zmm5, zmm9, zmm1, 68
-    vshufi64x2   zmm1, zmm9, zmm1, 238
-    vshufi64x2   zmm8, zmm6, zmm3, 68
-    vshufi64x2   zmm3, zmm6, zmm3, 238
-    vshufi64x2   zmm6, zmm7, zmm4, 68
-    vshufi64x2   zmm4, zmm7, zmm4, 238
-    vshufi64x2   zmm7, zmm2, zmm0, 68
-    vshufi64x2   zmm0, zmm2, zmm0, 238
-    vpsubd       zmm2, zmm5, zmm13                   ; csub: the output range asked for
-    vpminud      zmm2, zmm5, zmm2
-    vpsubd       zmm5, zmm1, zmm13                   ; csub: the output range asked for
-    vpminud      zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm8, zmm13                   ; csub: the output range asked for
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: the output range asked for
-    vpminud      zmm3, zmm3, zmm8
-    vpsubd       zmm8, zmm6, zmm13                   ; csub: the output range asked for
+    vmovdqu64    [rdi + 384], zmm11
+    vmovdqu64    [rdi + 448], zmm12
+    vmovdqu64    [rdi + 896], zmm7
+    vmovdqu64    [rdi + 960], zmm8
+    vmovdqu64    [rdi + 1408], zmm9
+    vmovdqu64    [rdi + 1472], zmm10
+    vmovdqu64    [rdi + 1920], zmm3
+    vmovdqu64    [rdi + 1984], zmm4
+    vmovdqu64    zmm3, [rdi]
+    vmovdqu64    zmm4, [rdi + 512]
+    vmovdqu64    zmm5, [rdi + 64]
+    vmovdqu64    zmm6, [rdi + 576]
+    vmovdqu64    zmm7, [rdi + 128]
+    vmovdqu64    zmm8, [rdi + 640]
+    vmovdqu64    zmm9, [rdi + 192]
+    vmovdqu64    zmm10, [rdi + 704]
+    vmovdqu64    zmm11, [rdi + 256]
+    vmovdqu64    zmm12, [rdi + 768]
+    vmovdqu64    zmm13, [rdi + 320]
+    vmovdqu64    zmm14, [rdi + 832]
+    vmovdqu64    zmm15, [rdi + 384]
+    vmovdqu64    zmm16, [rdi + 896]
+    vmovdqu64    zmm17, [rdi + 448]
+    vmovdqu64    zmm18, [rdi + 960]
+    vpsubd       zmm19, zmm3, zmm23                  ; csub: before layer 2
+    vpsubd       zmm20, zmm4, zmm23                  ; csub: before layer 2
+    vpminud      zmm3, zmm3, zmm19
+    vpminud      zmm4, zmm4, zmm20
+    vmovshdup    zmm19, zmm11
+    vmovshdup    zmm20, zmm12
+    vpmuludq     zmm21, zmm11, zmm30
+    vpmuludq     zmm22, zmm12, zmm31
+    vpmuludq     zmm19, zmm19, zmm30
+    vpmuludq     zmm20, zmm20, zmm31
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 384]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3840]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm11, zmm11, zmm19
+    vpsubd       zmm12, zmm12, zmm20
+    vpaddd       zmm19, zmm3, zmm11                  ; layer 2
+    vpaddd       zmm20, zmm4, zmm12                  ; layer 2
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm5, zmm23                  ; csub: before layer 2
+    vpsubd       zmm12, zmm6, zmm23                  ; csub: before layer 2
+    vpminud      zmm5, zmm5, zmm11
+    vpminud      zmm6, zmm6, zmm12
+    vmovshdup    zmm11, zmm13
+    vmovshdup    zmm12, zmm14
+    vpmuludq     zmm21, zmm13, zmm30
+    vpmuludq     zmm22, zmm14, zmm31
+    vpmuludq     zmm11, zmm11, zmm30
+    vpmuludq     zmm12, zmm12, zmm31
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 384]
+    vpmulld      zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3840]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm13, zmm11
+    vpsubd       zmm12, zmm14, zmm12
+    vpaddd       zmm13, zmm5, zmm11                  ; layer 2
+    vpaddd       zmm14, zmm6, zmm12                  ; layer 2
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 2
+    vpsubd       zmm12, zmm8, zmm23                  ; csub: before layer 2
+    vpminud      zmm7, zmm7, zmm11
+    vpminud      zmm8, zmm8, zmm12
+    vmovshdup    zmm11, zmm15
+    vmovshdup    zmm12, zmm16
+    vpmuludq     zmm21, zmm15, zmm30
+    vpmuludq     zmm22, zmm16, zmm31
+    vpmuludq     zmm11, zmm11, zmm30
+    vpmuludq     zmm12, zmm12, zmm31
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 384]
+    vpmulld      zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3840]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm15, zmm11
+    vpsubd       zmm12, zmm16, zmm12
+    vpaddd       zmm15, zmm7, zmm11                  ; layer 2
+    vpaddd       zmm16, zmm8, zmm12                  ; layer 2
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm9, zmm23                  ; csub: before layer 2
+    vpsubd       zmm12, zmm10, zmm23                 ; csub: before layer 2
+    vpminud      zmm9, zmm9, zmm11
+    vpminud      zmm10, zmm10, zmm12
+    vmovshdup    zmm11, zmm17
+    vmovshdup    zmm12, zmm18
+    vpmuludq     zmm21, zmm17, zmm30
+    vpmuludq     zmm22, zmm18, zmm31
+    vpmuludq     zmm11, zmm11, zmm30
+    vpmuludq     zmm12, zmm12, zmm31
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 384]
+    vpmulld      zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3840]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm17, zmm11
+    vpsubd       zmm12, zmm18, zmm12
+    vpaddd       zmm17, zmm9, zmm11                  ; layer 2
+    vpaddd       zmm18, zmm10, zmm12                 ; layer 2
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 3
+    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 3
+    vpminud      zmm11, zmm19, zmm11
+    vpminud      zmm12, zmm20, zmm12
+    vmovshdup    zmm19, zmm15
+    vmovshdup    zmm20, zmm16
+    vpmuludq     zmm21, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 576]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4032]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 576]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4032]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 512]
+    vpmulld      zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3968]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm15, zmm15, zmm19
+    vpsubd       zmm16, zmm16, zmm20
+    vpaddd       zmm19, zmm11, zmm15                 ; layer 3
+    vpaddd       zmm20, zmm12, zmm16                 ; layer 3
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm11, zmm11, zmm15
+    vpsubd       zmm12, zmm12, zmm16
+    vpsubd       zmm15, zmm13, zmm23                 ; csub: before layer 3
+    vpsubd       zmm16, zmm14, zmm23                 ; csub: before layer 3
+    vpminud      zmm13, zmm13, zmm15
+    vpminud      zmm14, zmm14, zmm16
+    vmovshdup    zmm15, zmm17
+    vmovshdup    zmm16, zmm18
+    vpmuludq     zmm21, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 576]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4032]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 576]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4032]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 512]
+    vpmulld      zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3968]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm15, zmm17, zmm15
+    vpsubd       zmm16, zmm18, zmm16
+    vpaddd       zmm17, zmm13, zmm15                 ; layer 3
+    vpaddd       zmm18, zmm14, zmm16                 ; layer 3
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm13, zmm13, zmm15
+    vpsubd       zmm14, zmm14, zmm16
+    vpsubd       zmm15, zmm3, zmm23                  ; csub: before layer 3
+    vpsubd       zmm16, zmm4, zmm23                  ; csub: before layer 3
+    vpminud      zmm3, zmm3, zmm15
+    vpminud      zmm4, zmm4, zmm16
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 704]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4160]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 704]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4160]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 640]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4096]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vpaddd       zmm15, zmm3, zmm7                   ; layer 3
+    vpaddd       zmm16, zmm4, zmm8                   ; layer 3
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm4, zmm4, zmm8
+    vpsubd       zmm7, zmm5, zmm23                   ; csub: before layer 3
+    vpsubd       zmm8, zmm6, zmm23                   ; csub: before layer 3
+    vpminud      zmm5, zmm5, zmm7
     vpminud      zmm6, zmm6, zmm8
-    vpsubd       zmm8, zmm4, zmm13                   ; csub: the output range asked for
-    vpminud      zmm4, zmm4, zmm8
-    vpsubd       zmm8, zmm7, zmm13                   ; csub: the output range asked for
-    vpminud      zmm7, zmm7, zmm8
-    vpsubd       zmm8, zmm0, zmm13                   ; csub: the output range asked for
-    vpminud      zmm0, zmm0, zmm8
-    vmovdqu64    [rdi + 1536], zmm2
-    vmovdqu64    [rdi + 1600], zmm1
-    vmovdqu64    [rdi + 1664], zmm5
-    vmovdqu64    [rdi + 1728], zmm3
-    vmovdqu64    [rdi + 1792], zmm6
-    vmovdqu64    [rdi + 1856], zmm4
-    vmovdqu64    [rdi + 1920], zmm7
+    vmovshdup    zmm7, zmm9
+    vmovshdup    zmm8, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 704]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4160]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 704]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4160]
+    vmovshdup    zmm7{k2}, zmm21
+    vmovshdup    zmm8{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 640]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4096]
+    vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpsubd       zmm8, zmm10, zmm8
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 3
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 3
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpsubd       zmm7, zmm19, zmm23                  ; csub: before layer 4
+    vpsubd       zmm8, zmm20, zmm23                  ; csub: before layer 4
+    vpminud      zmm7, zmm19, zmm7
+    vpminud      zmm8, zmm20, zmm8
+    vmovshdup    zmm19, zmm17
+    vmovshdup    zmm20, zmm18
+    vpmuludq     zmm21, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 832]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4288]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 832]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4288]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 768]
+    vpmulld      zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4224]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm17, zmm17, zmm19
+    vpsubd       zmm18, zmm18, zmm20
+    vpaddd       zmm19, zmm7, zmm17                  ; layer 4
+    vpaddd       zmm20, zmm8, zmm18                  ; layer 4
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm17
+    vpsubd       zmm8, zmm8, zmm18
+    vpsubd       zmm17, zmm11, zmm23                 ; csub: before layer 4
+    vpsubd       zmm18, zmm12, zmm23                 ; csub: before layer 4
+    vpminud      zmm11, zmm11, zmm17
+    vpminud      zmm12, zmm12, zmm18
+    vmovshdup    zmm17, zmm13
+    vmovshdup    zmm18, zmm14
+    vpmuludq     zmm21, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 960]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4416]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 960]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4416]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 896]
+    vpmulld      zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4352]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm13, zmm13, zmm17
+    vpsubd       zmm14, zmm14, zmm18
+    vpaddd       zmm17, zmm11, zmm13                 ; layer 4
+    vpaddd       zmm18, zmm12, zmm14                 ; layer 4
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vpsubd       zmm13, zmm15, zmm23                 ; csub: before layer 4
+    vpsubd       zmm14, zmm16, zmm23                 ; csub: before layer 4
+    vpminud      zmm13, zmm15, zmm13
+    vpminud      zmm14, zmm16, zmm14
+    vmovshdup    zmm15, zmm9
+    vmovshdup    zmm16, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1088]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4544]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1088]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4544]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1024]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4480]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm9, zmm9, zmm15
+    vpsubd       zmm10, zmm10, zmm16
+    vpaddd       zmm15, zmm13, zmm9                  ; layer 4
+    vpaddd       zmm16, zmm14, zmm10                 ; layer 4
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm9, zmm13, zmm9
+    vpsubd       zmm10, zmm14, zmm10
+    vpsubd       zmm13, zmm3, zmm23                  ; csub: before layer 4
+    vpsubd       zmm14, zmm4, zmm23                  ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm13
+    vpminud      zmm4, zmm4, zmm14
+    vmovshdup    zmm13, zmm5
+    vmovshdup    zmm14, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1216]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4672]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1216]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4672]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1152]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4608]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm13
+    vpsubd       zmm6, zmm6, zmm14
+    vpaddd       zmm13, zmm3, zmm5                   ; layer 4
+    vpaddd       zmm14, zmm4, zmm6                   ; layer 4
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vshufi64x2   zmm5, zmm19, zmm7, 68
+    vshufi64x2   zmm6, zmm20, zmm8, 68
+    vshufi64x2   zmm7, zmm19, zmm7, 238
+    vshufi64x2   zmm8, zmm20, zmm8, 238
+    vshufi64x2   zmm19, zmm17, zmm11, 68
+    vshufi64x2   zmm20, zmm18, zmm12, 68
+    vshufi64x2   zmm11, zmm17, zmm11, 238
+    vshufi64x2   zmm12, zmm18, zmm12, 238
+    vshufi64x2   zmm17, zmm15, zmm9, 68
+    vshufi64x2   zmm18, zmm16, zmm10, 68
+    vshufi64x2   zmm9, zmm15, zmm9, 238
+    vshufi64x2   zmm10, zmm16, zmm10, 238
+    vshufi64x2   zmm15, zmm13, zmm3, 68
+    vshufi64x2   zmm16, zmm14, zmm4, 68
+    vshufi64x2   zmm3, zmm13, zmm3, 238
+    vshufi64x2   zmm4, zmm14, zmm4, 238
+    vpsubd       zmm13, zmm5, zmm23                  ; csub: before layer 5
+    vpsubd       zmm14, zmm6, zmm23                  ; csub: before layer 5
+    vpminud      zmm5, zmm5, zmm13
+    vpminud      zmm6, zmm6, zmm14
+    vmovshdup    zmm13, zmm7
+    vmovshdup    zmm14, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1344]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4800]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1344]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4800]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1280]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4736]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm7, zmm7, zmm13
+    vpsubd       zmm8, zmm8, zmm14
+    vpaddd       zmm13, zmm5, zmm7                   ; layer 5
+    vpaddd       zmm14, zmm6, zmm8                   ; layer 5
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpsubd       zmm7, zmm19, zmm23                  ; csub: before layer 5
+    vpsubd       zmm8, zmm20, zmm23                  ; csub: before layer 5
+    vpminud      zmm7, zmm19, zmm7
+    vpminud      zmm8, zmm20, zmm8
+    vmovshdup    zmm19, zmm11
+    vmovshdup    zmm20, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1472]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4928]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1472]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4928]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1408]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4864]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm11, zmm11, zmm19
+    vpsubd       zmm12, zmm12, zmm20
+    vpaddd       zmm19, zmm7, zmm11                  ; layer 5
+    vpaddd       zmm20, zmm8, zmm12                  ; layer 5
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm17, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm18, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm17, zmm11
+    vpminud      zmm12, zmm18, zmm12
+    vmovshdup    zmm17, zmm9
+    vmovshdup    zmm18, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1600]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5056]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1600]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5056]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1536]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 4992]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vpsubd       zmm10, zmm10, zmm18
+    vpaddd       zmm17, zmm11, zmm9                  ; layer 5
+    vpaddd       zmm18, zmm12, zmm10                 ; layer 5
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm9, zmm11, zmm9
+    vpsubd       zmm10, zmm12, zmm10
+    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm15, zmm11
+    vpminud      zmm12, zmm16, zmm12
+    vmovshdup    zmm15, zmm3
+    vmovshdup    zmm16, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1728]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5184]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1728]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5184]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1664]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5120]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm3, zmm3, zmm15
+    vpsubd       zmm4, zmm4, zmm16
+    vpaddd       zmm15, zmm11, zmm3                  ; layer 5
+    vpaddd       zmm16, zmm12, zmm4                  ; layer 5
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm12, zmm4
+    vmovdqa64    zmm11, zmm0
+    vmovdqa64    zmm12, zmm0
+    vpermi2q     zmm11, zmm13, zmm5
+    vpermi2q     zmm12, zmm14, zmm6
+    vmovdqa64    zmm21, zmm1
+    vmovdqa64    zmm22, zmm1
+    vpermi2q     zmm21, zmm13, zmm5
+    vpermi2q     zmm22, zmm14, zmm6
+    vmovdqa64    zmm5, zmm0
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm5, zmm19, zmm7
+    vpermi2q     zmm6, zmm20, zmm8
+    vmovdqa64    zmm13, zmm1
+    vmovdqa64    zmm14, zmm1
+    vpermi2q     zmm13, zmm19, zmm7
+    vpermi2q     zmm14, zmm20, zmm8
+    vmovdqa64    zmm7, zmm0
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm7, zmm17, zmm9
+    vpermi2q     zmm8, zmm18, zmm10
+    vmovdqa64    zmm19, zmm1
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm19, zmm17, zmm9
+    vpermi2q     zmm20, zmm18, zmm10
+    vmovdqa64    zmm9, zmm0
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm9, zmm15, zmm3
+    vpermi2q     zmm10, zmm16, zmm4
+    vmovdqa64    zmm17, zmm1
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm17, zmm15, zmm3
+    vpermi2q     zmm18, zmm16, zmm4
+    vpsubd       zmm3, zmm11, zmm23                  ; csub: before layer 6
+    vpsubd       zmm4, zmm12, zmm23                  ; csub: before layer 6
+    vpminud      zmm3, zmm11, zmm3
+    vpminud      zmm4, zmm12, zmm4
+    vmovshdup    zmm11, zmm21
+    vmovshdup    zmm12, zmm22
+    vpmuludq     zmm15, zmm21, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1856]
+    vpmuludq     zmm16, zmm22, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5312]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1856]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5312]
+    vmovshdup    zmm11{k2}, zmm15
+    vmovshdup    zmm12{k2}, zmm16
+    vpmulld      zmm15, zmm21, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1792]
+    vpmulld      zmm16, zmm22, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5248]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm15, zmm11
+    vpsubd       zmm12, zmm16, zmm12
+    vpaddd       zmm15, zmm3, zmm11                  ; layer 6
+    vpaddd       zmm16, zmm4, zmm12                  ; layer 6
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm5, zmm23                  ; csub: before layer 6
+    vpsubd       zmm12, zmm6, zmm23                  ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm11
+    vpminud      zmm6, zmm6, zmm12
+    vmovshdup    zmm11, zmm13
+    vmovshdup    zmm12, zmm14
+    vpmuludq     zmm21, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1984]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5440]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1984]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5440]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 1920]
+    vpmulld      zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5376]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm13, zmm11
+    vpsubd       zmm12, zmm14, zmm12
+    vpaddd       zmm13, zmm5, zmm11                  ; layer 6
+    vpaddd       zmm14, zmm6, zmm12                  ; layer 6
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 6
+    vpsubd       zmm12, zmm8, zmm23                  ; csub: before layer 6
+    vpminud      zmm7, zmm7, zmm11
+    vpminud      zmm8, zmm8, zmm12
+    vmovshdup    zmm11, zmm19
+    vmovshdup    zmm12, zmm20
+    vpmuludq     zmm21, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2112]
+    vpmuludq     zmm22, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5568]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2112]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5568]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2048]
+    vpmulld      zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5504]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm19, zmm11
+    vpsubd       zmm12, zmm20, zmm12
+    vpaddd       zmm19, zmm7, zmm11                  ; layer 6
+    vpaddd       zmm20, zmm8, zmm12                  ; layer 6
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm9, zmm23                  ; csub: before layer 6
+    vpsubd       zmm12, zmm10, zmm23                 ; csub: before layer 6
+    vpminud      zmm9, zmm9, zmm11
+    vpminud      zmm10, zmm10, zmm12
+    vmovshdup    zmm11, zmm17
+    vmovshdup    zmm12, zmm18
+    vpmuludq     zmm21, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2240]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5696]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2240]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5696]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2176]
+    vpmulld      zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5632]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm17, zmm11
+    vpsubd       zmm12, zmm18, zmm12
+    vpaddd       zmm17, zmm9, zmm11                  ; layer 6
+    vpaddd       zmm18, zmm10, zmm12                 ; layer 6
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpunpckldq   zmm11, zmm15, zmm3
+    vpunpckldq   zmm12, zmm16, zmm4
+    vpunpckhdq   zmm3, zmm15, zmm3
+    vpunpckhdq   zmm4, zmm16, zmm4
+    vpunpckldq   zmm15, zmm13, zmm5
+    vpunpckldq   zmm16, zmm14, zmm6
+    vpunpckhdq   zmm5, zmm13, zmm5
+    vpunpckhdq   zmm6, zmm14, zmm6
+    vpunpckldq   zmm13, zmm19, zmm7
+    vpunpckldq   zmm14, zmm20, zmm8
+    vpunpckhdq   zmm7, zmm19, zmm7
+    vpunpckhdq   zmm8, zmm20, zmm8
+    vpunpckldq   zmm19, zmm17, zmm9
+    vpunpckldq   zmm20, zmm18, zmm10
+    vpunpckhdq   zmm9, zmm17, zmm9
+    vpunpckhdq   zmm10, zmm18, zmm10
+    vpsubd       zmm17, zmm11, zmm23                 ; csub: before layer 7
+    vpsubd       zmm18, zmm12, zmm23                 ; csub: before layer 7
+    vpminud      zmm11, zmm11, zmm17
+    vpminud      zmm12, zmm12, zmm18
+    vmovshdup    zmm17, zmm3
+    vmovshdup    zmm18, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2368]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5824]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2432]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5888]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2304]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5760]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm3, zmm3, zmm17
+    vpsubd       zmm4, zmm4, zmm18
+    vpaddd       zmm17, zmm11, zmm3                  ; layer 7
+    vpaddd       zmm18, zmm12, zmm4                  ; layer 7
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm12, zmm4
+    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 7
+    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 7
+    vpminud      zmm11, zmm15, zmm11
+    vpminud      zmm12, zmm16, zmm12
+    vmovshdup    zmm15, zmm5
+    vmovshdup    zmm16, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2560]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6016]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2624]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6080]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2496]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 5952]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm5, zmm5, zmm15
+    vpsubd       zmm6, zmm6, zmm16
+    vpaddd       zmm15, zmm11, zmm5                  ; layer 7
+    vpaddd       zmm16, zmm12, zmm6                  ; layer 7
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm5, zmm11, zmm5
+    vpsubd       zmm6, zmm12, zmm6
+    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 7
+    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 7
+    vpminud      zmm11, zmm13, zmm11
+    vpminud      zmm12, zmm14, zmm12
+    vmovshdup    zmm13, zmm7
+    vmovshdup    zmm14, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2752]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6208]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2816]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6272]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2688]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6144]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm7, zmm7, zmm13
+    vpsubd       zmm8, zmm8, zmm14
+    vpaddd       zmm13, zmm11, zmm7                  ; layer 7
+    vpaddd       zmm14, zmm12, zmm8                  ; layer 7
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm7, zmm11, zmm7
+    vpsubd       zmm8, zmm12, zmm8
+    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 7
+    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 7
+    vpminud      zmm11, zmm19, zmm11
+    vpminud      zmm12, zmm20, zmm12
+    vmovshdup    zmm19, zmm9
+    vmovshdup    zmm20, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2944]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6400]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3008]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6464]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 2880]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6336]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm9, zmm9, zmm19
+    vpsubd       zmm10, zmm10, zmm20
+    vpaddd       zmm19, zmm11, zmm9                  ; layer 7
+    vpaddd       zmm20, zmm12, zmm10                 ; layer 7
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm9, zmm11, zmm9
+    vpsubd       zmm10, zmm12, zmm10
+    vpunpckldq   zmm11, zmm17, zmm3
+    vpunpckldq   zmm12, zmm18, zmm4
+    vpunpckhdq   zmm3, zmm17, zmm3
+    vpunpckhdq   zmm4, zmm18, zmm4
+    vpunpckldq   zmm17, zmm15, zmm5
+    vpunpckldq   zmm18, zmm16, zmm6
+    vpunpckhdq   zmm5, zmm15, zmm5
+    vpunpckhdq   zmm6, zmm16, zmm6
+    vpunpckldq   zmm15, zmm13, zmm7
+    vpunpckldq   zmm16, zmm14, zmm8
+    vpunpckhdq   zmm7, zmm13, zmm7
+    vpunpckhdq   zmm8, zmm14, zmm8
+    vpunpckldq   zmm13, zmm19, zmm9
+    vpunpckldq   zmm14, zmm20, zmm10
+    vpunpckhdq   zmm9, zmm19, zmm9
+    vpunpckhdq   zmm10, zmm20, zmm10
+    vpsubd       zmm19, zmm11, zmm23                 ; csub: before layer 8
+    vpsubd       zmm20, zmm12, zmm23                 ; csub: before layer 8
+    vpminud      zmm11, zmm11, zmm19
+    vpminud      zmm12, zmm12, zmm20
+    vmovshdup    zmm19, zmm3
+    vmovshdup    zmm20, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3136]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6592]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3200]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6656]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3072]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6528]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm3, zmm3, zmm19
+    vpsubd       zmm4, zmm4, zmm20
+    vpaddd       zmm19, zmm11, zmm3                  ; layer 8
+    vpaddd       zmm20, zmm12, zmm4                  ; layer 8
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm12, zmm4
+    vpsubd       zmm11, zmm17, zmm23                 ; csub: before layer 8
+    vpsubd       zmm12, zmm18, zmm23                 ; csub: before layer 8
+    vpminud      zmm11, zmm17, zmm11
+    vpminud      zmm12, zmm18, zmm12
+    vmovshdup    zmm17, zmm5
+    vmovshdup    zmm18, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3328]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6784]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3392]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6848]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3264]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6720]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm5, zmm5, zmm17
+    vpsubd       zmm6, zmm6, zmm18
+    vpaddd       zmm17, zmm11, zmm5                  ; layer 8
+    vpaddd       zmm18, zmm12, zmm6                  ; layer 8
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm5, zmm11, zmm5
+    vpsubd       zmm6, zmm12, zmm6
+    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 8
+    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 8
+    vpminud      zmm11, zmm15, zmm11
+    vpminud      zmm12, zmm16, zmm12
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3520]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6976]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3584]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7040]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3456]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 6912]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vpaddd       zmm15, zmm11, zmm7                  ; layer 8
+    vpaddd       zmm16, zmm12, zmm8                  ; layer 8
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm7, zmm11, zmm7
+    vpsubd       zmm8, zmm12, zmm8
+    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 8
+    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 8
+    vpminud      zmm11, zmm13, zmm11
+    vpminud      zmm12, zmm14, zmm12
+    vmovshdup    zmm13, zmm9
+    vmovshdup    zmm14, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3712]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7168]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3776]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7232]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 3648]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7104]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm9, zmm9, zmm13
+    vpsubd       zmm10, zmm10, zmm14
+    vpaddd       zmm13, zmm11, zmm9                  ; layer 8
+    vpaddd       zmm14, zmm12, zmm10                 ; layer 8
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm9, zmm11, zmm9
+    vpsubd       zmm10, zmm12, zmm10
+    vshufi64x2   zmm11, zmm19, zmm3, 68
+    vshufi64x2   zmm12, zmm20, zmm4, 68
+    vshufi64x2   zmm3, zmm19, zmm3, 238
+    vshufi64x2   zmm4, zmm20, zmm4, 238
+    vshufi64x2   zmm19, zmm17, zmm5, 68
+    vshufi64x2   zmm20, zmm18, zmm6, 68
+    vshufi64x2   zmm5, zmm17, zmm5, 238
+    vshufi64x2   zmm6, zmm18, zmm6, 238
+    vshufi64x2   zmm17, zmm15, zmm7, 68
+    vshufi64x2   zmm18, zmm16, zmm8, 68
+    vshufi64x2   zmm7, zmm15, zmm7, 238
+    vshufi64x2   zmm8, zmm16, zmm8, 238
+    vshufi64x2   zmm15, zmm13, zmm9, 68
+    vshufi64x2   zmm16, zmm14, zmm10, 68
+    vshufi64x2   zmm9, zmm13, zmm9, 238
+    vshufi64x2   zmm10, zmm14, zmm10, 238
+    vpsubd       zmm13, zmm11, zmm23                 ; csub: the output range asked for
+    vpsubd       zmm14, zmm12, zmm23                 ; csub: the output range asked for
+    vpminud      zmm11, zmm11, zmm13
+    vpminud      zmm12, zmm12, zmm14
+    vpsubd       zmm13, zmm3, zmm23                  ; csub: the output range asked for
+    vpsubd       zmm14, zmm4, zmm23                  ; csub: the output range asked for
+    vpminud      zmm3, zmm3, zmm13
+    vpminud      zmm4, zmm4, zmm14
+    vpsubd       zmm13, zmm19, zmm23                 ; csub: the output range asked for
+    vpsubd       zmm14, zmm20, zmm23                 ; csub: the output range asked for
+    vpminud      zmm13, zmm19, zmm13
+    vpminud      zmm14, zmm20, zmm14
+    vpsubd       zmm19, zmm5, zmm23                  ; csub: the output range asked for
+    vpsubd       zmm20, zmm6, zmm23                  ; csub: the output range asked for
+    vpminud      zmm5, zmm5, zmm19
+    vpminud      zmm6, zmm6, zmm20
+    vpsubd       zmm19, zmm17, zmm23                 ; csub: the output range asked for
+    vpsubd       zmm20, zmm18, zmm23                 ; csub: the output range asked for
+    vpminud      zmm17, zmm17, zmm19
+    vpminud      zmm18, zmm18, zmm20
+    vpsubd       zmm19, zmm7, zmm23                  ; csub: the output range asked for
+    vpsubd       zmm20, zmm8, zmm23                  ; csub: the output range asked for
+    vpminud      zmm7, zmm7, zmm19
+    vpminud      zmm8, zmm8, zmm20
+    vpsubd       zmm19, zmm15, zmm23                 ; csub: the output range asked for
+    vpsubd       zmm20, zmm16, zmm23                 ; csub: the output range asked for
+    vpminud      zmm15, zmm15, zmm19
+    vpminud      zmm16, zmm16, zmm20
+    vpsubd       zmm19, zmm9, zmm23                  ; csub: the output range asked for
+    vpsubd       zmm20, zmm10, zmm23                 ; csub: the output range asked for
+    vpminud      zmm9, zmm9, zmm19
+    vpminud      zmm10, zmm10, zmm20
+    vmovdqu64    [rdi], zmm11
+    vmovdqu64    [rdi + 512], zmm12
+    vmovdqu64    [rdi + 64], zmm3
+    vmovdqu64    [rdi + 576], zmm4
+    vmovdqu64    [rdi + 128], zmm13
+    vmovdqu64    [rdi + 640], zmm14
+    vmovdqu64    [rdi + 192], zmm5
+    vmovdqu64    [rdi + 704], zmm6
+    vmovdqu64    [rdi + 256], zmm17
+    vmovdqu64    [rdi + 768], zmm18
+    vmovdqu64    [rdi + 320], zmm7
+    vmovdqu64    [rdi + 832], zmm8
+    vmovdqu64    [rdi + 384], zmm15
+    vmovdqu64    [rdi + 896], zmm16
+    vmovdqu64    [rdi + 448], zmm9
+    vmovdqu64    [rdi + 960], zmm10
+    vmovdqu64    zmm3, [rdi + 1024]
+    vmovdqu64    zmm4, [rdi + 1536]
+    vmovdqu64    zmm5, [rdi + 1088]
+    vmovdqu64    zmm6, [rdi + 1600]
+    vmovdqu64    zmm7, [rdi + 1152]
+    vmovdqu64    zmm8, [rdi + 1664]
+    vmovdqu64    zmm9, [rdi + 1216]
+    vmovdqu64    zmm10, [rdi + 1728]
+    vmovdqu64    zmm11, [rdi + 1280]
+    vmovdqu64    zmm12, [rdi + 1792]
+    vmovdqu64    zmm13, [rdi + 1344]
+    vmovdqu64    zmm14, [rdi + 1856]
+    vmovdqu64    zmm15, [rdi + 1408]
+    vmovdqu64    zmm16, [rdi + 1920]
+    vmovdqu64    zmm17, [rdi + 1472]
+    vmovdqu64    zmm18, [rdi + 1984]
+    vpsubd       zmm19, zmm3, zmm23                  ; csub: before layer 2
+    vpsubd       zmm20, zmm4, zmm23                  ; csub: before layer 2
+    vpminud      zmm3, zmm3, zmm19
+    vpminud      zmm4, zmm4, zmm20
+    vmovshdup    zmm19, zmm11
+    vmovshdup    zmm20, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7296]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10752]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm11, zmm11, zmm19
+    vpsubd       zmm12, zmm12, zmm20
+    vpaddd       zmm19, zmm3, zmm11                  ; layer 2
+    vpaddd       zmm20, zmm4, zmm12                  ; layer 2
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm5, zmm23                  ; csub: before layer 2
+    vpsubd       zmm12, zmm6, zmm23                  ; csub: before layer 2
+    vpminud      zmm5, zmm5, zmm11
+    vpminud      zmm6, zmm6, zmm12
+    vmovshdup    zmm11, zmm13
+    vmovshdup    zmm12, zmm14
+    vpmuludq     zmm21, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7296]
+    vpmulld      zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10752]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm13, zmm11
+    vpsubd       zmm12, zmm14, zmm12
+    vpaddd       zmm13, zmm5, zmm11                  ; layer 2
+    vpaddd       zmm14, zmm6, zmm12                  ; layer 2
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 2
+    vpsubd       zmm12, zmm8, zmm23                  ; csub: before layer 2
+    vpminud      zmm7, zmm7, zmm11
+    vpminud      zmm8, zmm8, zmm12
+    vmovshdup    zmm11, zmm15
+    vmovshdup    zmm12, zmm16
+    vpmuludq     zmm21, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7296]
+    vpmulld      zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10752]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm15, zmm11
+    vpsubd       zmm12, zmm16, zmm12
+    vpaddd       zmm15, zmm7, zmm11                  ; layer 2
+    vpaddd       zmm16, zmm8, zmm12                  ; layer 2
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm9, zmm23                  ; csub: before layer 2
+    vpsubd       zmm12, zmm10, zmm23                 ; csub: before layer 2
+    vpminud      zmm9, zmm9, zmm11
+    vpminud      zmm10, zmm10, zmm12
+    vmovshdup    zmm11, zmm17
+    vmovshdup    zmm12, zmm18
+    vpmuludq     zmm21, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7360]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10816]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7296]
+    vpmulld      zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10752]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm17, zmm11
+    vpsubd       zmm12, zmm18, zmm12
+    vpaddd       zmm17, zmm9, zmm11                  ; layer 2
+    vpaddd       zmm18, zmm10, zmm12                 ; layer 2
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 3
+    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 3
+    vpminud      zmm11, zmm19, zmm11
+    vpminud      zmm12, zmm20, zmm12
+    vmovshdup    zmm19, zmm15
+    vmovshdup    zmm20, zmm16
+    vpmuludq     zmm21, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7488]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10944]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7488]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10944]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7424]
+    vpmulld      zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10880]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm15, zmm15, zmm19
+    vpsubd       zmm16, zmm16, zmm20
+    vpaddd       zmm19, zmm11, zmm15                 ; layer 3
+    vpaddd       zmm20, zmm12, zmm16                 ; layer 3
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm11, zmm11, zmm15
+    vpsubd       zmm12, zmm12, zmm16
+    vpsubd       zmm15, zmm13, zmm23                 ; csub: before layer 3
+    vpsubd       zmm16, zmm14, zmm23                 ; csub: before layer 3
+    vpminud      zmm13, zmm13, zmm15
+    vpminud      zmm14, zmm14, zmm16
+    vmovshdup    zmm15, zmm17
+    vmovshdup    zmm16, zmm18
+    vpmuludq     zmm21, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7488]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10944]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7488]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10944]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7424]
+    vpmulld      zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10880]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm15, zmm17, zmm15
+    vpsubd       zmm16, zmm18, zmm16
+    vpaddd       zmm17, zmm13, zmm15                 ; layer 3
+    vpaddd       zmm18, zmm14, zmm16                 ; layer 3
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm13, zmm13, zmm15
+    vpsubd       zmm14, zmm14, zmm16
+    vpsubd       zmm15, zmm3, zmm23                  ; csub: before layer 3
+    vpsubd       zmm16, zmm4, zmm23                  ; csub: before layer 3
+    vpminud      zmm3, zmm3, zmm15
+    vpminud      zmm4, zmm4, zmm16
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7616]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11072]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7616]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11072]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7552]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11008]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vpaddd       zmm15, zmm3, zmm7                   ; layer 3
+    vpaddd       zmm16, zmm4, zmm8                   ; layer 3
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm4, zmm4, zmm8
+    vpsubd       zmm7, zmm5, zmm23                   ; csub: before layer 3
+    vpsubd       zmm8, zmm6, zmm23                   ; csub: before layer 3
+    vpminud      zmm5, zmm5, zmm7
+    vpminud      zmm6, zmm6, zmm8
+    vmovshdup    zmm7, zmm9
+    vmovshdup    zmm8, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7616]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11072]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7616]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11072]
+    vmovshdup    zmm7{k2}, zmm21
+    vmovshdup    zmm8{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7552]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11008]
+    vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm7, zmm9, zmm7
+    vpsubd       zmm8, zmm10, zmm8
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 3
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 3
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpsubd       zmm7, zmm19, zmm23                  ; csub: before layer 4
+    vpsubd       zmm8, zmm20, zmm23                  ; csub: before layer 4
+    vpminud      zmm7, zmm19, zmm7
+    vpminud      zmm8, zmm20, zmm8
+    vmovshdup    zmm19, zmm17
+    vmovshdup    zmm20, zmm18
+    vpmuludq     zmm21, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7744]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11200]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7744]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11200]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7680]
+    vpmulld      zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11136]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm17, zmm17, zmm19
+    vpsubd       zmm18, zmm18, zmm20
+    vpaddd       zmm19, zmm7, zmm17                  ; layer 4
+    vpaddd       zmm20, zmm8, zmm18                  ; layer 4
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm17
+    vpsubd       zmm8, zmm8, zmm18
+    vpsubd       zmm17, zmm11, zmm23                 ; csub: before layer 4
+    vpsubd       zmm18, zmm12, zmm23                 ; csub: before layer 4
+    vpminud      zmm11, zmm11, zmm17
+    vpminud      zmm12, zmm12, zmm18
+    vmovshdup    zmm17, zmm13
+    vmovshdup    zmm18, zmm14
+    vpmuludq     zmm21, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7872]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11328]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7872]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11328]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7808]
+    vpmulld      zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11264]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm13, zmm13, zmm17
+    vpsubd       zmm14, zmm14, zmm18
+    vpaddd       zmm17, zmm11, zmm13                 ; layer 4
+    vpaddd       zmm18, zmm12, zmm14                 ; layer 4
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vpsubd       zmm13, zmm15, zmm23                 ; csub: before layer 4
+    vpsubd       zmm14, zmm16, zmm23                 ; csub: before layer 4
+    vpminud      zmm13, zmm15, zmm13
+    vpminud      zmm14, zmm16, zmm14
+    vmovshdup    zmm15, zmm9
+    vmovshdup    zmm16, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8000]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11456]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8000]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11456]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 7936]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11392]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm9, zmm9, zmm15
+    vpsubd       zmm10, zmm10, zmm16
+    vpaddd       zmm15, zmm13, zmm9                  ; layer 4
+    vpaddd       zmm16, zmm14, zmm10                 ; layer 4
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm9, zmm13, zmm9
+    vpsubd       zmm10, zmm14, zmm10
+    vpsubd       zmm13, zmm3, zmm23                  ; csub: before layer 4
+    vpsubd       zmm14, zmm4, zmm23                  ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm13
+    vpminud      zmm4, zmm4, zmm14
+    vmovshdup    zmm13, zmm5
+    vmovshdup    zmm14, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8128]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11584]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8128]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11584]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8064]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11520]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm13
+    vpsubd       zmm6, zmm6, zmm14
+    vpaddd       zmm13, zmm3, zmm5                   ; layer 4
+    vpaddd       zmm14, zmm4, zmm6                   ; layer 4
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vshufi64x2   zmm5, zmm19, zmm7, 68
+    vshufi64x2   zmm6, zmm20, zmm8, 68
+    vshufi64x2   zmm7, zmm19, zmm7, 238
+    vshufi64x2   zmm8, zmm20, zmm8, 238
+    vshufi64x2   zmm19, zmm17, zmm11, 68
+    vshufi64x2   zmm20, zmm18, zmm12, 68
+    vshufi64x2   zmm11, zmm17, zmm11, 238
+    vshufi64x2   zmm12, zmm18, zmm12, 238
+    vshufi64x2   zmm17, zmm15, zmm9, 68
+    vshufi64x2   zmm18, zmm16, zmm10, 68
+    vshufi64x2   zmm9, zmm15, zmm9, 238
+    vshufi64x2   zmm10, zmm16, zmm10, 238
+    vshufi64x2   zmm15, zmm13, zmm3, 68
+    vshufi64x2   zmm16, zmm14, zmm4, 68
+    vshufi64x2   zmm3, zmm13, zmm3, 238
+    vshufi64x2   zmm4, zmm14, zmm4, 238
+    vpsubd       zmm13, zmm5, zmm23                  ; csub: before layer 5
+    vpsubd       zmm14, zmm6, zmm23                  ; csub: before layer 5
+    vpminud      zmm5, zmm5, zmm13
+    vpminud      zmm6, zmm6, zmm14
+    vmovshdup    zmm13, zmm7
+    vmovshdup    zmm14, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8256]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11712]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8256]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11712]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8192]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11648]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm7, zmm7, zmm13
+    vpsubd       zmm8, zmm8, zmm14
+    vpaddd       zmm13, zmm5, zmm7                   ; layer 5
+    vpaddd       zmm14, zmm6, zmm8                   ; layer 5
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpsubd       zmm7, zmm19, zmm23                  ; csub: before layer 5
+    vpsubd       zmm8, zmm20, zmm23                  ; csub: before layer 5
+    vpminud      zmm7, zmm19, zmm7
+    vpminud      zmm8, zmm20, zmm8
+    vmovshdup    zmm19, zmm11
+    vmovshdup    zmm20, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8384]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11840]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8384]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11840]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8320]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11776]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm11, zmm11, zmm19
+    vpsubd       zmm12, zmm12, zmm20
+    vpaddd       zmm19, zmm7, zmm11                  ; layer 5
+    vpaddd       zmm20, zmm8, zmm12                  ; layer 5
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm17, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm18, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm17, zmm11
+    vpminud      zmm12, zmm18, zmm12
+    vmovshdup    zmm17, zmm9
+    vmovshdup    zmm18, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8512]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11968]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8512]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11968]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8448]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 11904]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vpsubd       zmm10, zmm10, zmm18
+    vpaddd       zmm17, zmm11, zmm9                  ; layer 5
+    vpaddd       zmm18, zmm12, zmm10                 ; layer 5
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm9, zmm11, zmm9
+    vpsubd       zmm10, zmm12, zmm10
+    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm15, zmm11
+    vpminud      zmm12, zmm16, zmm12
+    vmovshdup    zmm15, zmm3
+    vmovshdup    zmm16, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8640]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12096]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8640]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12096]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8576]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12032]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm3, zmm3, zmm15
+    vpsubd       zmm4, zmm4, zmm16
+    vpaddd       zmm15, zmm11, zmm3                  ; layer 5
+    vpaddd       zmm16, zmm12, zmm4                  ; layer 5
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm12, zmm4
+    vmovdqa64    zmm11, zmm0
+    vmovdqa64    zmm12, zmm0
+    vpermi2q     zmm11, zmm13, zmm5
+    vpermi2q     zmm12, zmm14, zmm6
+    vmovdqa64    zmm21, zmm1
+    vmovdqa64    zmm22, zmm1
+    vpermi2q     zmm21, zmm13, zmm5
+    vpermi2q     zmm22, zmm14, zmm6
+    vmovdqa64    zmm5, zmm0
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm5, zmm19, zmm7
+    vpermi2q     zmm6, zmm20, zmm8
+    vmovdqa64    zmm13, zmm1
+    vmovdqa64    zmm14, zmm1
+    vpermi2q     zmm13, zmm19, zmm7
+    vpermi2q     zmm14, zmm20, zmm8
+    vmovdqa64    zmm7, zmm0
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm7, zmm17, zmm9
+    vpermi2q     zmm8, zmm18, zmm10
+    vmovdqa64    zmm19, zmm1
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm19, zmm17, zmm9
+    vpermi2q     zmm20, zmm18, zmm10
+    vmovdqa64    zmm9, zmm0
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm9, zmm15, zmm3
+    vpermi2q     zmm0, zmm16, zmm4
+    vmovdqa64    zmm10, zmm1
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm10, zmm15, zmm3
+    vpermi2q     zmm1, zmm16, zmm4
+    vpsubd       zmm3, zmm11, zmm23                  ; csub: before layer 6
+    vpsubd       zmm4, zmm12, zmm23                  ; csub: before layer 6
+    vpminud      zmm3, zmm11, zmm3
+    vpminud      zmm4, zmm12, zmm4
+    vmovshdup    zmm11, zmm21
+    vmovshdup    zmm12, zmm22
+    vpmuludq     zmm15, zmm21, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8768]
+    vpmuludq     zmm16, zmm22, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12224]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8768]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12224]
+    vmovshdup    zmm11{k2}, zmm15
+    vmovshdup    zmm12{k2}, zmm16
+    vpmulld      zmm15, zmm21, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8704]
+    vpmulld      zmm16, zmm22, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12160]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm15, zmm11
+    vpsubd       zmm12, zmm16, zmm12
+    vpaddd       zmm15, zmm3, zmm11                  ; layer 6
+    vpaddd       zmm16, zmm4, zmm12                  ; layer 6
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm5, zmm23                  ; csub: before layer 6
+    vpsubd       zmm12, zmm6, zmm23                  ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm11
+    vpminud      zmm6, zmm6, zmm12
+    vmovshdup    zmm11, zmm13
+    vmovshdup    zmm12, zmm14
+    vpmuludq     zmm17, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8896]
+    vpmuludq     zmm18, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12352]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8896]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12352]
+    vmovshdup    zmm11{k2}, zmm17
+    vmovshdup    zmm12{k2}, zmm18
+    vpmulld      zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8832]
+    vpmulld      zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12288]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm13, zmm11
+    vpsubd       zmm12, zmm14, zmm12
+    vpaddd       zmm13, zmm5, zmm11                  ; layer 6
+    vpaddd       zmm14, zmm6, zmm12                  ; layer 6
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 6
+    vpsubd       zmm12, zmm8, zmm23                  ; csub: before layer 6
+    vpminud      zmm7, zmm7, zmm11
+    vpminud      zmm8, zmm8, zmm12
+    vmovshdup    zmm11, zmm19
+    vmovshdup    zmm12, zmm20
+    vpmuludq     zmm17, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9024]
+    vpmuludq     zmm18, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12480]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9024]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12480]
+    vmovshdup    zmm11{k2}, zmm17
+    vmovshdup    zmm12{k2}, zmm18
+    vpmulld      zmm17, zmm19, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 8960]
+    vpmulld      zmm18, zmm20, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12416]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm17, zmm11
+    vpsubd       zmm12, zmm18, zmm12
+    vpaddd       zmm17, zmm7, zmm11                  ; layer 6
+    vpaddd       zmm18, zmm8, zmm12                  ; layer 6
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm9, zmm23                  ; csub: before layer 6
+    vpsubd       zmm12, zmm0, zmm23                  ; csub: before layer 6
+    vpminud      zmm9, zmm9, zmm11
+    vpminud      zmm0, zmm0, zmm12
+    vmovshdup    zmm11, zmm10
+    vmovshdup    zmm12, zmm1
+    vpmuludq     zmm19, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9152]
+    vpmuludq     zmm20, zmm1, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12608]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9152]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12608]
+    vmovshdup    zmm11{k2}, zmm19
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9088]
+    vpmulld      zmm1, zmm1, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12544]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm10, zmm10, zmm11
+    vpsubd       zmm1, zmm1, zmm12
+    vpaddd       zmm11, zmm9, zmm10                  ; layer 6
+    vpaddd       zmm12, zmm0, zmm1                   ; layer 6
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm0, zmm0, zmm23
+    vpsubd       zmm9, zmm9, zmm10
+    vpsubd       zmm0, zmm0, zmm1
+    vpunpckldq   zmm1, zmm15, zmm3
+    vpunpckldq   zmm10, zmm16, zmm4
+    vpunpckhdq   zmm3, zmm15, zmm3
+    vpunpckhdq   zmm4, zmm16, zmm4
+    vpunpckldq   zmm15, zmm13, zmm5
+    vpunpckldq   zmm16, zmm14, zmm6
+    vpunpckhdq   zmm5, zmm13, zmm5
+    vpunpckhdq   zmm6, zmm14, zmm6
+    vpunpckldq   zmm13, zmm17, zmm7
+    vpunpckldq   zmm14, zmm18, zmm8
+    vpunpckhdq   zmm7, zmm17, zmm7
+    vpunpckhdq   zmm8, zmm18, zmm8
+    vpunpckldq   zmm17, zmm11, zmm9
+    vpunpckldq   zmm18, zmm12, zmm0
+    vpunpckhdq   zmm9, zmm11, zmm9
+    vpunpckhdq   zmm0, zmm12, zmm0
+    vpsubd       zmm11, zmm1, zmm23                  ; csub: before layer 7
+    vpsubd       zmm12, zmm10, zmm23                 ; csub: before layer 7
+    vpminud      zmm1, zmm1, zmm11
+    vpminud      zmm10, zmm10, zmm12
+    vmovshdup    zmm11, zmm3
+    vmovshdup    zmm12, zmm4
+    vpmuludq     zmm19, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9280]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12736]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9344]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12800]
+    vmovshdup    zmm11{k2}, zmm19
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9216]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12672]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vpaddd       zmm11, zmm1, zmm3                   ; layer 7
+    vpaddd       zmm12, zmm10, zmm4                  ; layer 7
+    vpaddd       zmm1, zmm1, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm3, zmm10, zmm4
+    vpsubd       zmm4, zmm15, zmm23                  ; csub: before layer 7
+    vpsubd       zmm10, zmm16, zmm23                 ; csub: before layer 7
+    vpminud      zmm4, zmm15, zmm4
+    vpminud      zmm10, zmm16, zmm10
+    vmovshdup    zmm15, zmm5
+    vmovshdup    zmm16, zmm6
+    vpmuludq     zmm19, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9472]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12928]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9536]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12992]
+    vmovshdup    zmm15{k2}, zmm19
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9408]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 12864]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm5, zmm5, zmm15
+    vpsubd       zmm6, zmm6, zmm16
+    vpaddd       zmm15, zmm4, zmm5                   ; layer 7
+    vpaddd       zmm16, zmm10, zmm6                  ; layer 7
+    vpaddd       zmm4, zmm4, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm4, zmm4, zmm5
+    vpsubd       zmm5, zmm10, zmm6
+    vpsubd       zmm6, zmm13, zmm23                  ; csub: before layer 7
+    vpsubd       zmm10, zmm14, zmm23                 ; csub: before layer 7
+    vpminud      zmm6, zmm13, zmm6
+    vpminud      zmm10, zmm14, zmm10
+    vmovshdup    zmm13, zmm7
+    vmovshdup    zmm14, zmm8
+    vpmuludq     zmm19, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9664]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13120]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9728]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13184]
+    vmovshdup    zmm13{k2}, zmm19
+    vmovshdup    zmm14{k2}, zmm20
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9600]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13056]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm7, zmm7, zmm13
+    vpsubd       zmm8, zmm8, zmm14
+    vpaddd       zmm13, zmm6, zmm7                   ; layer 7
+    vpaddd       zmm14, zmm10, zmm8                  ; layer 7
+    vpaddd       zmm6, zmm6, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm6, zmm6, zmm7
+    vpsubd       zmm7, zmm10, zmm8
+    vpsubd       zmm8, zmm17, zmm23                  ; csub: before layer 7
+    vpsubd       zmm10, zmm18, zmm23                 ; csub: before layer 7
+    vpminud      zmm8, zmm17, zmm8
+    vpminud      zmm10, zmm18, zmm10
+    vmovshdup    zmm17, zmm9
+    vmovshdup    zmm18, zmm0
+    vpmuludq     zmm19, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9856]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13312]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9920]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13376]
+    vmovshdup    zmm17{k2}, zmm19
+    vmovshdup    zmm18{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9792]
+    vpmulld      zmm0, zmm0, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13248]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vpsubd       zmm0, zmm0, zmm18
+    vpaddd       zmm17, zmm8, zmm9                   ; layer 7
+    vpaddd       zmm18, zmm10, zmm0                  ; layer 7
+    vpaddd       zmm8, zmm8, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm8, zmm8, zmm9
+    vpsubd       zmm0, zmm10, zmm0
+    vpunpckldq   zmm9, zmm11, zmm1
+    vpunpckldq   zmm10, zmm12, zmm3
+    vpunpckhdq   zmm1, zmm11, zmm1
+    vpunpckhdq   zmm3, zmm12, zmm3
+    vpunpckldq   zmm11, zmm15, zmm4
+    vpunpckldq   zmm12, zmm16, zmm5
+    vpunpckhdq   zmm4, zmm15, zmm4
+    vpunpckhdq   zmm5, zmm16, zmm5
+    vpunpckldq   zmm15, zmm13, zmm6
+    vpunpckldq   zmm16, zmm14, zmm7
+    vpunpckhdq   zmm6, zmm13, zmm6
+    vpunpckhdq   zmm7, zmm14, zmm7
+    vpunpckldq   zmm13, zmm17, zmm8
+    vpunpckldq   zmm14, zmm18, zmm0
+    vpunpckhdq   zmm8, zmm17, zmm8
+    vpunpckhdq   zmm0, zmm18, zmm0
+    vpsubd       zmm17, zmm9, zmm23                  ; csub: before layer 8
+    vpsubd       zmm18, zmm10, zmm23                 ; csub: before layer 8
+    vpminud      zmm9, zmm9, zmm17
+    vpminud      zmm10, zmm10, zmm18
+    vmovshdup    zmm17, zmm1
+    vmovshdup    zmm18, zmm3
+    vpmuludq     zmm19, zmm1, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10048]
+    vpmuludq     zmm20, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13504]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10112]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13568]
+    vmovshdup    zmm17{k2}, zmm19
+    vmovshdup    zmm18{k2}, zmm20
+    vpmulld      zmm1, zmm1, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 9984]
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13440]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm1, zmm1, zmm17
+    vpsubd       zmm3, zmm3, zmm18
+    vpaddd       zmm17, zmm9, zmm1                   ; layer 8
+    vpaddd       zmm18, zmm10, zmm3                  ; layer 8
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm1, zmm9, zmm1
+    vpsubd       zmm3, zmm10, zmm3
+    vpsubd       zmm9, zmm11, zmm23                  ; csub: before layer 8
+    vpsubd       zmm10, zmm12, zmm23                 ; csub: before layer 8
+    vpminud      zmm9, zmm11, zmm9
+    vpminud      zmm10, zmm12, zmm10
+    vmovshdup    zmm11, zmm4
+    vmovshdup    zmm12, zmm5
+    vpmuludq     zmm19, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10240]
+    vpmuludq     zmm20, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13696]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10304]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13760]
+    vmovshdup    zmm11{k2}, zmm19
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10176]
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13632]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm4, zmm4, zmm11
+    vpsubd       zmm5, zmm5, zmm12
+    vpaddd       zmm11, zmm9, zmm4                   ; layer 8
+    vpaddd       zmm12, zmm10, zmm5                  ; layer 8
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm4, zmm9, zmm4
+    vpsubd       zmm5, zmm10, zmm5
+    vpsubd       zmm9, zmm15, zmm23                  ; csub: before layer 8
+    vpsubd       zmm10, zmm16, zmm23                 ; csub: before layer 8
+    vpminud      zmm9, zmm15, zmm9
+    vpminud      zmm10, zmm16, zmm10
+    vmovshdup    zmm15, zmm6
+    vmovshdup    zmm16, zmm7
+    vpmuludq     zmm19, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10432]
+    vpmuludq     zmm20, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13888]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10496]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13952]
+    vmovshdup    zmm15{k2}, zmm19
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10368]
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 13824]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm6, zmm6, zmm15
+    vpsubd       zmm7, zmm7, zmm16
+    vpaddd       zmm15, zmm9, zmm6                   ; layer 8
+    vpaddd       zmm16, zmm10, zmm7                  ; layer 8
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm6, zmm9, zmm6
+    vpsubd       zmm7, zmm10, zmm7
+    vpsubd       zmm9, zmm13, zmm23                  ; csub: before layer 8
+    vpsubd       zmm10, zmm14, zmm23                 ; csub: before layer 8
+    vpminud      zmm9, zmm13, zmm9
+    vpminud      zmm10, zmm14, zmm10
+    vmovshdup    zmm13, zmm8
+    vmovshdup    zmm14, zmm0
+    vpmuludq     zmm19, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10624]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 14080]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10688]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 14144]
+    vmovshdup    zmm13{k2}, zmm19
+    vmovshdup    zmm14{k2}, zmm20
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 10560]
+    vpmulld      zmm0, zmm0, [rel kg_nfl1073479681_ntt_forward_twiddles_avx512 + 14016]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm2, zmm14, zmm2
+    vpsubd       zmm8, zmm8, zmm13
+    vpsubd       zmm0, zmm0, zmm2
+    vpaddd       zmm2, zmm9, zmm8                    ; layer 8
+    vpaddd       zmm13, zmm10, zmm0                  ; layer 8
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm8, zmm9, zmm8
+    vpsubd       zmm0, zmm10, zmm0
+    vshufi64x2   zmm9, zmm17, zmm1, 68
+    vshufi64x2   zmm10, zmm18, zmm3, 68
+    vshufi64x2   zmm1, zmm17, zmm1, 238
+    vshufi64x2   zmm3, zmm18, zmm3, 238
+    vshufi64x2   zmm14, zmm11, zmm4, 68
+    vshufi64x2   zmm17, zmm12, zmm5, 68
+    vshufi64x2   zmm4, zmm11, zmm4, 238
+    vshufi64x2   zmm5, zmm12, zmm5, 238
+    vshufi64x2   zmm11, zmm15, zmm6, 68
+    vshufi64x2   zmm12, zmm16, zmm7, 68
+    vshufi64x2   zmm6, zmm15, zmm6, 238
+    vshufi64x2   zmm7, zmm16, zmm7, 238
+    vshufi64x2   zmm15, zmm2, zmm8, 68
+    vshufi64x2   zmm16, zmm13, zmm0, 68
+    vshufi64x2   zmm2, zmm2, zmm8, 238
+    vshufi64x2   zmm0, zmm13, zmm0, 238
+    vpsubd       zmm8, zmm9, zmm23                   ; csub: the output range asked for
+    vpsubd       zmm13, zmm10, zmm23                 ; csub: the output range asked for
+    vpminud      zmm8, zmm9, zmm8
+    vpminud      zmm9, zmm10, zmm13
+    vpsubd       zmm10, zmm1, zmm23                  ; csub: the output range asked for
+    vpsubd       zmm13, zmm3, zmm23                  ; csub: the output range asked for
+    vpminud      zmm1, zmm1, zmm10
+    vpminud      zmm3, zmm3, zmm13
+    vpsubd       zmm10, zmm14, zmm23                 ; csub: the output range asked for
+    vpsubd       zmm13, zmm17, zmm23                 ; csub: the output range asked for
+    vpminud      zmm10, zmm14, zmm10
+    vpminud      zmm13, zmm17, zmm13
+    vpsubd       zmm14, zmm4, zmm23                  ; csub: the output range asked for
+    vpsubd       zmm17, zmm5, zmm23                  ; csub: the output range asked for
+    vpminud      zmm4, zmm4, zmm14
+    vpminud      zmm5, zmm5, zmm17
+    vpsubd       zmm14, zmm11, zmm23                 ; csub: the output range asked for
+    vpsubd       zmm17, zmm12, zmm23                 ; csub: the output range asked for
+    vpminud      zmm11, zmm11, zmm14
+    vpminud      zmm12, zmm12, zmm17
+    vpsubd       zmm14, zmm6, zmm23                  ; csub: the output range asked for
+    vpsubd       zmm17, zmm7, zmm23                  ; csub: the output range asked for
+    vpminud      zmm6, zmm6, zmm14
+    vpminud      zmm7, zmm7, zmm17
+    vpsubd       zmm14, zmm15, zmm23                 ; csub: the output range asked for
+    vpsubd       zmm17, zmm16, zmm23                 ; csub: the output range asked for
+    vpminud      zmm14, zmm15, zmm14
+    vpminud      zmm15, zmm16, zmm17
+    vpsubd       zmm16, zmm2, zmm23                  ; csub: the output range asked for
+    vpsubd       zmm17, zmm0, zmm23                  ; csub: the output range asked for
+    vpminud      zmm2, zmm2, zmm16
+    vpminud      zmm0, zmm0, zmm17
+    vmovdqu64    [rdi + 1024], zmm8
+    vmovdqu64    [rdi + 1536], zmm9
+    vmovdqu64    [rdi + 1088], zmm1
+    vmovdqu64    [rdi + 1600], zmm3
+    vmovdqu64    [rdi + 1152], zmm10
+    vmovdqu64    [rdi + 1664], zmm13
+    vmovdqu64    [rdi + 1216], zmm4
+    vmovdqu64    [rdi + 1728], zmm5
+    vmovdqu64    [rdi + 1280], zmm11
+    vmovdqu64    [rdi + 1792], zmm12
+    vmovdqu64    [rdi + 1344], zmm6
+    vmovdqu64    [rdi + 1856], zmm7
+    vmovdqu64    [rdi + 1408], zmm14
+    vmovdqu64    [rdi + 1920], zmm15
+    vmovdqu64    [rdi + 1472], zmm2
     vmovdqu64    [rdi + 1984], zmm0
     vzeroupper
     ret
@@ -5170,7 +5108,7 @@ kg_nfl1073479681_basemul_avx512:
 ;             a = 2^32 * INTT(a) mod 1073479681: forward, basemul, inverse give a*b mod (x^512+1, 1073479681)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-25}, k2, rax, flags
+;   clobbers: zmm{0-31}, k2, rax, flags
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 160 vector reductions
@@ -5187,2279 +5125,2223 @@ global kg_nfl1073479681_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_nfl10
 align 32
 kg_nfl1073479681_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm13, [rel pd_2146959362]          ; held in a register: read 304 times
-    vmovdqu64    zmm14, [rel pd_33562625]            ; held in a register: read 32 times
-    vmovdqu64    zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 13120] ; held in a register: read 32 times
-    vmovdqu64    zmm16, [rel pd_8388608]             ; held in a register: read 16 times
+    vmovdqu64    zmm23, [rel pd_2146959362]          ; held in a register: read 304 times
+    vmovdqu64    zmm24, [rel pd_33562625]            ; held in a register: read 32 times
+    vmovdqu64    zmm25, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 13120] ; held in a register: read 32 times
+    vmovdqu64    zmm26, [rel pd_8388608]             ; held in a register: read 16 times
     lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12992] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12864
-    vmovdqu64    zmm17, [rax - 128]                  ; held in a register: read 16 times
-    vmovdqu64    zmm18, [rax]                        ; held in a register: read 16 times
-    vmovdqu64    zmm19, [rax + 64]                   ; held in a register: read 16 times
-    vmovdqu64    zmm20, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3136] ; held in a register: read 8 times
-    vmovdqu64    zmm21, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6336] ; held in a register: read 8 times
-    vmovdqu64    zmm22, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536] ; held in a register: read 8 times
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12864] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12736
-    vmovdqu64    zmm23, [rax - 128]                  ; held in a register: read 8 times
-    vmovdqu64    zmm24, [rax - 64]                   ; held in a register: read 8 times
-    vmovdqu64    zmm25, [rax + 64]                   ; held in a register: read 8 times
+    vmovdqu64    zmm27, [rax - 128]                  ; held in a register: read 16 times
+    vmovdqu64    zmm28, [rax]                        ; held in a register: read 16 times
+    vmovdqu64    zmm29, [rax + 64]                   ; held in a register: read 16 times
+    vmovdqu64    zmm30, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3136] ; held in a register: read 8 times
+    vmovdqu64    zmm31, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6336] ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
     vmovdqu64    zmm2, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 128]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 384]
-    vshufi64x2   zmm7, zmm3, [rdi + 64], 68
+    vmovdqu64    zmm4, [rdi + 512]
+    vmovdqu64    zmm5, [rdi + 128]
+    vmovdqu64    zmm6, [rdi + 640]
+    vmovdqu64    zmm7, [rdi + 256]
+    vmovdqu64    zmm8, [rdi + 768]
+    vmovdqu64    zmm9, [rdi + 384]
+    vmovdqu64    zmm10, [rdi + 896]
+    vshufi64x2   zmm11, zmm3, [rdi + 64], 68
+    vshufi64x2   zmm12, zmm4, [rdi + 576], 68
     vshufi64x2   zmm3, zmm3, [rdi + 64], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 192], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 320], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
-    vshufi64x2   zmm10, zmm6, [rdi + 448], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
-    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 0
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm8, zmm4                   ; layer 8
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 320] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 192
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm8, zmm8, zmm14
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm11, zmm8
-    vpaddd       zmm11, zmm9, zmm5                   ; layer 8
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 512] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 384
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm9, zmm9, zmm14
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm11, zmm9
-    vpaddd       zmm11, zmm10, zmm6                  ; layer 8
-    vpaddd       zmm10, zmm10, zmm13
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 704] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 576
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vmovshdup    zmm10, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm10, zmm10, zmm14
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm11, zmm10
-    vpshufd      zmm7, zmm7, 216
-    vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm11, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpshufd      zmm7, zmm8, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm8, zmm7, zmm4
-    vpunpckhdq   zmm4, zmm7, zmm4
-    vpshufd      zmm7, zmm9, 216
-    vpshufd      zmm5, zmm5, 216
-    vpunpckldq   zmm9, zmm7, zmm5
-    vpunpckhdq   zmm5, zmm7, zmm5
-    vpshufd      zmm7, zmm10, 216
-    vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm10, zmm7, zmm6
-    vpunpckhdq   zmm6, zmm7, zmm6
-    vpaddd       zmm7, zmm11, zmm3                   ; layer 7
-    vpaddd       zmm11, zmm11, zmm13
+    vshufi64x2   zmm4, zmm4, [rdi + 576], 238
+    vshufi64x2   zmm13, zmm5, [rdi + 192], 68
+    vshufi64x2   zmm14, zmm6, [rdi + 704], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 192], 238
+    vshufi64x2   zmm6, zmm6, [rdi + 704], 238
+    vshufi64x2   zmm15, zmm7, [rdi + 320], 68
+    vshufi64x2   zmm16, zmm8, [rdi + 832], 68
+    vshufi64x2   zmm7, zmm7, [rdi + 320], 238
+    vshufi64x2   zmm8, zmm8, [rdi + 832], 238
+    vshufi64x2   zmm17, zmm9, [rdi + 448], 68
+    vshufi64x2   zmm18, zmm10, [rdi + 960], 68
+    vshufi64x2   zmm9, zmm9, [rdi + 448], 238
+    vshufi64x2   zmm10, zmm10, [rdi + 960], 238
+    vpaddd       zmm19, zmm11, zmm3                  ; layer 8
+    vpaddd       zmm20, zmm12, zmm4                  ; layer 8
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
     vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm12, zmm4
     vmovshdup    zmm11, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 768
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
+    vmovshdup    zmm12, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 64]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3264]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 128]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3328]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3200]
     vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm3, zmm3, zmm11
-    vpaddd       zmm11, zmm8, zmm4                   ; layer 7
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm9, zmm5                    ; layer 7
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1024
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm10, zmm6                   ; layer 7
-    vpaddd       zmm10, zmm10, zmm13
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vpunpcklqdq  zmm10, zmm7, zmm3
-    vpunpckhqdq  zmm3, zmm7, zmm3
-    vpunpcklqdq  zmm7, zmm11, zmm4
-    vpunpckhqdq  zmm4, zmm11, zmm4
-    vpunpcklqdq  zmm11, zmm8, zmm5
-    vpunpckhqdq  zmm5, zmm8, zmm5
-    vpunpcklqdq  zmm8, zmm9, zmm6
-    vpunpckhqdq  zmm6, zmm9, zmm6
-    vpsubd       zmm9, zmm10, zmm13                  ; csub: before layer 6
-    vpminud      zmm9, zmm10, zmm9
-    vpsubd       zmm10, zmm3, zmm13                  ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm10
-    vpaddd       zmm10, zmm9, zmm3                   ; layer 6
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1280
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm9, zmm7, zmm13                   ; csub: before layer 6
-    vpminud      zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm4, zmm13                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm7, zmm4                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vmovshdup    zmm7, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 6
-    vpminud      zmm7, zmm11, zmm7
-    vpsubd       zmm11, zmm5, zmm13                  ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm11
-    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1536
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 6
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm6, zmm13                   ; csub: before layer 6
-    vpminud      zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm7, zmm6                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm10, zmm3
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm10, zmm3
+    vpsubd       zmm4, zmm4, zmm12
+    vmovshdup    zmm11, zmm19
+    vmovshdup    zmm12, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm12, zmm24
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm19, zmm11
+    vpsubd       zmm12, zmm20, zmm12
+    vpaddd       zmm19, zmm13, zmm5                  ; layer 8
+    vpaddd       zmm20, zmm14, zmm6                  ; layer 8
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm5, zmm13, zmm5
+    vpsubd       zmm6, zmm14, zmm6
+    vmovshdup    zmm13, zmm5
+    vmovshdup    zmm14, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 256]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3456]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 320]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3520]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 192]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3392]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm13
+    vpsubd       zmm6, zmm6, zmm14
+    vmovshdup    zmm13, zmm19
+    vmovshdup    zmm14, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm13, zmm13, zmm24
+    vpmuludq     zmm14, zmm14, zmm24
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm13, zmm19, zmm13
+    vpsubd       zmm14, zmm20, zmm14
+    vpaddd       zmm19, zmm15, zmm7                  ; layer 8
+    vpaddd       zmm20, zmm16, zmm8                  ; layer 8
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm7, zmm15, zmm7
+    vpsubd       zmm8, zmm16, zmm8
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 448]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3648]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 512]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3712]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 384]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3584]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vmovshdup    zmm15, zmm19
+    vmovshdup    zmm16, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm15, zmm15, zmm24
+    vpmuludq     zmm16, zmm16, zmm24
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm15, zmm19, zmm15
+    vpsubd       zmm16, zmm20, zmm16
+    vpaddd       zmm19, zmm17, zmm9                  ; layer 8
+    vpaddd       zmm20, zmm18, zmm10                 ; layer 8
+    vpaddd       zmm17, zmm17, zmm23
+    vpaddd       zmm18, zmm18, zmm23
+    vpsubd       zmm9, zmm17, zmm9
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm17, zmm9
+    vmovshdup    zmm18, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 640]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3840]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 704]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3904]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 576]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3776]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vpsubd       zmm10, zmm10, zmm18
+    vmovshdup    zmm17, zmm19
+    vmovshdup    zmm18, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm17, zmm17, zmm24
+    vpmuludq     zmm18, zmm18, zmm24
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm17, zmm19, zmm17
+    vpsubd       zmm18, zmm20, zmm18
+    vpshufd      zmm11, zmm11, 216
+    vpshufd      zmm12, zmm12, 216
+    vpshufd      zmm3, zmm3, 216
+    vpshufd      zmm4, zmm4, 216
+    vpunpckldq   zmm19, zmm11, zmm3
+    vpunpckldq   zmm20, zmm12, zmm4
+    vpunpckhdq   zmm3, zmm11, zmm3
+    vpunpckhdq   zmm4, zmm12, zmm4
+    vpshufd      zmm11, zmm13, 216
+    vpshufd      zmm12, zmm14, 216
+    vpshufd      zmm5, zmm5, 216
+    vpshufd      zmm6, zmm6, 216
+    vpunpckldq   zmm13, zmm11, zmm5
+    vpunpckldq   zmm14, zmm12, zmm6
+    vpunpckhdq   zmm5, zmm11, zmm5
+    vpunpckhdq   zmm6, zmm12, zmm6
+    vpshufd      zmm11, zmm15, 216
+    vpshufd      zmm12, zmm16, 216
+    vpshufd      zmm7, zmm7, 216
+    vpshufd      zmm8, zmm8, 216
+    vpunpckldq   zmm15, zmm11, zmm7
+    vpunpckldq   zmm16, zmm12, zmm8
+    vpunpckhdq   zmm7, zmm11, zmm7
+    vpunpckhdq   zmm8, zmm12, zmm8
+    vpshufd      zmm11, zmm17, 216
+    vpshufd      zmm12, zmm18, 216
+    vpshufd      zmm9, zmm9, 216
+    vpshufd      zmm10, zmm10, 216
+    vpunpckldq   zmm17, zmm11, zmm9
+    vpunpckldq   zmm18, zmm12, zmm10
+    vpunpckhdq   zmm9, zmm11, zmm9
+    vpunpckhdq   zmm10, zmm12, zmm10
+    vpaddd       zmm11, zmm19, zmm3                  ; layer 7
+    vpaddd       zmm12, zmm20, zmm4                  ; layer 7
+    vpaddd       zmm19, zmm19, zmm23
+    vpaddd       zmm20, zmm20, zmm23
+    vpsubd       zmm3, zmm19, zmm3
+    vpsubd       zmm4, zmm20, zmm4
+    vmovshdup    zmm19, zmm3
+    vmovshdup    zmm20, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 832]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4032]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 832]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4032]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 768]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3968]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm3, zmm3, zmm19
+    vpsubd       zmm4, zmm4, zmm20
+    vpaddd       zmm19, zmm13, zmm5                  ; layer 7
+    vpaddd       zmm20, zmm14, zmm6                  ; layer 7
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm5, zmm13, zmm5
+    vpsubd       zmm6, zmm14, zmm6
+    vmovshdup    zmm13, zmm5
+    vmovshdup    zmm14, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 960]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4160]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 960]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4160]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 896]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4096]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm13
+    vpsubd       zmm6, zmm6, zmm14
+    vpaddd       zmm13, zmm15, zmm7                  ; layer 7
+    vpaddd       zmm14, zmm16, zmm8                  ; layer 7
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm7, zmm15, zmm7
+    vpsubd       zmm8, zmm16, zmm8
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1088]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4288]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1088]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4288]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1024]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4224]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vpaddd       zmm15, zmm17, zmm9                  ; layer 7
+    vpaddd       zmm16, zmm18, zmm10                 ; layer 7
+    vpaddd       zmm17, zmm17, zmm23
+    vpaddd       zmm18, zmm18, zmm23
+    vpsubd       zmm9, zmm17, zmm9
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm17, zmm9
+    vmovshdup    zmm18, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1216]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4416]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1216]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4416]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1152]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4352]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vpsubd       zmm10, zmm10, zmm18
+    vpunpcklqdq  zmm17, zmm11, zmm3
+    vpunpcklqdq  zmm18, zmm12, zmm4
+    vpunpckhqdq  zmm3, zmm11, zmm3
+    vpunpckhqdq  zmm4, zmm12, zmm4
+    vpunpcklqdq  zmm11, zmm19, zmm5
+    vpunpcklqdq  zmm12, zmm20, zmm6
+    vpunpckhqdq  zmm5, zmm19, zmm5
+    vpunpckhqdq  zmm6, zmm20, zmm6
+    vpunpcklqdq  zmm19, zmm13, zmm7
+    vpunpcklqdq  zmm20, zmm14, zmm8
+    vpunpckhqdq  zmm7, zmm13, zmm7
+    vpunpckhqdq  zmm8, zmm14, zmm8
+    vpunpcklqdq  zmm13, zmm15, zmm9
+    vpunpcklqdq  zmm14, zmm16, zmm10
+    vpunpckhqdq  zmm9, zmm15, zmm9
+    vpunpckhqdq  zmm10, zmm16, zmm10
+    vpsubd       zmm15, zmm17, zmm23                 ; csub: before layer 6
+    vpsubd       zmm16, zmm18, zmm23                 ; csub: before layer 6
+    vpminud      zmm15, zmm17, zmm15
+    vpminud      zmm16, zmm18, zmm16
+    vpsubd       zmm17, zmm3, zmm23                  ; csub: before layer 6
+    vpsubd       zmm18, zmm4, zmm23                  ; csub: before layer 6
+    vpminud      zmm3, zmm3, zmm17
+    vpminud      zmm4, zmm4, zmm18
+    vpaddd       zmm17, zmm15, zmm3                  ; layer 6
+    vpaddd       zmm18, zmm16, zmm4                  ; layer 6
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm3, zmm15, zmm3
+    vpsubd       zmm4, zmm16, zmm4
+    vmovshdup    zmm15, zmm3
+    vmovshdup    zmm16, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1344]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4544]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1344]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4544]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1280]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4480]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm3, zmm3, zmm15
+    vpsubd       zmm4, zmm4, zmm16
+    vpsubd       zmm15, zmm11, zmm23                 ; csub: before layer 6
+    vpsubd       zmm16, zmm12, zmm23                 ; csub: before layer 6
+    vpminud      zmm11, zmm11, zmm15
+    vpminud      zmm12, zmm12, zmm16
+    vpsubd       zmm15, zmm5, zmm23                  ; csub: before layer 6
+    vpsubd       zmm16, zmm6, zmm23                  ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm15
+    vpminud      zmm6, zmm6, zmm16
+    vpaddd       zmm15, zmm11, zmm5                  ; layer 6
+    vpaddd       zmm16, zmm12, zmm6                  ; layer 6
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm5, zmm11, zmm5
+    vpsubd       zmm6, zmm12, zmm6
+    vmovshdup    zmm11, zmm5
+    vmovshdup    zmm12, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1472]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4672]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1472]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4672]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1408]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4608]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 6
+    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 6
+    vpminud      zmm11, zmm19, zmm11
+    vpminud      zmm12, zmm20, zmm12
+    vpsubd       zmm19, zmm7, zmm23                  ; csub: before layer 6
+    vpsubd       zmm20, zmm8, zmm23                  ; csub: before layer 6
+    vpminud      zmm7, zmm7, zmm19
+    vpminud      zmm8, zmm8, zmm20
+    vpaddd       zmm19, zmm11, zmm7                  ; layer 6
+    vpaddd       zmm20, zmm12, zmm8                  ; layer 6
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm7, zmm11, zmm7
+    vpsubd       zmm8, zmm12, zmm8
+    vmovshdup    zmm11, zmm7
+    vmovshdup    zmm12, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4800]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4800]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1536]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4736]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 6
+    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 6
+    vpminud      zmm11, zmm13, zmm11
+    vpminud      zmm12, zmm14, zmm12
+    vpsubd       zmm13, zmm9, zmm23                  ; csub: before layer 6
+    vpsubd       zmm14, zmm10, zmm23                 ; csub: before layer 6
+    vpminud      zmm9, zmm9, zmm13
+    vpminud      zmm10, zmm10, zmm14
+    vpaddd       zmm13, zmm11, zmm9                  ; layer 6
+    vpaddd       zmm14, zmm12, zmm10                 ; layer 6
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm9, zmm11, zmm9
+    vpsubd       zmm10, zmm12, zmm10
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1728]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4928]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1728]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4928]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1664]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4864]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovdqa64    zmm11, zmm0
+    vmovdqa64    zmm12, zmm0
+    vpermi2q     zmm11, zmm17, zmm3
+    vpermi2q     zmm12, zmm18, zmm4
+    vmovdqa64    zmm21, zmm1
+    vmovdqa64    zmm22, zmm1
+    vpermi2q     zmm21, zmm17, zmm3
+    vpermi2q     zmm22, zmm18, zmm4
     vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm9, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm9, zmm4
     vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm11, zmm5
+    vpermi2q     zmm3, zmm15, zmm5
+    vpermi2q     zmm4, zmm16, zmm6
+    vmovdqa64    zmm17, zmm1
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm17, zmm15, zmm5
+    vpermi2q     zmm18, zmm16, zmm6
     vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm8, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm8, zmm6
-    vpsubd       zmm6, zmm7, zmm13                   ; csub: before layer 5
-    vpminud      zmm6, zmm7, zmm6
-    vpsubd       zmm7, zmm12, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm12, zmm7
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 5
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 1792
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm3, zmm13                   ; csub: before layer 5
-    vpminud      zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm3, zmm7                   ; layer 5
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
-    vpminud      zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm4, zmm7                    ; layer 5
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2048
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 5
-    vpminud      zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vshufi64x2   zmm7, zmm8, zmm6, 68
-    vshufi64x2   zmm6, zmm8, zmm6, 238
-    vshufi64x2   zmm8, zmm10, zmm3, 68
-    vshufi64x2   zmm3, zmm10, zmm3, 238
-    vshufi64x2   zmm10, zmm9, zmm4, 68
-    vshufi64x2   zmm4, zmm9, zmm4, 238
-    vshufi64x2   zmm9, zmm11, zmm5, 68
-    vshufi64x2   zmm5, zmm11, zmm5, 238
-    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm7, zmm11
-    vpsubd       zmm11, zmm6, zmm13                  ; csub: before layer 4
-    vpminud      zmm6, zmm6, zmm11
-    vpaddd       zmm11, zmm7, zmm6                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2304
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 4
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm7, zmm3                    ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm10, zmm7
-    vpsubd       zmm10, zmm4, zmm13                  ; csub: before layer 4
-    vpminud      zmm4, zmm4, zmm10
-    vpaddd       zmm10, zmm7, zmm4                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2560
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 4
-    vpminud      zmm7, zmm9, zmm7
-    vpsubd       zmm9, zmm5, zmm13                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm7, zmm5                    ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
-    vpminud      zmm7, zmm11, zmm7
-    vpsubd       zmm11, zmm8, zmm13                  ; csub: before layer 3
-    vpminud      zmm8, zmm8, zmm11
-    vpaddd       zmm11, zmm7, zmm8                   ; layer 3
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm8
-    vmovshdup    zmm8, zmm7
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 2816
-    vpmuludq     zmm12, zmm7, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm6, zmm3                    ; layer 3
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm3, zmm6, zmm3
-    vmovshdup    zmm6, zmm3
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm3, zmm3, zmm6
-    vpsubd       zmm6, zmm10, zmm13                  ; csub: before layer 3
-    vpminud      zmm6, zmm10, zmm6
-    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 3
-    vpminud      zmm9, zmm9, zmm10
-    vpaddd       zmm10, zmm6, zmm9                   ; layer 3
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm9
-    vmovshdup    zmm9, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm4, zmm5                    ; layer 3
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 2
-    vpminud      zmm5, zmm11, zmm5
-    vpsubd       zmm11, zmm10, zmm13                 ; csub: before layer 2
-    vpminud      zmm10, zmm10, zmm11
-    vpaddd       zmm11, zmm5, zmm10                  ; layer 2
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm10
-    vmovshdup    zmm10, zmm5
-    vpmuludq     zmm12, zmm5, zmm20
-    vpmuludq     zmm10, zmm10, zmm20
-    vmovshdup    zmm10{k2}, zmm12
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3072
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm5, zmm5, zmm10
-    vpsubd       zmm10, zmm8, zmm13                  ; csub: before layer 2
-    vpminud      zmm8, zmm8, zmm10
-    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 2
-    vpminud      zmm9, zmm9, zmm10
-    vpaddd       zmm10, zmm8, zmm9                   ; layer 2
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm8
-    vpmuludq     zmm12, zmm8, zmm20
-    vpmuludq     zmm9, zmm9, zmm20
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm7, zmm6                    ; layer 2
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm12, zmm6, zmm20
-    vpmuludq     zmm7, zmm7, zmm20
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm3, zmm4                    ; layer 2
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm12, zmm3, zmm20
-    vpmuludq     zmm4, zmm4, zmm20
-    vmovshdup    zmm4{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi], zmm11
-    vmovdqu64    [rdi + 64], zmm10
-    vmovdqu64    [rdi + 128], zmm9
-    vmovdqu64    [rdi + 192], zmm7
-    vmovdqu64    [rdi + 256], zmm5
-    vmovdqu64    [rdi + 320], zmm8
-    vmovdqu64    [rdi + 384], zmm6
-    vmovdqu64    [rdi + 448], zmm3
-    vmovdqu64    zmm3, [rdi + 512]
-    vmovdqu64    zmm4, [rdi + 640]
-    vmovdqu64    zmm5, [rdi + 768]
-    vmovdqu64    zmm6, [rdi + 896]
-    vshufi64x2   zmm7, zmm3, [rdi + 576], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 576], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 704], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 704], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 832], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 832], 238
-    vshufi64x2   zmm10, zmm6, [rdi + 960], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 960], 238
-    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3328]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm8, zmm4                   ; layer 8
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3392
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm8, zmm8, zmm14
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm11, zmm8
-    vpaddd       zmm11, zmm9, zmm5                   ; layer 8
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3584
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm9, zmm9, zmm14
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm11, zmm9
-    vpaddd       zmm11, zmm10, zmm6                  ; layer 8
-    vpaddd       zmm10, zmm10, zmm13
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3904] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3776
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vmovshdup    zmm10, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm10, zmm10, zmm14
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm11, zmm10
-    vpshufd      zmm7, zmm7, 216
-    vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm11, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpshufd      zmm7, zmm8, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm8, zmm7, zmm4
-    vpunpckhdq   zmm4, zmm7, zmm4
-    vpshufd      zmm7, zmm9, 216
-    vpshufd      zmm5, zmm5, 216
-    vpunpckldq   zmm9, zmm7, zmm5
-    vpunpckhdq   zmm5, zmm7, zmm5
-    vpshufd      zmm7, zmm10, 216
-    vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm10, zmm7, zmm6
-    vpunpckhdq   zmm6, zmm7, zmm6
-    vpaddd       zmm7, zmm11, zmm3                   ; layer 7
-    vpaddd       zmm11, zmm11, zmm13
-    vpsubd       zmm3, zmm11, zmm3
-    vmovshdup    zmm11, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 3968
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vpaddd       zmm11, zmm8, zmm4                   ; layer 7
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm9, zmm5                    ; layer 7
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4352] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4224
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm10, zmm6                   ; layer 7
-    vpaddd       zmm10, zmm10, zmm13
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vpunpcklqdq  zmm10, zmm7, zmm3
-    vpunpckhqdq  zmm3, zmm7, zmm3
-    vpunpcklqdq  zmm7, zmm11, zmm4
-    vpunpckhqdq  zmm4, zmm11, zmm4
-    vpunpcklqdq  zmm11, zmm8, zmm5
-    vpunpckhqdq  zmm5, zmm8, zmm5
-    vpunpcklqdq  zmm8, zmm9, zmm6
-    vpunpckhqdq  zmm6, zmm9, zmm6
-    vpsubd       zmm9, zmm10, zmm13                  ; csub: before layer 6
-    vpminud      zmm9, zmm10, zmm9
-    vpsubd       zmm10, zmm3, zmm13                  ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm10
-    vpaddd       zmm10, zmm9, zmm3                   ; layer 6
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4608] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4480
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm9, zmm7, zmm13                   ; csub: before layer 6
-    vpminud      zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm4, zmm13                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm7, zmm4                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vmovshdup    zmm7, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 6
-    vpminud      zmm7, zmm11, zmm7
-    vpsubd       zmm11, zmm5, zmm13                  ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm11
-    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4864] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4736
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 6
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm6, zmm13                   ; csub: before layer 6
-    vpminud      zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm7, zmm6                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm5, zmm19, zmm7
+    vpermi2q     zmm6, zmm20, zmm8
+    vmovdqa64    zmm15, zmm1
+    vmovdqa64    zmm16, zmm1
+    vpermi2q     zmm15, zmm19, zmm7
+    vpermi2q     zmm16, zmm20, zmm8
     vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm10, zmm3
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm10, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm9, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm9, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm11, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm8, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm8, zmm6
-    vpsubd       zmm6, zmm7, zmm13                   ; csub: before layer 5
-    vpminud      zmm6, zmm7, zmm6
-    vpsubd       zmm7, zmm12, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm12, zmm7
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 5
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5120] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 4992
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm3, zmm13                   ; csub: before layer 5
-    vpminud      zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm3, zmm7                   ; layer 5
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
-    vpminud      zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm4, zmm7                    ; layer 5
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5376] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5248
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 5
-    vpminud      zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vshufi64x2   zmm7, zmm8, zmm6, 68
-    vshufi64x2   zmm6, zmm8, zmm6, 238
-    vshufi64x2   zmm8, zmm10, zmm3, 68
-    vshufi64x2   zmm3, zmm10, zmm3, 238
-    vshufi64x2   zmm10, zmm9, zmm4, 68
-    vshufi64x2   zmm4, zmm9, zmm4, 238
-    vshufi64x2   zmm9, zmm11, zmm5, 68
-    vshufi64x2   zmm5, zmm11, zmm5, 238
-    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm7, zmm11
-    vpsubd       zmm11, zmm6, zmm13                  ; csub: before layer 4
-    vpminud      zmm6, zmm6, zmm11
-    vpaddd       zmm11, zmm7, zmm6                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5632] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5504
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 4
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm7, zmm3                    ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm10, zmm7
-    vpsubd       zmm10, zmm4, zmm13                  ; csub: before layer 4
-    vpminud      zmm4, zmm4, zmm10
-    vpaddd       zmm10, zmm7, zmm4                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5888] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 5760
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 4
-    vpminud      zmm7, zmm9, zmm7
-    vpsubd       zmm9, zmm5, zmm13                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm7, zmm5                    ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
-    vpminud      zmm7, zmm11, zmm7
-    vpsubd       zmm11, zmm8, zmm13                  ; csub: before layer 3
-    vpminud      zmm8, zmm8, zmm11
-    vpaddd       zmm11, zmm7, zmm8                   ; layer 3
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm8
-    vmovshdup    zmm8, zmm7
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6144] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6016
-    vpmuludq     zmm12, zmm7, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm6, zmm3                    ; layer 3
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm3, zmm6, zmm3
-    vmovshdup    zmm6, zmm3
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm3, zmm3, zmm6
-    vpsubd       zmm6, zmm10, zmm13                  ; csub: before layer 3
-    vpminud      zmm6, zmm10, zmm6
-    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 3
-    vpminud      zmm9, zmm9, zmm10
-    vpaddd       zmm10, zmm6, zmm9                   ; layer 3
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm9
-    vmovshdup    zmm9, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm4, zmm5                    ; layer 3
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 2
-    vpminud      zmm5, zmm11, zmm5
-    vpsubd       zmm11, zmm10, zmm13                 ; csub: before layer 2
-    vpminud      zmm10, zmm10, zmm11
-    vpaddd       zmm11, zmm5, zmm10                  ; layer 2
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm10
-    vmovshdup    zmm10, zmm5
-    vpmuludq     zmm12, zmm5, zmm21
-    vpmuludq     zmm10, zmm10, zmm21
-    vmovshdup    zmm10{k2}, zmm12
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6400] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6272
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm5, zmm5, zmm10
-    vpsubd       zmm10, zmm8, zmm13                  ; csub: before layer 2
-    vpminud      zmm8, zmm8, zmm10
-    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 2
-    vpminud      zmm9, zmm9, zmm10
-    vpaddd       zmm10, zmm8, zmm9                   ; layer 2
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm8
-    vpmuludq     zmm12, zmm8, zmm21
-    vpmuludq     zmm9, zmm9, zmm21
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm7, zmm6                    ; layer 2
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm12, zmm6, zmm21
-    vpmuludq     zmm7, zmm7, zmm21
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm3, zmm4                    ; layer 2
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm12, zmm3, zmm21
-    vpmuludq     zmm4, zmm4, zmm21
-    vmovshdup    zmm4{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 512], zmm11
-    vmovdqu64    [rdi + 576], zmm10
-    vmovdqu64    [rdi + 640], zmm9
-    vmovdqu64    [rdi + 704], zmm7
-    vmovdqu64    [rdi + 768], zmm5
-    vmovdqu64    [rdi + 832], zmm8
-    vmovdqu64    [rdi + 896], zmm6
-    vmovdqu64    [rdi + 960], zmm3
-    vmovdqu64    zmm3, [rdi + 1024]
-    vmovdqu64    zmm4, [rdi + 1152]
-    vmovdqu64    zmm5, [rdi + 1280]
-    vmovdqu64    zmm6, [rdi + 1408]
-    vshufi64x2   zmm7, zmm3, [rdi + 1088], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 1088], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 1216], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 1216], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 1344], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 1344], 238
-    vshufi64x2   zmm10, zmm6, [rdi + 1472], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 1472], 238
-    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6528]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm8, zmm4                   ; layer 8
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6720] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6592
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm8, zmm8, zmm14
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm11, zmm8
-    vpaddd       zmm11, zmm9, zmm5                   ; layer 8
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6912] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6784
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm9, zmm9, zmm14
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm11, zmm9
-    vpaddd       zmm11, zmm10, zmm6                  ; layer 8
-    vpaddd       zmm10, zmm10, zmm13
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7104] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 6976
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vmovshdup    zmm10, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm10, zmm10, zmm14
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm11, zmm10
-    vpshufd      zmm7, zmm7, 216
-    vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm11, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpshufd      zmm7, zmm8, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm8, zmm7, zmm4
-    vpunpckhdq   zmm4, zmm7, zmm4
-    vpshufd      zmm7, zmm9, 216
-    vpshufd      zmm5, zmm5, 216
-    vpunpckldq   zmm9, zmm7, zmm5
-    vpunpckhdq   zmm5, zmm7, zmm5
-    vpshufd      zmm7, zmm10, 216
-    vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm10, zmm7, zmm6
-    vpunpckhdq   zmm6, zmm7, zmm6
-    vpaddd       zmm7, zmm11, zmm3                   ; layer 7
-    vpaddd       zmm11, zmm11, zmm13
-    vpsubd       zmm3, zmm11, zmm3
-    vmovshdup    zmm11, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7296] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7168
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm7, zmm13, zmm9
+    vpermi2q     zmm8, zmm14, zmm10
+    vmovdqa64    zmm19, zmm1
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm19, zmm13, zmm9
+    vpermi2q     zmm20, zmm14, zmm10
+    vpsubd       zmm9, zmm11, zmm23                  ; csub: before layer 5
+    vpsubd       zmm10, zmm12, zmm23                 ; csub: before layer 5
+    vpminud      zmm9, zmm11, zmm9
+    vpminud      zmm10, zmm12, zmm10
+    vpsubd       zmm11, zmm21, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm22, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm21, zmm11
+    vpminud      zmm12, zmm22, zmm12
+    vpaddd       zmm13, zmm9, zmm11                  ; layer 5
+    vpaddd       zmm14, zmm10, zmm12                 ; layer 5
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1856]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5056]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1856]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5056]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1792]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4992]
     vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpsubd       zmm11, zmm3, zmm23                  ; csub: before layer 5
+    vpsubd       zmm12, zmm4, zmm23                  ; csub: before layer 5
+    vpminud      zmm3, zmm3, zmm11
+    vpminud      zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm17, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm18, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm17, zmm11
+    vpminud      zmm12, zmm18, zmm12
+    vpaddd       zmm17, zmm3, zmm11                  ; layer 5
+    vpaddd       zmm18, zmm4, zmm12                  ; layer 5
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
     vpsubd       zmm3, zmm3, zmm11
-    vpaddd       zmm11, zmm8, zmm4                   ; layer 7
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm9, zmm5                    ; layer 7
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7552] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7424
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm10, zmm6                   ; layer 7
-    vpaddd       zmm10, zmm10, zmm13
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vpunpcklqdq  zmm10, zmm7, zmm3
-    vpunpckhqdq  zmm3, zmm7, zmm3
-    vpunpcklqdq  zmm7, zmm11, zmm4
-    vpunpckhqdq  zmm4, zmm11, zmm4
-    vpunpcklqdq  zmm11, zmm8, zmm5
-    vpunpckhqdq  zmm5, zmm8, zmm5
-    vpunpcklqdq  zmm8, zmm9, zmm6
-    vpunpckhqdq  zmm6, zmm9, zmm6
-    vpsubd       zmm9, zmm10, zmm13                  ; csub: before layer 6
-    vpminud      zmm9, zmm10, zmm9
-    vpsubd       zmm10, zmm3, zmm13                  ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm10
-    vpaddd       zmm10, zmm9, zmm3                   ; layer 6
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7808] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7680
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm9, zmm7, zmm13                   ; csub: before layer 6
-    vpminud      zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm4, zmm13                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm7, zmm4                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vmovshdup    zmm7, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 6
-    vpminud      zmm7, zmm11, zmm7
-    vpsubd       zmm11, zmm5, zmm13                  ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm11
-    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8064] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 7936
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 6
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm6, zmm13                   ; csub: before layer 6
-    vpminud      zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm7, zmm6                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm10, zmm3
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm10, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm9, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm9, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm11, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm8, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm8, zmm6
-    vpsubd       zmm6, zmm7, zmm13                   ; csub: before layer 5
-    vpminud      zmm6, zmm7, zmm6
-    vpsubd       zmm7, zmm12, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm12, zmm7
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 5
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8320] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8192
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm3, zmm13                   ; csub: before layer 5
-    vpminud      zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm10, zmm7
-    vpaddd       zmm10, zmm3, zmm7                   ; layer 5
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm4, zmm13                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 5
-    vpminud      zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm4, zmm7                    ; layer 5
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8576] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8448
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm5, zmm13                   ; csub: before layer 5
-    vpminud      zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 5
-    vpminud      zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm5, zmm7                   ; layer 5
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm7
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vshufi64x2   zmm7, zmm8, zmm6, 68
-    vshufi64x2   zmm6, zmm8, zmm6, 238
-    vshufi64x2   zmm8, zmm10, zmm3, 68
-    vshufi64x2   zmm3, zmm10, zmm3, 238
-    vshufi64x2   zmm10, zmm9, zmm4, 68
-    vshufi64x2   zmm4, zmm9, zmm4, 238
-    vshufi64x2   zmm9, zmm11, zmm5, 68
-    vshufi64x2   zmm5, zmm11, zmm5, 238
-    vpsubd       zmm11, zmm7, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm7, zmm11
-    vpsubd       zmm11, zmm6, zmm13                  ; csub: before layer 4
-    vpminud      zmm6, zmm6, zmm11
-    vpaddd       zmm11, zmm7, zmm6                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8832] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8704
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 4
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm3, zmm13                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm7, zmm3                    ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm7, zmm10, zmm13                  ; csub: before layer 4
-    vpminud      zmm7, zmm10, zmm7
-    vpsubd       zmm10, zmm4, zmm13                  ; csub: before layer 4
-    vpminud      zmm4, zmm4, zmm10
-    vpaddd       zmm10, zmm7, zmm4                   ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vmovshdup    zmm7, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9088] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 8960
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 4
-    vpminud      zmm7, zmm9, zmm7
-    vpsubd       zmm9, zmm5, zmm13                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm7, zmm5                    ; layer 4
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm5
-    vpmuludq     zmm12, zmm5, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 3
-    vpminud      zmm7, zmm11, zmm7
-    vpsubd       zmm11, zmm8, zmm13                  ; csub: before layer 3
-    vpminud      zmm8, zmm8, zmm11
-    vpaddd       zmm11, zmm7, zmm8                   ; layer 3
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm7, zmm7, zmm8
-    vmovshdup    zmm8, zmm7
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9344] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9216
-    vpmuludq     zmm12, zmm7, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax - 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm7, zmm7, zmm8
-    vpaddd       zmm8, zmm6, zmm3                    ; layer 3
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm3, zmm6, zmm3
-    vmovshdup    zmm6, zmm3
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm3, zmm3, zmm6
-    vpsubd       zmm6, zmm10, zmm13                  ; csub: before layer 3
-    vpminud      zmm6, zmm10, zmm6
-    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 3
-    vpminud      zmm9, zmm9, zmm10
-    vpaddd       zmm10, zmm6, zmm9                   ; layer 3
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm9
-    vmovshdup    zmm9, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm9, zmm9, [rax + 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm6, zmm6, zmm9
-    vpaddd       zmm9, zmm4, zmm5                    ; layer 3
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm5
-    vmovshdup    zmm5, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm11, zmm13                  ; csub: before layer 2
-    vpminud      zmm5, zmm11, zmm5
-    vpsubd       zmm11, zmm10, zmm13                 ; csub: before layer 2
-    vpminud      zmm10, zmm10, zmm11
-    vpaddd       zmm11, zmm5, zmm10                  ; layer 2
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm10
-    vmovshdup    zmm10, zmm5
-    vpmuludq     zmm12, zmm5, zmm22
-    vpmuludq     zmm10, zmm10, zmm22
-    vmovshdup    zmm10{k2}, zmm12
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9600] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9472
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm5, zmm5, zmm10
-    vpsubd       zmm10, zmm8, zmm13                  ; csub: before layer 2
-    vpminud      zmm8, zmm8, zmm10
-    vpsubd       zmm10, zmm9, zmm13                  ; csub: before layer 2
-    vpminud      zmm9, zmm9, zmm10
-    vpaddd       zmm10, zmm8, zmm9                   ; layer 2
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm8
-    vpmuludq     zmm12, zmm8, zmm22
-    vpmuludq     zmm9, zmm9, zmm22
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm8, zmm8, zmm9
-    vpaddd       zmm9, zmm7, zmm6                    ; layer 2
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm12, zmm6, zmm22
-    vpmuludq     zmm7, zmm7, zmm22
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm3, zmm4                    ; layer 2
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm12, zmm3, zmm22
-    vpmuludq     zmm4, zmm4, zmm22
-    vmovshdup    zmm4{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 1024], zmm11
-    vmovdqu64    [rdi + 1088], zmm10
-    vmovdqu64    [rdi + 1152], zmm9
-    vmovdqu64    [rdi + 1216], zmm7
-    vmovdqu64    [rdi + 1280], zmm5
-    vmovdqu64    [rdi + 1344], zmm8
-    vmovdqu64    [rdi + 1408], zmm6
-    vmovdqu64    [rdi + 1472], zmm3
-    vmovdqu64    zmm3, [rdi + 1536]
-    vmovdqu64    zmm4, [rdi + 1664]
-    vmovdqu64    zmm5, [rdi + 1792]
-    vmovdqu64    zmm6, [rdi + 1920]
-    vshufi64x2   zmm7, zmm3, [rdi + 1600], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 1600], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 1728], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 1728], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 1856], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 1856], 238
-    vshufi64x2   zmm10, zmm6, [rdi + 1984], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 1984], 238
-    vpaddd       zmm11, zmm7, zmm3                   ; layer 8
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm3, zmm7, zmm3
-    vmovshdup    zmm7, zmm3
-    vpmuludq     zmm12, zmm3, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9728]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vmovshdup    zmm7, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm7, zmm7, zmm14
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm11, zmm7
-    vpaddd       zmm11, zmm8, zmm4                   ; layer 8
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9792
-    vpmuludq     zmm12, zmm4, [rax - 64]
-    vpmuludq     zmm8, zmm8, [rax]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm4, zmm4, zmm8
-    vmovshdup    zmm8, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm8, zmm8, zmm14
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm11, zmm8
-    vpaddd       zmm11, zmm9, zmm5                   ; layer 8
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10112] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 9984
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vmovshdup    zmm9, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm9, zmm9, zmm14
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm11, zmm9
-    vpaddd       zmm11, zmm10, zmm6                  ; layer 8
-    vpaddd       zmm10, zmm10, zmm13
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10304] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10176
-    vpmuludq     zmm12, zmm6, [rax - 64]
-    vpmuludq     zmm10, zmm10, [rax]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vmovshdup    zmm10, zmm11
-    vpmuludq     zmm12, zmm11, zmm14
-    vpmuludq     zmm10, zmm10, zmm14
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm11, zmm11, zmm16
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm11, zmm10
-    vpshufd      zmm7, zmm7, 216
-    vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm11, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpshufd      zmm7, zmm8, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm8, zmm7, zmm4
-    vpunpckhdq   zmm4, zmm7, zmm4
-    vpshufd      zmm7, zmm9, 216
-    vpshufd      zmm5, zmm5, 216
-    vpunpckldq   zmm9, zmm7, zmm5
-    vpunpckhdq   zmm5, zmm7, zmm5
-    vpshufd      zmm7, zmm10, 216
-    vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm10, zmm7, zmm6
-    vpunpckhdq   zmm6, zmm7, zmm6
-    vpaddd       zmm7, zmm11, zmm3                   ; layer 7
-    vpaddd       zmm11, zmm11, zmm13
-    vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm4, zmm12
     vmovshdup    zmm11, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10496] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10368
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax - 64]
-    vmovshdup    zmm11{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
+    vmovshdup    zmm12, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1984]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5184]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1984]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5184]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1920]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5120]
     vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm3, zmm3, zmm11
-    vpaddd       zmm11, zmm8, zmm4                   ; layer 7
-    vpaddd       zmm8, zmm8, zmm13
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm9, zmm5                    ; layer 7
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm5, zmm9, zmm5
-    vmovshdup    zmm9, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10624
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpaddd       zmm9, zmm10, zmm6                   ; layer 7
-    vpaddd       zmm10, zmm10, zmm13
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm10, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm6, zmm6, zmm10
-    vpunpcklqdq  zmm10, zmm7, zmm3
-    vpunpckhqdq  zmm3, zmm7, zmm3
-    vpunpcklqdq  zmm7, zmm11, zmm4
-    vpunpckhqdq  zmm4, zmm11, zmm4
-    vpunpcklqdq  zmm11, zmm8, zmm5
-    vpunpckhqdq  zmm5, zmm8, zmm5
-    vpunpcklqdq  zmm8, zmm9, zmm6
-    vpunpckhqdq  zmm6, zmm9, zmm6
-    vpsubd       zmm9, zmm10, zmm13                  ; csub: before layer 6
-    vpminud      zmm9, zmm10, zmm9
-    vpsubd       zmm10, zmm3, zmm13                  ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm10
-    vpaddd       zmm10, zmm9, zmm3                   ; layer 6
-    vpaddd       zmm9, zmm9, zmm13
-    vpsubd       zmm3, zmm9, zmm3
-    vmovshdup    zmm9, zmm3
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11008] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 10880
-    vpmuludq     zmm12, zmm3, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm12
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm9, zmm7, zmm13                   ; csub: before layer 6
-    vpminud      zmm7, zmm7, zmm9
-    vpsubd       zmm9, zmm4, zmm13                   ; csub: before layer 6
-    vpminud      zmm4, zmm4, zmm9
-    vpaddd       zmm9, zmm7, zmm4                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm4, zmm7, zmm4
-    vmovshdup    zmm7, zmm4
-    vpmuludq     zmm12, zmm4, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm11, zmm13                  ; csub: before layer 6
-    vpminud      zmm7, zmm11, zmm7
-    vpsubd       zmm11, zmm5, zmm13                  ; csub: before layer 6
+    vpsubd       zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm5, zmm23                  ; csub: before layer 5
+    vpsubd       zmm12, zmm6, zmm23                  ; csub: before layer 5
     vpminud      zmm5, zmm5, zmm11
-    vpaddd       zmm11, zmm7, zmm5                   ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm5, zmm7, zmm5
-    vmovshdup    zmm7, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11136
-    vpmuludq     zmm12, zmm5, [rax - 64]
-    vpmuludq     zmm7, zmm7, [rax - 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
+    vpminud      zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm15, zmm11
+    vpminud      zmm12, zmm16, zmm12
+    vpaddd       zmm15, zmm5, zmm11                  ; layer 5
+    vpaddd       zmm16, zmm6, zmm12                  ; layer 5
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vmovshdup    zmm11, zmm5
+    vmovshdup    zmm12, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2112]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5312]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2112]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5312]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2048]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5248]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 5
+    vpsubd       zmm12, zmm8, zmm23                  ; csub: before layer 5
+    vpminud      zmm7, zmm7, zmm11
+    vpminud      zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm19, zmm11
+    vpminud      zmm12, zmm20, zmm12
+    vpaddd       zmm19, zmm7, zmm11                  ; layer 5
+    vpaddd       zmm20, zmm8, zmm12                  ; layer 5
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vmovshdup    zmm11, zmm7
+    vmovshdup    zmm12, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2240]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5440]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2240]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5440]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2176]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5376]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vshufi64x2   zmm11, zmm13, zmm9, 68
+    vshufi64x2   zmm12, zmm14, zmm10, 68
+    vshufi64x2   zmm9, zmm13, zmm9, 238
+    vshufi64x2   zmm10, zmm14, zmm10, 238
+    vshufi64x2   zmm13, zmm17, zmm3, 68
+    vshufi64x2   zmm14, zmm18, zmm4, 68
+    vshufi64x2   zmm3, zmm17, zmm3, 238
+    vshufi64x2   zmm4, zmm18, zmm4, 238
+    vshufi64x2   zmm17, zmm15, zmm5, 68
+    vshufi64x2   zmm18, zmm16, zmm6, 68
+    vshufi64x2   zmm5, zmm15, zmm5, 238
+    vshufi64x2   zmm6, zmm16, zmm6, 238
+    vshufi64x2   zmm15, zmm19, zmm7, 68
+    vshufi64x2   zmm16, zmm20, zmm8, 68
+    vshufi64x2   zmm7, zmm19, zmm7, 238
+    vshufi64x2   zmm8, zmm20, zmm8, 238
+    vpsubd       zmm19, zmm11, zmm23                 ; csub: before layer 4
+    vpsubd       zmm20, zmm12, zmm23                 ; csub: before layer 4
+    vpminud      zmm11, zmm11, zmm19
+    vpminud      zmm12, zmm12, zmm20
+    vpsubd       zmm19, zmm9, zmm23                  ; csub: before layer 4
+    vpsubd       zmm20, zmm10, zmm23                 ; csub: before layer 4
+    vpminud      zmm9, zmm9, zmm19
+    vpminud      zmm10, zmm10, zmm20
+    vpaddd       zmm19, zmm11, zmm9                  ; layer 4
+    vpaddd       zmm20, zmm12, zmm10                 ; layer 4
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm9, zmm11, zmm9
+    vpsubd       zmm10, zmm12, zmm10
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2368]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5568]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2368]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5568]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2304]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5504]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 4
+    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 4
+    vpminud      zmm11, zmm13, zmm11
+    vpminud      zmm12, zmm14, zmm12
+    vpsubd       zmm13, zmm3, zmm23                  ; csub: before layer 4
+    vpsubd       zmm14, zmm4, zmm23                  ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm13
+    vpminud      zmm4, zmm4, zmm14
+    vpaddd       zmm13, zmm11, zmm3                  ; layer 4
+    vpaddd       zmm14, zmm12, zmm4                  ; layer 4
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm12, zmm4
+    vmovshdup    zmm11, zmm3
+    vmovshdup    zmm12, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2496]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5696]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2496]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5696]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2432]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5632]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm17, zmm23                 ; csub: before layer 4
+    vpsubd       zmm12, zmm18, zmm23                 ; csub: before layer 4
+    vpminud      zmm11, zmm17, zmm11
+    vpminud      zmm12, zmm18, zmm12
+    vpsubd       zmm17, zmm5, zmm23                  ; csub: before layer 4
+    vpsubd       zmm18, zmm6, zmm23                  ; csub: before layer 4
+    vpminud      zmm5, zmm5, zmm17
+    vpminud      zmm6, zmm6, zmm18
+    vpaddd       zmm17, zmm11, zmm5                  ; layer 4
+    vpaddd       zmm18, zmm12, zmm6                  ; layer 4
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm5, zmm11, zmm5
+    vpsubd       zmm6, zmm12, zmm6
+    vmovshdup    zmm11, zmm5
+    vmovshdup    zmm12, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2624]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5824]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2624]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5824]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2560]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5760]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 4
+    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 4
+    vpminud      zmm11, zmm15, zmm11
+    vpminud      zmm12, zmm16, zmm12
+    vpsubd       zmm15, zmm7, zmm23                  ; csub: before layer 4
+    vpsubd       zmm16, zmm8, zmm23                  ; csub: before layer 4
+    vpminud      zmm7, zmm7, zmm15
+    vpminud      zmm8, zmm8, zmm16
+    vpaddd       zmm15, zmm11, zmm7                  ; layer 4
+    vpaddd       zmm16, zmm12, zmm8                  ; layer 4
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm7, zmm11, zmm7
+    vpsubd       zmm8, zmm12, zmm8
+    vmovshdup    zmm11, zmm7
+    vmovshdup    zmm12, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2752]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5952]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2752]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5952]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2688]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5888]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 3
+    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 3
+    vpminud      zmm11, zmm19, zmm11
+    vpminud      zmm12, zmm20, zmm12
+    vpsubd       zmm19, zmm13, zmm23                 ; csub: before layer 3
+    vpsubd       zmm20, zmm14, zmm23                 ; csub: before layer 3
+    vpminud      zmm13, zmm13, zmm19
+    vpminud      zmm14, zmm14, zmm20
+    vpaddd       zmm19, zmm11, zmm13                 ; layer 3
+    vpaddd       zmm20, zmm12, zmm14                 ; layer 3
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, zmm11
+    vmovshdup    zmm14, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2816]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6016]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vpaddd       zmm13, zmm9, zmm3                   ; layer 3
+    vpaddd       zmm14, zmm10, zmm4                  ; layer 3
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm3, zmm9, zmm3
+    vpsubd       zmm4, zmm10, zmm4
+    vmovshdup    zmm9, zmm3
+    vmovshdup    zmm10, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2816]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6016]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm9, zmm17, zmm23                  ; csub: before layer 3
+    vpsubd       zmm10, zmm18, zmm23                 ; csub: before layer 3
+    vpminud      zmm9, zmm17, zmm9
+    vpminud      zmm10, zmm18, zmm10
+    vpsubd       zmm17, zmm15, zmm23                 ; csub: before layer 3
+    vpsubd       zmm18, zmm16, zmm23                 ; csub: before layer 3
+    vpminud      zmm15, zmm15, zmm17
+    vpminud      zmm16, zmm16, zmm18
+    vpaddd       zmm17, zmm9, zmm15                  ; layer 3
+    vpaddd       zmm18, zmm10, zmm16                 ; layer 3
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm9, zmm9, zmm15
+    vpsubd       zmm10, zmm10, zmm16
+    vmovshdup    zmm15, zmm9
+    vmovshdup    zmm16, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3008]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6208]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3008]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6208]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2944]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6144]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm9, zmm9, zmm15
+    vpsubd       zmm10, zmm10, zmm16
+    vpaddd       zmm15, zmm5, zmm7                   ; layer 3
+    vpaddd       zmm16, zmm6, zmm8                   ; layer 3
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
     vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 6
-    vpminud      zmm7, zmm8, zmm7
-    vpsubd       zmm8, zmm6, zmm13                   ; csub: before layer 6
-    vpminud      zmm6, zmm6, zmm8
-    vpaddd       zmm8, zmm7, zmm6                    ; layer 6
-    vpaddd       zmm7, zmm7, zmm13
-    vpsubd       zmm6, zmm7, zmm6
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm12, zmm6, [rax + 64]
-    vpmuludq     zmm7, zmm7, [rax + 64]
-    vmovshdup    zmm7{k2}, zmm12
-    vpmulld      zmm6, zmm6, [rax]
+    vpsubd       zmm6, zmm6, zmm8
+    vmovshdup    zmm7, zmm5
+    vmovshdup    zmm8, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3008]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6208]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3008]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6208]
+    vmovshdup    zmm7{k2}, zmm21
+    vmovshdup    zmm8{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2944]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6144]
     vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm10, zmm3
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm10, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm9, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm9, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm11, zmm5
-    vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm0, zmm8, zmm6
-    vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm1, zmm8, zmm6
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 5
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm6, zmm12, zmm13                  ; csub: before layer 5
-    vpminud      zmm6, zmm12, zmm6
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 5
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vmovshdup    zmm6, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11392
-    vpmuludq     zmm8, zmm5, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm8
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm5, zmm5, zmm6
-    vpsubd       zmm6, zmm3, zmm13                   ; csub: before layer 5
-    vpminud      zmm3, zmm3, zmm6
-    vpsubd       zmm6, zmm10, zmm13                  ; csub: before layer 5
-    vpminud      zmm6, zmm10, zmm6
-    vpaddd       zmm8, zmm3, zmm6                    ; layer 5
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm6
-    vmovshdup    zmm6, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm6, zmm6, [rax + 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm3, zmm3, zmm6
-    vpsubd       zmm6, zmm4, zmm13                   ; csub: before layer 5
-    vpminud      zmm4, zmm4, zmm6
-    vpsubd       zmm6, zmm9, zmm13                   ; csub: before layer 5
-    vpminud      zmm6, zmm9, zmm6
-    vpaddd       zmm9, zmm4, zmm6                    ; layer 5
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpsubd       zmm7, zmm19, zmm23                  ; csub: before layer 2
+    vpsubd       zmm8, zmm20, zmm23                  ; csub: before layer 2
+    vpminud      zmm7, zmm19, zmm7
+    vpminud      zmm8, zmm20, zmm8
+    vpsubd       zmm19, zmm17, zmm23                 ; csub: before layer 2
+    vpsubd       zmm20, zmm18, zmm23                 ; csub: before layer 2
+    vpminud      zmm17, zmm17, zmm19
+    vpminud      zmm18, zmm18, zmm20
+    vpaddd       zmm19, zmm7, zmm17                  ; layer 2
+    vpaddd       zmm20, zmm8, zmm18                  ; layer 2
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm17
+    vpsubd       zmm8, zmm8, zmm18
+    vmovshdup    zmm17, zmm7
+    vmovshdup    zmm18, zmm8
+    vpmuludq     zmm21, zmm7, zmm30
+    vpmuludq     zmm22, zmm8, zmm31
+    vpmuludq     zmm17, zmm17, zmm30
+    vpmuludq     zmm18, zmm18, zmm31
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3072]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6272]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm7, zmm7, zmm17
+    vpsubd       zmm8, zmm8, zmm18
+    vpsubd       zmm17, zmm13, zmm23                 ; csub: before layer 2
+    vpsubd       zmm18, zmm14, zmm23                 ; csub: before layer 2
+    vpminud      zmm13, zmm13, zmm17
+    vpminud      zmm14, zmm14, zmm18
+    vpsubd       zmm17, zmm15, zmm23                 ; csub: before layer 2
+    vpsubd       zmm18, zmm16, zmm23                 ; csub: before layer 2
+    vpminud      zmm15, zmm15, zmm17
+    vpminud      zmm16, zmm16, zmm18
+    vpaddd       zmm17, zmm13, zmm15                 ; layer 2
+    vpaddd       zmm18, zmm14, zmm16                 ; layer 2
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm13, zmm13, zmm15
+    vpsubd       zmm14, zmm14, zmm16
+    vmovshdup    zmm15, zmm13
+    vmovshdup    zmm16, zmm14
+    vpmuludq     zmm21, zmm13, zmm30
+    vpmuludq     zmm22, zmm14, zmm31
+    vpmuludq     zmm15, zmm15, zmm30
+    vpmuludq     zmm16, zmm16, zmm31
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3072]
+    vpmulld      zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6272]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm13, zmm13, zmm15
+    vpsubd       zmm14, zmm14, zmm16
+    vpaddd       zmm15, zmm11, zmm9                  ; layer 2
+    vpaddd       zmm16, zmm12, zmm10                 ; layer 2
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm9, zmm11, zmm9
+    vpsubd       zmm10, zmm12, zmm10
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm21, zmm9, zmm30
+    vpmuludq     zmm22, zmm10, zmm31
+    vpmuludq     zmm11, zmm11, zmm30
+    vpmuludq     zmm12, zmm12, zmm31
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3072]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6272]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpaddd       zmm11, zmm3, zmm5                   ; layer 2
+    vpaddd       zmm12, zmm4, zmm6                   ; layer 2
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
+    vmovshdup    zmm5, zmm3
     vmovshdup    zmm6, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11776] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11648
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmuludq     zmm21, zmm3, zmm30
+    vpmuludq     zmm22, zmm4, zmm31
+    vpmuludq     zmm5, zmm5, zmm30
+    vpmuludq     zmm6, zmm6, zmm31
+    vmovshdup    zmm5{k2}, zmm21
+    vmovshdup    zmm6{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3072]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6272]
+    vpmulld      zmm5, zmm5, zmm2
     vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
-    vpsubd       zmm6, zmm0, zmm13                   ; csub: before layer 5
-    vpminud      zmm0, zmm0, zmm6
-    vpsubd       zmm6, zmm1, zmm13                   ; csub: before layer 5
-    vpminud      zmm1, zmm1, zmm6
-    vpaddd       zmm6, zmm0, zmm1                    ; layer 5
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm10, zmm0, [rax + 64]
-    vpmuludq     zmm1, zmm1, [rax + 64]
-    vmovshdup    zmm1{k2}, zmm10
-    vpmulld      zmm0, zmm0, [rax]
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vshufi64x2   zmm1, zmm7, zmm5, 68
-    vshufi64x2   zmm5, zmm7, zmm5, 238
-    vshufi64x2   zmm7, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm9, zmm4, 68
-    vshufi64x2   zmm4, zmm9, zmm4, 238
-    vshufi64x2   zmm9, zmm6, zmm0, 68
-    vshufi64x2   zmm0, zmm6, zmm0, 238
-    vpsubd       zmm6, zmm1, zmm13                   ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm6
-    vpsubd       zmm6, zmm5, zmm13                   ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm6
-    vpaddd       zmm6, zmm1, zmm5                    ; layer 4
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, zmm5
-    vmovshdup    zmm5, zmm1
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12032] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 11904
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm7, zmm13                   ; csub: before layer 4
-    vpminud      zmm5, zmm7, zmm5
-    vpsubd       zmm7, zmm3, zmm13                   ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm8, zmm13                   ; csub: before layer 4
-    vpminud      zmm5, zmm8, zmm5
-    vpsubd       zmm8, zmm4, zmm13                   ; csub: before layer 4
-    vpminud      zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm5, zmm4                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm4, zmm5, zmm4
-    vmovshdup    zmm5, zmm4
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12288] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12160
-    vpmuludq     zmm10, zmm4, [rax - 64]
-    vpmuludq     zmm5, zmm5, [rax - 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm4, zmm4, zmm5
-    vpsubd       zmm5, zmm9, zmm13                   ; csub: before layer 4
-    vpminud      zmm5, zmm9, zmm5
-    vpsubd       zmm9, zmm0, zmm13                   ; csub: before layer 4
-    vpminud      zmm0, zmm0, zmm9
-    vpaddd       zmm9, zmm5, zmm0                    ; layer 4
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm0, zmm5, zmm0
-    vmovshdup    zmm5, zmm0
-    vpmuludq     zmm10, zmm0, [rax + 64]
-    vpmuludq     zmm5, zmm5, [rax + 64]
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm0, zmm0, [rax]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm0, zmm0, zmm5
-    vpsubd       zmm5, zmm6, zmm13                   ; csub: before layer 3
-    vpminud      zmm5, zmm6, zmm5
-    vpsubd       zmm6, zmm7, zmm13                   ; csub: before layer 3
-    vpminud      zmm6, zmm7, zmm6
-    vpaddd       zmm7, zmm5, zmm6                    ; layer 3
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm5, zmm5, zmm6
-    vmovshdup    zmm6, zmm5
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12544] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12416
-    vpmuludq     zmm10, zmm5, [rax - 64]
-    vpmuludq     zmm6, zmm6, [rax - 64]
-    vmovshdup    zmm6{k2}, zmm10
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm6, zmm6, zmm2
-    vpsubd       zmm5, zmm5, zmm6
-    vpaddd       zmm6, zmm1, zmm3                    ; layer 3
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuludq     zmm10, zmm1, [rax - 64]
-    vpmuludq     zmm3, zmm3, [rax - 64]
-    vmovshdup    zmm3{k2}, zmm10
-    vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm3, zmm3, zmm2
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm8, zmm13                   ; csub: before layer 3
-    vpminud      zmm3, zmm8, zmm3
-    vpsubd       zmm8, zmm9, zmm13                   ; csub: before layer 3
-    vpminud      zmm8, zmm9, zmm8
-    vpaddd       zmm9, zmm3, zmm8                    ; layer 3
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm8
-    vmovshdup    zmm8, zmm3
-    vpmuludq     zmm10, zmm3, [rax + 64]
-    vpmuludq     zmm8, zmm8, [rax + 64]
-    vmovshdup    zmm8{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm3, zmm3, zmm8
-    vpaddd       zmm8, zmm4, zmm0                    ; layer 3
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm0, zmm4, zmm0
-    vmovshdup    zmm4, zmm0
-    vpmuludq     zmm10, zmm0, [rax + 64]
-    vpmuludq     zmm4, zmm4, [rax + 64]
-    vmovshdup    zmm4{k2}, zmm10
-    vpmulld      zmm0, zmm0, [rax]
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm0, zmm0, zmm4
-    vpsubd       zmm4, zmm7, zmm13                   ; csub: before layer 2
-    vpminud      zmm4, zmm7, zmm4
-    vpsubd       zmm7, zmm9, zmm13                   ; csub: before layer 2
-    vpminud      zmm7, zmm9, zmm7
-    vpaddd       zmm9, zmm4, zmm7                    ; layer 2
-    vpaddd       zmm4, zmm4, zmm13
-    vpsubd       zmm4, zmm4, zmm7
-    vmovshdup    zmm7, zmm4
-    vpmuludq     zmm10, zmm4, zmm23
-    vpmuludq     zmm7, zmm7, zmm23
-    vmovshdup    zmm7{k2}, zmm10
-    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12800] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12672
-    vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm4, zmm4, zmm7
-    vpsubd       zmm7, zmm6, zmm13                   ; csub: before layer 2
-    vpminud      zmm6, zmm6, zmm7
-    vpsubd       zmm7, zmm8, zmm13                   ; csub: before layer 2
-    vpminud      zmm7, zmm8, zmm7
-    vpaddd       zmm8, zmm6, zmm7                    ; layer 2
-    vpaddd       zmm6, zmm6, zmm13
-    vpsubd       zmm6, zmm6, zmm7
-    vmovshdup    zmm7, zmm6
-    vpmuludq     zmm10, zmm6, zmm23
-    vpmuludq     zmm7, zmm7, zmm23
-    vmovshdup    zmm7{k2}, zmm10
-    vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm7, zmm7, zmm2
-    vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm5, zmm3                    ; layer 2
-    vpaddd       zmm5, zmm5, zmm13
-    vpsubd       zmm3, zmm5, zmm3
-    vmovshdup    zmm5, zmm3
-    vpmuludq     zmm10, zmm3, zmm23
-    vpmuludq     zmm5, zmm5, zmm23
-    vmovshdup    zmm5{k2}, zmm10
-    vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm1, zmm0                    ; layer 2
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm0, zmm1, zmm0
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm10, zmm0, zmm23
-    vpmuludq     zmm1, zmm1, zmm23
-    vmovshdup    zmm1{k2}, zmm10
-    vpmulld      zmm0, zmm0, [rax - 128]
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 1536], zmm9
-    vmovdqu64    [rdi + 1600], zmm8
-    vmovdqu64    [rdi + 1664], zmm7
-    vmovdqu64    [rdi + 1728], zmm5
-    vmovdqu64    [rdi + 1792], zmm4
-    vmovdqu64    [rdi + 1856], zmm6
-    vmovdqu64    [rdi + 1920], zmm3
-    vmovdqu64    [rdi + 1984], zmm0
-    vmovdqu64    zmm0, [rdi]
-    vmovdqu64    zmm1, [rdi + 512]
+    vmovdqu64    [rdi], zmm19
+    vmovdqu64    [rdi + 512], zmm20
+    vmovdqu64    [rdi + 64], zmm17
+    vmovdqu64    [rdi + 576], zmm18
+    vmovdqu64    [rdi + 128], zmm15
+    vmovdqu64    [rdi + 640], zmm16
+    vmovdqu64    [rdi + 192], zmm11
+    vmovdqu64    [rdi + 704], zmm12
+    vmovdqu64    [rdi + 256], zmm7
+    vmovdqu64    [rdi + 768], zmm8
+    vmovdqu64    [rdi + 320], zmm13
+    vmovdqu64    [rdi + 832], zmm14
+    vmovdqu64    [rdi + 384], zmm9
+    vmovdqu64    [rdi + 896], zmm10
+    vmovdqu64    [rdi + 448], zmm3
+    vmovdqu64    [rdi + 960], zmm4
     vmovdqu64    zmm3, [rdi + 1024]
     vmovdqu64    zmm4, [rdi + 1536]
-    vpsubd       zmm5, zmm0, zmm13                   ; csub: before layer 1
-    vpminud      zmm0, zmm0, zmm5
-    vpsubd       zmm5, zmm1, zmm13                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm5
-    vpaddd       zmm5, zmm0, zmm1                    ; layer 1
-    vpaddd       zmm0, zmm0, zmm13
+    vmovdqu64    zmm5, [rdi + 1152]
+    vmovdqu64    zmm6, [rdi + 1664]
+    vmovdqu64    zmm7, [rdi + 1280]
+    vmovdqu64    zmm8, [rdi + 1792]
+    vmovdqu64    zmm9, [rdi + 1408]
+    vmovdqu64    zmm10, [rdi + 1920]
+    vshufi64x2   zmm11, zmm3, [rdi + 1088], 68
+    vshufi64x2   zmm12, zmm4, [rdi + 1600], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 1088], 238
+    vshufi64x2   zmm4, zmm4, [rdi + 1600], 238
+    vshufi64x2   zmm13, zmm5, [rdi + 1216], 68
+    vshufi64x2   zmm14, zmm6, [rdi + 1728], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 1216], 238
+    vshufi64x2   zmm6, zmm6, [rdi + 1728], 238
+    vshufi64x2   zmm15, zmm7, [rdi + 1344], 68
+    vshufi64x2   zmm16, zmm8, [rdi + 1856], 68
+    vshufi64x2   zmm7, zmm7, [rdi + 1344], 238
+    vshufi64x2   zmm8, zmm8, [rdi + 1856], 238
+    vshufi64x2   zmm17, zmm9, [rdi + 1472], 68
+    vshufi64x2   zmm18, zmm10, [rdi + 1984], 68
+    vshufi64x2   zmm9, zmm9, [rdi + 1472], 238
+    vshufi64x2   zmm10, zmm10, [rdi + 1984], 238
+    vpaddd       zmm19, zmm11, zmm3                  ; layer 8
+    vpaddd       zmm20, zmm12, zmm4                  ; layer 8
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm12, zmm4
+    vmovshdup    zmm11, zmm3
+    vmovshdup    zmm12, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6464]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9664]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6528]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9728]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6400]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9600]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vmovshdup    zmm11, zmm19
+    vmovshdup    zmm12, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm11, zmm11, zmm24
+    vpmuludq     zmm12, zmm12, zmm24
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm11, zmm19, zmm11
+    vpsubd       zmm12, zmm20, zmm12
+    vpaddd       zmm19, zmm13, zmm5                  ; layer 8
+    vpaddd       zmm20, zmm14, zmm6                  ; layer 8
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm5, zmm13, zmm5
+    vpsubd       zmm6, zmm14, zmm6
+    vmovshdup    zmm13, zmm5
+    vmovshdup    zmm14, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6656]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9856]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6720]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9920]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6592]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9792]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm13
+    vpsubd       zmm6, zmm6, zmm14
+    vmovshdup    zmm13, zmm19
+    vmovshdup    zmm14, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm13, zmm13, zmm24
+    vpmuludq     zmm14, zmm14, zmm24
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm13, zmm19, zmm13
+    vpsubd       zmm14, zmm20, zmm14
+    vpaddd       zmm19, zmm15, zmm7                  ; layer 8
+    vpaddd       zmm20, zmm16, zmm8                  ; layer 8
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm7, zmm15, zmm7
+    vpsubd       zmm8, zmm16, zmm8
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6848]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10048]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6912]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10112]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6784]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9984]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vmovshdup    zmm15, zmm19
+    vmovshdup    zmm16, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm15, zmm15, zmm24
+    vpmuludq     zmm16, zmm16, zmm24
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm15, zmm19, zmm15
+    vpsubd       zmm16, zmm20, zmm16
+    vpaddd       zmm19, zmm17, zmm9                  ; layer 8
+    vpaddd       zmm20, zmm18, zmm10                 ; layer 8
+    vpaddd       zmm17, zmm17, zmm23
+    vpaddd       zmm18, zmm18, zmm23
+    vpsubd       zmm9, zmm17, zmm9
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm17, zmm9
+    vmovshdup    zmm18, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7040]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10240]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7104]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10304]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6976]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10176]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vpsubd       zmm10, zmm10, zmm18
+    vmovshdup    zmm17, zmm19
+    vmovshdup    zmm18, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm17, zmm17, zmm24
+    vpmuludq     zmm18, zmm18, zmm24
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm17, zmm19, zmm17
+    vpsubd       zmm18, zmm20, zmm18
+    vpshufd      zmm11, zmm11, 216
+    vpshufd      zmm12, zmm12, 216
+    vpshufd      zmm3, zmm3, 216
+    vpshufd      zmm4, zmm4, 216
+    vpunpckldq   zmm19, zmm11, zmm3
+    vpunpckldq   zmm20, zmm12, zmm4
+    vpunpckhdq   zmm3, zmm11, zmm3
+    vpunpckhdq   zmm4, zmm12, zmm4
+    vpshufd      zmm11, zmm13, 216
+    vpshufd      zmm12, zmm14, 216
+    vpshufd      zmm5, zmm5, 216
+    vpshufd      zmm6, zmm6, 216
+    vpunpckldq   zmm13, zmm11, zmm5
+    vpunpckldq   zmm14, zmm12, zmm6
+    vpunpckhdq   zmm5, zmm11, zmm5
+    vpunpckhdq   zmm6, zmm12, zmm6
+    vpshufd      zmm11, zmm15, 216
+    vpshufd      zmm12, zmm16, 216
+    vpshufd      zmm7, zmm7, 216
+    vpshufd      zmm8, zmm8, 216
+    vpunpckldq   zmm15, zmm11, zmm7
+    vpunpckldq   zmm16, zmm12, zmm8
+    vpunpckhdq   zmm7, zmm11, zmm7
+    vpunpckhdq   zmm8, zmm12, zmm8
+    vpshufd      zmm11, zmm17, 216
+    vpshufd      zmm12, zmm18, 216
+    vpshufd      zmm9, zmm9, 216
+    vpshufd      zmm10, zmm10, 216
+    vpunpckldq   zmm17, zmm11, zmm9
+    vpunpckldq   zmm18, zmm12, zmm10
+    vpunpckhdq   zmm9, zmm11, zmm9
+    vpunpckhdq   zmm10, zmm12, zmm10
+    vpaddd       zmm11, zmm19, zmm3                  ; layer 7
+    vpaddd       zmm12, zmm20, zmm4                  ; layer 7
+    vpaddd       zmm19, zmm19, zmm23
+    vpaddd       zmm20, zmm20, zmm23
+    vpsubd       zmm3, zmm19, zmm3
+    vpsubd       zmm4, zmm20, zmm4
+    vmovshdup    zmm19, zmm3
+    vmovshdup    zmm20, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7232]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10432]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7232]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10432]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7168]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10368]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm3, zmm3, zmm19
+    vpsubd       zmm4, zmm4, zmm20
+    vpaddd       zmm19, zmm13, zmm5                  ; layer 7
+    vpaddd       zmm20, zmm14, zmm6                  ; layer 7
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm5, zmm13, zmm5
+    vpsubd       zmm6, zmm14, zmm6
+    vmovshdup    zmm13, zmm5
+    vmovshdup    zmm14, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7360]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10560]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7360]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10560]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7296]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10496]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm13
+    vpsubd       zmm6, zmm6, zmm14
+    vpaddd       zmm13, zmm15, zmm7                  ; layer 7
+    vpaddd       zmm14, zmm16, zmm8                  ; layer 7
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm7, zmm15, zmm7
+    vpsubd       zmm8, zmm16, zmm8
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7488]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10688]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7488]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10688]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7424]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10624]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vpaddd       zmm15, zmm17, zmm9                  ; layer 7
+    vpaddd       zmm16, zmm18, zmm10                 ; layer 7
+    vpaddd       zmm17, zmm17, zmm23
+    vpaddd       zmm18, zmm18, zmm23
+    vpsubd       zmm9, zmm17, zmm9
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm17, zmm9
+    vmovshdup    zmm18, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7616]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10816]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7616]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10816]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7552]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10752]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vpsubd       zmm10, zmm10, zmm18
+    vpunpcklqdq  zmm17, zmm11, zmm3
+    vpunpcklqdq  zmm18, zmm12, zmm4
+    vpunpckhqdq  zmm3, zmm11, zmm3
+    vpunpckhqdq  zmm4, zmm12, zmm4
+    vpunpcklqdq  zmm11, zmm19, zmm5
+    vpunpcklqdq  zmm12, zmm20, zmm6
+    vpunpckhqdq  zmm5, zmm19, zmm5
+    vpunpckhqdq  zmm6, zmm20, zmm6
+    vpunpcklqdq  zmm19, zmm13, zmm7
+    vpunpcklqdq  zmm20, zmm14, zmm8
+    vpunpckhqdq  zmm7, zmm13, zmm7
+    vpunpckhqdq  zmm8, zmm14, zmm8
+    vpunpcklqdq  zmm13, zmm15, zmm9
+    vpunpcklqdq  zmm14, zmm16, zmm10
+    vpunpckhqdq  zmm9, zmm15, zmm9
+    vpunpckhqdq  zmm10, zmm16, zmm10
+    vpsubd       zmm15, zmm17, zmm23                 ; csub: before layer 6
+    vpsubd       zmm16, zmm18, zmm23                 ; csub: before layer 6
+    vpminud      zmm15, zmm17, zmm15
+    vpminud      zmm16, zmm18, zmm16
+    vpsubd       zmm17, zmm3, zmm23                  ; csub: before layer 6
+    vpsubd       zmm18, zmm4, zmm23                  ; csub: before layer 6
+    vpminud      zmm3, zmm3, zmm17
+    vpminud      zmm4, zmm4, zmm18
+    vpaddd       zmm17, zmm15, zmm3                  ; layer 6
+    vpaddd       zmm18, zmm16, zmm4                  ; layer 6
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm3, zmm15, zmm3
+    vpsubd       zmm4, zmm16, zmm4
+    vmovshdup    zmm15, zmm3
+    vmovshdup    zmm16, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7744]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10944]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7744]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10944]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7680]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10880]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm3, zmm3, zmm15
+    vpsubd       zmm4, zmm4, zmm16
+    vpsubd       zmm15, zmm11, zmm23                 ; csub: before layer 6
+    vpsubd       zmm16, zmm12, zmm23                 ; csub: before layer 6
+    vpminud      zmm11, zmm11, zmm15
+    vpminud      zmm12, zmm12, zmm16
+    vpsubd       zmm15, zmm5, zmm23                  ; csub: before layer 6
+    vpsubd       zmm16, zmm6, zmm23                  ; csub: before layer 6
+    vpminud      zmm5, zmm5, zmm15
+    vpminud      zmm6, zmm6, zmm16
+    vpaddd       zmm15, zmm11, zmm5                  ; layer 6
+    vpaddd       zmm16, zmm12, zmm6                  ; layer 6
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm5, zmm11, zmm5
+    vpsubd       zmm6, zmm12, zmm6
+    vmovshdup    zmm11, zmm5
+    vmovshdup    zmm12, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7872]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11072]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7872]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11072]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7808]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11008]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 6
+    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 6
+    vpminud      zmm11, zmm19, zmm11
+    vpminud      zmm12, zmm20, zmm12
+    vpsubd       zmm19, zmm7, zmm23                  ; csub: before layer 6
+    vpsubd       zmm20, zmm8, zmm23                  ; csub: before layer 6
+    vpminud      zmm7, zmm7, zmm19
+    vpminud      zmm8, zmm8, zmm20
+    vpaddd       zmm19, zmm11, zmm7                  ; layer 6
+    vpaddd       zmm20, zmm12, zmm8                  ; layer 6
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm7, zmm11, zmm7
+    vpsubd       zmm8, zmm12, zmm8
+    vmovshdup    zmm11, zmm7
+    vmovshdup    zmm12, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8000]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11200]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8000]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11200]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7936]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11136]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm7, zmm7, zmm11
+    vpsubd       zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 6
+    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 6
+    vpminud      zmm11, zmm13, zmm11
+    vpminud      zmm12, zmm14, zmm12
+    vpsubd       zmm13, zmm9, zmm23                  ; csub: before layer 6
+    vpsubd       zmm14, zmm10, zmm23                 ; csub: before layer 6
+    vpminud      zmm9, zmm9, zmm13
+    vpminud      zmm10, zmm10, zmm14
+    vpaddd       zmm13, zmm11, zmm9                  ; layer 6
+    vpaddd       zmm14, zmm12, zmm10                 ; layer 6
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm9, zmm11, zmm9
+    vpsubd       zmm10, zmm12, zmm10
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8128]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11328]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8128]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11328]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8064]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11264]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovdqa64    zmm11, zmm0
+    vmovdqa64    zmm12, zmm0
+    vpermi2q     zmm11, zmm17, zmm3
+    vpermi2q     zmm12, zmm18, zmm4
+    vmovdqa64    zmm21, zmm1
+    vmovdqa64    zmm22, zmm1
+    vpermi2q     zmm21, zmm17, zmm3
+    vpermi2q     zmm22, zmm18, zmm4
+    vmovdqa64    zmm3, zmm0
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm3, zmm15, zmm5
+    vpermi2q     zmm4, zmm16, zmm6
+    vmovdqa64    zmm17, zmm1
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm17, zmm15, zmm5
+    vpermi2q     zmm18, zmm16, zmm6
+    vmovdqa64    zmm5, zmm0
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm5, zmm19, zmm7
+    vpermi2q     zmm6, zmm20, zmm8
+    vmovdqa64    zmm15, zmm1
+    vmovdqa64    zmm16, zmm1
+    vpermi2q     zmm15, zmm19, zmm7
+    vpermi2q     zmm16, zmm20, zmm8
+    vmovdqa64    zmm7, zmm0
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm7, zmm13, zmm9
+    vpermi2q     zmm0, zmm14, zmm10
+    vmovdqa64    zmm8, zmm1
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm8, zmm13, zmm9
+    vpermi2q     zmm1, zmm14, zmm10
+    vpsubd       zmm9, zmm11, zmm23                  ; csub: before layer 5
+    vpsubd       zmm10, zmm12, zmm23                 ; csub: before layer 5
+    vpminud      zmm9, zmm11, zmm9
+    vpminud      zmm10, zmm12, zmm10
+    vpsubd       zmm11, zmm21, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm22, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm21, zmm11
+    vpminud      zmm12, zmm22, zmm12
+    vpaddd       zmm13, zmm9, zmm11                  ; layer 5
+    vpaddd       zmm14, zmm10, zmm12                 ; layer 5
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm19, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8256]
+    vpmuludq     zmm20, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11456]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8256]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11456]
+    vmovshdup    zmm11{k2}, zmm19
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8192]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11392]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpsubd       zmm11, zmm3, zmm23                  ; csub: before layer 5
+    vpsubd       zmm12, zmm4, zmm23                  ; csub: before layer 5
+    vpminud      zmm3, zmm3, zmm11
+    vpminud      zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm17, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm18, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm17, zmm11
+    vpminud      zmm12, zmm18, zmm12
+    vpaddd       zmm17, zmm3, zmm11                  ; layer 5
+    vpaddd       zmm18, zmm4, zmm12                  ; layer 5
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vmovshdup    zmm11, zmm3
+    vmovshdup    zmm12, zmm4
+    vpmuludq     zmm19, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8384]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11584]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8384]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11584]
+    vmovshdup    zmm11{k2}, zmm19
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8320]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11520]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm5, zmm23                  ; csub: before layer 5
+    vpsubd       zmm12, zmm6, zmm23                  ; csub: before layer 5
+    vpminud      zmm5, zmm5, zmm11
+    vpminud      zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 5
+    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 5
+    vpminud      zmm11, zmm15, zmm11
+    vpminud      zmm12, zmm16, zmm12
+    vpaddd       zmm15, zmm5, zmm11                  ; layer 5
+    vpaddd       zmm16, zmm6, zmm12                  ; layer 5
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vmovshdup    zmm11, zmm5
+    vmovshdup    zmm12, zmm6
+    vpmuludq     zmm19, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8512]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11712]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8512]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11712]
+    vmovshdup    zmm11{k2}, zmm19
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8448]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11648]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm5, zmm5, zmm11
+    vpsubd       zmm6, zmm6, zmm12
+    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 5
+    vpsubd       zmm12, zmm0, zmm23                  ; csub: before layer 5
+    vpminud      zmm7, zmm7, zmm11
+    vpminud      zmm0, zmm0, zmm12
+    vpsubd       zmm11, zmm8, zmm23                  ; csub: before layer 5
+    vpsubd       zmm12, zmm1, zmm23                  ; csub: before layer 5
+    vpminud      zmm8, zmm8, zmm11
+    vpminud      zmm1, zmm1, zmm12
+    vpaddd       zmm11, zmm7, zmm8                   ; layer 5
+    vpaddd       zmm12, zmm0, zmm1                   ; layer 5
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm0, zmm0, zmm23
+    vpsubd       zmm7, zmm7, zmm8
     vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm17
-    vpmuludq     zmm1, zmm1, zmm17
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm24
+    vmovshdup    zmm1, zmm7
+    vmovshdup    zmm8, zmm0
+    vpmuludq     zmm19, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8640]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11840]
+    vpmuludq     zmm1, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8640]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11840]
+    vmovshdup    zmm1{k2}, zmm19
+    vmovshdup    zmm8{k2}, zmm20
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8576]
+    vpmulld      zmm0, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11776]
     vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vpsubd       zmm1, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm1, zmm3, zmm1
-    vpsubd       zmm3, zmm4, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm1, zmm3                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuludq     zmm6, zmm1, zmm18
-    vpmuludq     zmm3, zmm3, zmm18
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm25
-    vpmulld      zmm3, zmm3, zmm2
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm5, zmm13                   ; csub: before layer 0
-    vpminud      zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
-    vpminud      zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm19
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm15
-    vpmuludq     zmm1, zmm1, zmm15
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm19
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi], zmm5
-    vmovdqu64    [rdi + 512], zmm4
-    vmovdqu64    [rdi + 1024], zmm3
-    vmovdqu64    [rdi + 1536], zmm0
-    vmovdqu64    zmm0, [rdi + 64]
-    vmovdqu64    zmm1, [rdi + 576]
-    vmovdqu64    zmm3, [rdi + 1088]
-    vmovdqu64    zmm4, [rdi + 1600]
-    vpsubd       zmm5, zmm0, zmm13                   ; csub: before layer 1
-    vpminud      zmm0, zmm0, zmm5
-    vpsubd       zmm5, zmm1, zmm13                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm5
-    vpaddd       zmm5, zmm0, zmm1                    ; layer 1
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm17
-    vpmuludq     zmm1, zmm1, zmm17
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm24
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vpsubd       zmm1, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm1, zmm3, zmm1
-    vpsubd       zmm3, zmm4, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm1, zmm3                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuludq     zmm6, zmm1, zmm18
-    vpmuludq     zmm3, zmm3, zmm18
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm25
-    vpmulld      zmm3, zmm3, zmm2
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm5, zmm13                   ; csub: before layer 0
-    vpminud      zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
-    vpminud      zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm19
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm15
-    vpmuludq     zmm1, zmm1, zmm15
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm19
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 64], zmm5
-    vmovdqu64    [rdi + 576], zmm4
-    vmovdqu64    [rdi + 1088], zmm3
-    vmovdqu64    [rdi + 1600], zmm0
-    vmovdqu64    zmm0, [rdi + 128]
-    vmovdqu64    zmm1, [rdi + 640]
-    vmovdqu64    zmm3, [rdi + 1152]
-    vmovdqu64    zmm4, [rdi + 1664]
-    vpsubd       zmm5, zmm0, zmm13                   ; csub: before layer 1
-    vpminud      zmm0, zmm0, zmm5
-    vpsubd       zmm5, zmm1, zmm13                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm5
-    vpaddd       zmm5, zmm0, zmm1                    ; layer 1
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm17
-    vpmuludq     zmm1, zmm1, zmm17
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm24
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vpsubd       zmm1, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm1, zmm3, zmm1
-    vpsubd       zmm3, zmm4, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm1, zmm3                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuludq     zmm6, zmm1, zmm18
-    vpmuludq     zmm3, zmm3, zmm18
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm25
-    vpmulld      zmm3, zmm3, zmm2
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm5, zmm13                   ; csub: before layer 0
-    vpminud      zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
-    vpminud      zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm19
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm15
-    vpmuludq     zmm1, zmm1, zmm15
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm19
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 128], zmm5
-    vmovdqu64    [rdi + 640], zmm4
-    vmovdqu64    [rdi + 1152], zmm3
-    vmovdqu64    [rdi + 1664], zmm0
-    vmovdqu64    zmm0, [rdi + 192]
-    vmovdqu64    zmm1, [rdi + 704]
-    vmovdqu64    zmm3, [rdi + 1216]
-    vmovdqu64    zmm4, [rdi + 1728]
-    vpsubd       zmm5, zmm0, zmm13                   ; csub: before layer 1
-    vpminud      zmm0, zmm0, zmm5
-    vpsubd       zmm5, zmm1, zmm13                   ; csub: before layer 1
-    vpminud      zmm1, zmm1, zmm5
-    vpaddd       zmm5, zmm0, zmm1                    ; layer 1
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm17
-    vpmuludq     zmm1, zmm1, zmm17
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm24
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vpsubd       zmm1, zmm3, zmm13                   ; csub: before layer 1
-    vpminud      zmm1, zmm3, zmm1
-    vpsubd       zmm3, zmm4, zmm13                   ; csub: before layer 1
-    vpminud      zmm3, zmm4, zmm3
-    vpaddd       zmm4, zmm1, zmm3                    ; layer 1
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, zmm3
-    vmovshdup    zmm3, zmm1
-    vpmuludq     zmm6, zmm1, zmm18
-    vpmuludq     zmm3, zmm3, zmm18
-    vmovshdup    zmm3{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm25
-    vpmulld      zmm3, zmm3, zmm2
-    vpsubd       zmm1, zmm1, zmm3
-    vpsubd       zmm3, zmm5, zmm13                   ; csub: before layer 0
-    vpminud      zmm3, zmm5, zmm3
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
-    vpminud      zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm19
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm15
-    vpmuludq     zmm1, zmm1, zmm15
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm19
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 192], zmm5
-    vmovdqu64    [rdi + 704], zmm4
-    vmovdqu64    [rdi + 1216], zmm3
-    vmovdqu64    [rdi + 1728], zmm0
-    vmovdqu64    zmm0, [rdi + 256]
-    vmovdqu64    zmm1, [rdi + 1280]
-    vpaddd       zmm3, zmm0, [rdi + 768]             ; layer 1
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, [rdi + 768]
-    vmovshdup    zmm4, zmm0
-    vpmuludq     zmm5, zmm0, zmm17
-    vpmuludq     zmm4, zmm4, zmm17
-    vmovshdup    zmm4{k2}, zmm5
-    vpmulld      zmm0, zmm0, zmm24
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm0, zmm0, zmm4
-    vpaddd       zmm4, zmm1, [rdi + 1792]            ; layer 1
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, [rdi + 1792]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm1, zmm7, zmm1
+    vpsubd       zmm0, zmm0, zmm8
+    vshufi64x2   zmm7, zmm13, zmm9, 68
+    vshufi64x2   zmm8, zmm14, zmm10, 68
+    vshufi64x2   zmm9, zmm13, zmm9, 238
+    vshufi64x2   zmm10, zmm14, zmm10, 238
+    vshufi64x2   zmm13, zmm17, zmm3, 68
+    vshufi64x2   zmm14, zmm18, zmm4, 68
+    vshufi64x2   zmm3, zmm17, zmm3, 238
+    vshufi64x2   zmm4, zmm18, zmm4, 238
+    vshufi64x2   zmm17, zmm15, zmm5, 68
+    vshufi64x2   zmm18, zmm16, zmm6, 68
+    vshufi64x2   zmm5, zmm15, zmm5, 238
+    vshufi64x2   zmm6, zmm16, zmm6, 238
+    vshufi64x2   zmm15, zmm11, zmm1, 68
+    vshufi64x2   zmm16, zmm12, zmm0, 68
+    vshufi64x2   zmm1, zmm11, zmm1, 238
+    vshufi64x2   zmm0, zmm12, zmm0, 238
+    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 4
+    vpsubd       zmm12, zmm8, zmm23                  ; csub: before layer 4
+    vpminud      zmm7, zmm7, zmm11
+    vpminud      zmm8, zmm8, zmm12
+    vpsubd       zmm11, zmm9, zmm23                  ; csub: before layer 4
+    vpsubd       zmm12, zmm10, zmm23                 ; csub: before layer 4
+    vpminud      zmm9, zmm9, zmm11
+    vpminud      zmm10, zmm10, zmm12
+    vpaddd       zmm11, zmm7, zmm9                   ; layer 4
+    vpaddd       zmm12, zmm8, zmm10                  ; layer 4
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vmovshdup    zmm9, zmm7
+    vmovshdup    zmm10, zmm8
+    vpmuludq     zmm19, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8768]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11968]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8768]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11968]
+    vmovshdup    zmm9{k2}, zmm19
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8704]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11904]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vpsubd       zmm9, zmm13, zmm23                  ; csub: before layer 4
+    vpsubd       zmm10, zmm14, zmm23                 ; csub: before layer 4
+    vpminud      zmm9, zmm13, zmm9
+    vpminud      zmm10, zmm14, zmm10
+    vpsubd       zmm13, zmm3, zmm23                  ; csub: before layer 4
+    vpsubd       zmm14, zmm4, zmm23                  ; csub: before layer 4
+    vpminud      zmm3, zmm3, zmm13
+    vpminud      zmm4, zmm4, zmm14
+    vpaddd       zmm13, zmm9, zmm3                   ; layer 4
+    vpaddd       zmm14, zmm10, zmm4                  ; layer 4
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm3, zmm9, zmm3
+    vpsubd       zmm4, zmm10, zmm4
+    vmovshdup    zmm9, zmm3
+    vmovshdup    zmm10, zmm4
+    vpmuludq     zmm19, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8896]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12096]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8896]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12096]
+    vmovshdup    zmm9{k2}, zmm19
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8832]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12032]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm9, zmm17, zmm23                  ; csub: before layer 4
+    vpsubd       zmm10, zmm18, zmm23                 ; csub: before layer 4
+    vpminud      zmm9, zmm17, zmm9
+    vpminud      zmm10, zmm18, zmm10
+    vpsubd       zmm17, zmm5, zmm23                  ; csub: before layer 4
+    vpsubd       zmm18, zmm6, zmm23                  ; csub: before layer 4
+    vpminud      zmm5, zmm5, zmm17
+    vpminud      zmm6, zmm6, zmm18
+    vpaddd       zmm17, zmm9, zmm5                   ; layer 4
+    vpaddd       zmm18, zmm10, zmm6                  ; layer 4
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm5, zmm9, zmm5
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm9, zmm5
+    vmovshdup    zmm10, zmm6
+    vpmuludq     zmm19, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9024]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12224]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9024]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12224]
+    vmovshdup    zmm9{k2}, zmm19
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8960]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12160]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpsubd       zmm6, zmm6, zmm10
+    vpsubd       zmm9, zmm15, zmm23                  ; csub: before layer 4
+    vpsubd       zmm10, zmm16, zmm23                 ; csub: before layer 4
+    vpminud      zmm9, zmm15, zmm9
+    vpminud      zmm10, zmm16, zmm10
+    vpsubd       zmm15, zmm1, zmm23                  ; csub: before layer 4
+    vpsubd       zmm16, zmm0, zmm23                  ; csub: before layer 4
+    vpminud      zmm1, zmm1, zmm15
+    vpminud      zmm0, zmm0, zmm16
+    vpaddd       zmm15, zmm9, zmm1                   ; layer 4
+    vpaddd       zmm16, zmm10, zmm0                  ; layer 4
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm1, zmm9, zmm1
+    vpsubd       zmm0, zmm10, zmm0
+    vmovshdup    zmm9, zmm1
+    vmovshdup    zmm10, zmm0
+    vpmuludq     zmm19, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9152]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12352]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9152]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12352]
+    vmovshdup    zmm9{k2}, zmm19
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm1, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9088]
+    vpmulld      zmm0, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12288]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm1, zmm1, zmm9
+    vpsubd       zmm0, zmm0, zmm10
+    vpsubd       zmm9, zmm11, zmm23                  ; csub: before layer 3
+    vpsubd       zmm10, zmm12, zmm23                 ; csub: before layer 3
+    vpminud      zmm9, zmm11, zmm9
+    vpminud      zmm10, zmm12, zmm10
+    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 3
+    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 3
+    vpminud      zmm11, zmm13, zmm11
+    vpminud      zmm12, zmm14, zmm12
+    vpaddd       zmm13, zmm9, zmm11                  ; layer 3
+    vpaddd       zmm14, zmm10, zmm12                 ; layer 3
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, zmm9
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm19, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
+    vpmuludq     zmm20, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
+    vmovshdup    zmm11{k2}, zmm19
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9216]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12416]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vpaddd       zmm11, zmm7, zmm3                   ; layer 3
+    vpaddd       zmm12, zmm8, zmm4                   ; layer 3
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm3, zmm7, zmm3
+    vpsubd       zmm4, zmm8, zmm4
+    vmovshdup    zmm7, zmm3
+    vmovshdup    zmm8, zmm4
+    vpmuludq     zmm19, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
+    vmovshdup    zmm7{k2}, zmm19
+    vmovshdup    zmm8{k2}, zmm20
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9216]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12416]
+    vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm3, zmm3, zmm7
+    vpsubd       zmm4, zmm4, zmm8
+    vpsubd       zmm7, zmm17, zmm23                  ; csub: before layer 3
+    vpsubd       zmm8, zmm18, zmm23                  ; csub: before layer 3
+    vpminud      zmm7, zmm17, zmm7
+    vpminud      zmm8, zmm18, zmm8
+    vpsubd       zmm17, zmm15, zmm23                 ; csub: before layer 3
+    vpsubd       zmm18, zmm16, zmm23                 ; csub: before layer 3
+    vpminud      zmm15, zmm15, zmm17
+    vpminud      zmm16, zmm16, zmm18
+    vpaddd       zmm17, zmm7, zmm15                  ; layer 3
+    vpaddd       zmm18, zmm8, zmm16                  ; layer 3
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm19, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9408]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12608]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9408]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12608]
+    vmovshdup    zmm15{k2}, zmm19
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9344]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12544]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vpaddd       zmm15, zmm5, zmm1                   ; layer 3
+    vpaddd       zmm16, zmm6, zmm0                   ; layer 3
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm1, zmm5, zmm1
+    vpsubd       zmm0, zmm6, zmm0
     vmovshdup    zmm5, zmm1
-    vpmuludq     zmm6, zmm1, zmm18
-    vpmuludq     zmm5, zmm5, zmm18
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm25
+    vmovshdup    zmm6, zmm0
+    vpmuludq     zmm19, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9408]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12608]
+    vpmuludq     zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9408]
+    vpmuludq     zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12608]
+    vmovshdup    zmm5{k2}, zmm19
+    vmovshdup    zmm6{k2}, zmm20
+    vpmulld      zmm1, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9344]
+    vpmulld      zmm0, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12544]
     vpmulld      zmm5, zmm5, zmm2
+    vpmulld      zmm6, zmm6, zmm2
     vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm3, zmm13                   ; csub: before layer 0
-    vpminud      zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
-    vpminud      zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm19
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm15
-    vpmuludq     zmm1, zmm1, zmm15
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm19
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 256], zmm5
-    vmovdqu64    [rdi + 768], zmm4
-    vmovdqu64    [rdi + 1280], zmm3
-    vmovdqu64    [rdi + 1792], zmm0
-    vmovdqu64    zmm0, [rdi + 320]
-    vmovdqu64    zmm1, [rdi + 1344]
-    vpaddd       zmm3, zmm0, [rdi + 832]             ; layer 1
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, [rdi + 832]
+    vpsubd       zmm0, zmm0, zmm6
+    vpsubd       zmm5, zmm13, zmm23                  ; csub: before layer 2
+    vpsubd       zmm6, zmm14, zmm23                  ; csub: before layer 2
+    vpminud      zmm5, zmm13, zmm5
+    vpminud      zmm6, zmm14, zmm6
+    vpsubd       zmm13, zmm17, zmm23                 ; csub: before layer 2
+    vpsubd       zmm14, zmm18, zmm23                 ; csub: before layer 2
+    vpminud      zmm13, zmm17, zmm13
+    vpminud      zmm14, zmm18, zmm14
+    vpaddd       zmm17, zmm5, zmm13                  ; layer 2
+    vpaddd       zmm18, zmm6, zmm14                  ; layer 2
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm13
+    vpsubd       zmm6, zmm6, zmm14
+    vmovshdup    zmm13, zmm5
+    vmovshdup    zmm14, zmm6
+    vpmuludq     zmm19, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12736]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12736]
+    vmovshdup    zmm13{k2}, zmm19
+    vmovshdup    zmm14{k2}, zmm20
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9472]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12672]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm13
+    vpsubd       zmm6, zmm6, zmm14
+    vpsubd       zmm13, zmm11, zmm23                 ; csub: before layer 2
+    vpsubd       zmm14, zmm12, zmm23                 ; csub: before layer 2
+    vpminud      zmm11, zmm11, zmm13
+    vpminud      zmm12, zmm12, zmm14
+    vpsubd       zmm13, zmm15, zmm23                 ; csub: before layer 2
+    vpsubd       zmm14, zmm16, zmm23                 ; csub: before layer 2
+    vpminud      zmm13, zmm15, zmm13
+    vpminud      zmm14, zmm16, zmm14
+    vpaddd       zmm15, zmm11, zmm13                 ; layer 2
+    vpaddd       zmm16, zmm12, zmm14                 ; layer 2
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, zmm11
+    vmovshdup    zmm14, zmm12
+    vpmuludq     zmm19, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
+    vpmuludq     zmm20, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12736]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12736]
+    vmovshdup    zmm13{k2}, zmm19
+    vmovshdup    zmm14{k2}, zmm20
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9472]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12672]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vpaddd       zmm13, zmm9, zmm7                   ; layer 2
+    vpaddd       zmm14, zmm10, zmm8                  ; layer 2
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm7, zmm9, zmm7
+    vpsubd       zmm8, zmm10, zmm8
+    vmovshdup    zmm9, zmm7
+    vmovshdup    zmm10, zmm8
+    vpmuludq     zmm19, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12736]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12736]
+    vmovshdup    zmm9{k2}, zmm19
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9472]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12672]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vpaddd       zmm9, zmm3, zmm1                    ; layer 2
+    vpaddd       zmm10, zmm4, zmm0                   ; layer 2
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm1, zmm3, zmm1
+    vpsubd       zmm0, zmm4, zmm0
+    vmovshdup    zmm3, zmm1
     vmovshdup    zmm4, zmm0
-    vpmuludq     zmm5, zmm0, zmm17
-    vpmuludq     zmm4, zmm4, zmm17
-    vmovshdup    zmm4{k2}, zmm5
-    vpmulld      zmm0, zmm0, zmm24
+    vpmuludq     zmm19, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12736]
+    vpmuludq     zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
+    vpmuludq     zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12736]
+    vmovshdup    zmm3{k2}, zmm19
+    vmovshdup    zmm4{k2}, zmm20
+    vpmulld      zmm1, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9472]
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12800] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12672
+    vpmulld      zmm0, zmm0, [rax - 128]
+    vpmulld      zmm3, zmm3, zmm2
     vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm0, zmm0, zmm4
-    vpaddd       zmm4, zmm1, [rdi + 1856]            ; layer 1
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, [rdi + 1856]
-    vmovshdup    zmm5, zmm1
-    vpmuludq     zmm6, zmm1, zmm18
-    vpmuludq     zmm5, zmm5, zmm18
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm25
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm3, zmm13                   ; csub: before layer 0
-    vpminud      zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
-    vpminud      zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm19
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm15
-    vpmuludq     zmm1, zmm1, zmm15
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm19
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 320], zmm5
-    vmovdqu64    [rdi + 832], zmm4
-    vmovdqu64    [rdi + 1344], zmm3
-    vmovdqu64    [rdi + 1856], zmm0
-    vmovdqu64    zmm0, [rdi + 384]
-    vmovdqu64    zmm1, [rdi + 1408]
-    vpaddd       zmm3, zmm0, [rdi + 896]             ; layer 1
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, [rdi + 896]
-    vmovshdup    zmm4, zmm0
-    vpmuludq     zmm5, zmm0, zmm17
-    vpmuludq     zmm4, zmm4, zmm17
-    vmovshdup    zmm4{k2}, zmm5
-    vpmulld      zmm0, zmm0, zmm24
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm0, zmm0, zmm4
-    vpaddd       zmm4, zmm1, [rdi + 1920]            ; layer 1
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, [rdi + 1920]
-    vmovshdup    zmm5, zmm1
-    vpmuludq     zmm6, zmm1, zmm18
-    vpmuludq     zmm5, zmm5, zmm18
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm25
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm3, zmm13                   ; csub: before layer 0
-    vpminud      zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
-    vpminud      zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm19
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm15
-    vpmuludq     zmm1, zmm1, zmm15
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm19
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 384], zmm5
-    vmovdqu64    [rdi + 896], zmm4
-    vmovdqu64    [rdi + 1408], zmm3
-    vmovdqu64    [rdi + 1920], zmm0
-    vmovdqu64    zmm0, [rdi + 448]
-    vmovdqu64    zmm1, [rdi + 1472]
-    vpaddd       zmm3, zmm0, [rdi + 960]             ; layer 1
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, [rdi + 960]
-    vmovshdup    zmm4, zmm0
-    vpmuludq     zmm5, zmm0, zmm17
-    vpmuludq     zmm4, zmm4, zmm17
-    vmovshdup    zmm4{k2}, zmm5
-    vpmulld      zmm0, zmm0, zmm24
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm0, zmm0, zmm4
-    vpaddd       zmm4, zmm1, [rdi + 1984]            ; layer 1
-    vpaddd       zmm1, zmm1, zmm13
-    vpsubd       zmm1, zmm1, [rdi + 1984]
-    vmovshdup    zmm5, zmm1
-    vpmuludq     zmm6, zmm1, zmm18
-    vpmuludq     zmm5, zmm5, zmm18
-    vmovshdup    zmm5{k2}, zmm6
-    vpmulld      zmm1, zmm1, zmm25
-    vpmulld      zmm5, zmm5, zmm2
-    vpsubd       zmm1, zmm1, zmm5
-    vpsubd       zmm5, zmm3, zmm13                   ; csub: before layer 0
-    vpminud      zmm3, zmm3, zmm5
-    vpsubd       zmm5, zmm4, zmm13                   ; csub: before layer 0
-    vpminud      zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm3, zmm4                    ; layer 0
-    vpaddd       zmm3, zmm3, zmm13
-    vpsubd       zmm3, zmm3, zmm4
-    vmovshdup    zmm4, zmm3
-    vpmuludq     zmm6, zmm3, zmm15
-    vpmuludq     zmm4, zmm4, zmm15
-    vmovshdup    zmm4{k2}, zmm6
-    vpmulld      zmm3, zmm3, zmm19
-    vpmulld      zmm4, zmm4, zmm2
-    vpsubd       zmm3, zmm3, zmm4
-    vpaddd       zmm4, zmm0, zmm1                    ; layer 0
-    vpaddd       zmm0, zmm0, zmm13
-    vpsubd       zmm0, zmm0, zmm1
-    vmovshdup    zmm1, zmm0
-    vpmuludq     zmm6, zmm0, zmm15
-    vpmuludq     zmm1, zmm1, zmm15
-    vmovshdup    zmm1{k2}, zmm6
-    vpmulld      zmm0, zmm0, zmm19
-    vpmulld      zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 448], zmm5
-    vmovdqu64    [rdi + 960], zmm4
-    vmovdqu64    [rdi + 1472], zmm3
+    vmovdqu64    [rdi + 1024], zmm17
+    vmovdqu64    [rdi + 1536], zmm18
+    vmovdqu64    [rdi + 1088], zmm15
+    vmovdqu64    [rdi + 1600], zmm16
+    vmovdqu64    [rdi + 1152], zmm13
+    vmovdqu64    [rdi + 1664], zmm14
+    vmovdqu64    [rdi + 1216], zmm9
+    vmovdqu64    [rdi + 1728], zmm10
+    vmovdqu64    [rdi + 1280], zmm5
+    vmovdqu64    [rdi + 1792], zmm6
+    vmovdqu64    [rdi + 1344], zmm11
+    vmovdqu64    [rdi + 1856], zmm12
+    vmovdqu64    [rdi + 1408], zmm7
+    vmovdqu64    [rdi + 1920], zmm8
+    vmovdqu64    [rdi + 1472], zmm1
     vmovdqu64    [rdi + 1984], zmm0
+    vmovdqu64    zmm0, [rdi]
+    vmovdqu64    zmm1, [rdi + 64]
+    vmovdqu64    zmm3, [rdi + 512]
+    vmovdqu64    zmm4, [rdi + 576]
+    vmovdqu64    zmm5, [rdi + 1024]
+    vmovdqu64    zmm6, [rdi + 1088]
+    vmovdqu64    zmm7, [rdi + 1536]
+    vmovdqu64    zmm8, [rdi + 1600]
+    vpsubd       zmm9, zmm0, zmm23                   ; csub: before layer 1
+    vpsubd       zmm10, zmm1, zmm23                  ; csub: before layer 1
+    vpminud      zmm0, zmm0, zmm9
+    vpminud      zmm1, zmm1, zmm10
+    vpsubd       zmm9, zmm3, zmm23                   ; csub: before layer 1
+    vpsubd       zmm10, zmm4, zmm23                  ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm9
+    vpminud      zmm4, zmm4, zmm10
+    vpaddd       zmm9, zmm0, zmm3                    ; layer 1
+    vpaddd       zmm10, zmm1, zmm4                   ; layer 1
+    vpaddd       zmm0, zmm0, zmm23
+    vpaddd       zmm1, zmm1, zmm23
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vmovshdup    zmm3, zmm0
+    vmovshdup    zmm4, zmm1
+    vpmuludq     zmm11, zmm0, zmm27
+    vpmuludq     zmm12, zmm1, zmm27
+    vpmuludq     zmm3, zmm3, zmm27
+    vpmuludq     zmm4, zmm4, zmm27
+    vmovshdup    zmm3{k2}, zmm11
+    vmovshdup    zmm4{k2}, zmm12
+    vpmulld      zmm0, zmm0, [rax]
+    vpmulld      zmm1, zmm1, [rax]
+    vpmulld      zmm3, zmm3, zmm2
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vpsubd       zmm3, zmm5, zmm23                   ; csub: before layer 1
+    vpsubd       zmm4, zmm6, zmm23                   ; csub: before layer 1
+    vpminud      zmm3, zmm5, zmm3
+    vpminud      zmm4, zmm6, zmm4
+    vpsubd       zmm5, zmm7, zmm23                   ; csub: before layer 1
+    vpsubd       zmm6, zmm8, zmm23                   ; csub: before layer 1
+    vpminud      zmm5, zmm7, zmm5
+    vpminud      zmm6, zmm8, zmm6
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 1
+    vpaddd       zmm8, zmm4, zmm6                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vmovshdup    zmm5, zmm3
+    vmovshdup    zmm6, zmm4
+    vpmuludq     zmm11, zmm3, zmm28
+    vpmuludq     zmm12, zmm4, zmm28
+    vpmuludq     zmm5, zmm5, zmm28
+    vpmuludq     zmm6, zmm6, zmm28
+    vmovshdup    zmm5{k2}, zmm11
+    vmovshdup    zmm6{k2}, zmm12
+    lea          rax, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12928] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_avx512 near byte 12800
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vpsubd       zmm5, zmm9, zmm23                   ; csub: before layer 0
+    vpsubd       zmm6, zmm10, zmm23                  ; csub: before layer 0
+    vpminud      zmm5, zmm9, zmm5
+    vpminud      zmm6, zmm10, zmm6
+    vpsubd       zmm9, zmm7, zmm23                   ; csub: before layer 0
+    vpsubd       zmm10, zmm8, zmm23                  ; csub: before layer 0
+    vpminud      zmm7, zmm7, zmm9
+    vpminud      zmm8, zmm8, zmm10
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 0
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 0
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vmovshdup    zmm7, zmm5
+    vmovshdup    zmm8, zmm6
+    vpmuludq     zmm11, zmm5, zmm25
+    vpmuludq     zmm12, zmm6, zmm25
+    vpmuludq     zmm7, zmm7, zmm25
+    vpmuludq     zmm8, zmm8, zmm25
+    vmovshdup    zmm7{k2}, zmm11
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, zmm29
+    vpmulld      zmm6, zmm6, zmm29
+    vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpaddd       zmm7, zmm0, zmm3                    ; layer 0
+    vpaddd       zmm8, zmm1, zmm4                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm23
+    vpaddd       zmm1, zmm1, zmm23
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vmovshdup    zmm3, zmm0
+    vmovshdup    zmm4, zmm1
+    vpmuludq     zmm11, zmm0, zmm25
+    vpmuludq     zmm12, zmm1, zmm25
+    vpmuludq     zmm3, zmm3, zmm25
+    vpmuludq     zmm4, zmm4, zmm25
+    vmovshdup    zmm3{k2}, zmm11
+    vmovshdup    zmm4{k2}, zmm12
+    vpmulld      zmm0, zmm0, zmm29
+    vpmulld      zmm1, zmm1, zmm29
+    vpmulld      zmm3, zmm3, zmm2
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vmovdqu64    [rdi], zmm9
+    vmovdqu64    [rdi + 64], zmm10
+    vmovdqu64    [rdi + 512], zmm7
+    vmovdqu64    [rdi + 576], zmm8
+    vmovdqu64    [rdi + 1024], zmm5
+    vmovdqu64    [rdi + 1088], zmm6
+    vmovdqu64    [rdi + 1536], zmm0
+    vmovdqu64    [rdi + 1600], zmm1
+    vmovdqu64    zmm0, [rdi + 128]
+    vmovdqu64    zmm1, [rdi + 192]
+    vmovdqu64    zmm3, [rdi + 640]
+    vmovdqu64    zmm4, [rdi + 704]
+    vmovdqu64    zmm5, [rdi + 1152]
+    vmovdqu64    zmm6, [rdi + 1216]
+    vmovdqu64    zmm7, [rdi + 1664]
+    vmovdqu64    zmm8, [rdi + 1728]
+    vpsubd       zmm9, zmm0, zmm23                   ; csub: before layer 1
+    vpsubd       zmm10, zmm1, zmm23                  ; csub: before layer 1
+    vpminud      zmm0, zmm0, zmm9
+    vpminud      zmm1, zmm1, zmm10
+    vpsubd       zmm9, zmm3, zmm23                   ; csub: before layer 1
+    vpsubd       zmm10, zmm4, zmm23                  ; csub: before layer 1
+    vpminud      zmm3, zmm3, zmm9
+    vpminud      zmm4, zmm4, zmm10
+    vpaddd       zmm9, zmm0, zmm3                    ; layer 1
+    vpaddd       zmm10, zmm1, zmm4                   ; layer 1
+    vpaddd       zmm0, zmm0, zmm23
+    vpaddd       zmm1, zmm1, zmm23
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vmovshdup    zmm3, zmm0
+    vmovshdup    zmm4, zmm1
+    vpmuludq     zmm11, zmm0, zmm27
+    vpmuludq     zmm12, zmm1, zmm27
+    vpmuludq     zmm3, zmm3, zmm27
+    vpmuludq     zmm4, zmm4, zmm27
+    vmovshdup    zmm3{k2}, zmm11
+    vmovshdup    zmm4{k2}, zmm12
+    vpmulld      zmm0, zmm0, [rax - 128]
+    vpmulld      zmm1, zmm1, [rax - 128]
+    vpmulld      zmm3, zmm3, zmm2
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vpsubd       zmm3, zmm5, zmm23                   ; csub: before layer 1
+    vpsubd       zmm4, zmm6, zmm23                   ; csub: before layer 1
+    vpminud      zmm3, zmm5, zmm3
+    vpminud      zmm4, zmm6, zmm4
+    vpsubd       zmm5, zmm7, zmm23                   ; csub: before layer 1
+    vpsubd       zmm6, zmm8, zmm23                   ; csub: before layer 1
+    vpminud      zmm5, zmm7, zmm5
+    vpminud      zmm6, zmm8, zmm6
+    vpaddd       zmm7, zmm3, zmm5                    ; layer 1
+    vpaddd       zmm8, zmm4, zmm6                    ; layer 1
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vmovshdup    zmm5, zmm3
+    vmovshdup    zmm6, zmm4
+    vpmuludq     zmm11, zmm3, zmm28
+    vpmuludq     zmm12, zmm4, zmm28
+    vpmuludq     zmm5, zmm5, zmm28
+    vpmuludq     zmm6, zmm6, zmm28
+    vmovshdup    zmm5{k2}, zmm11
+    vmovshdup    zmm6{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm5, zmm5, zmm2
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vpsubd       zmm5, zmm9, zmm23                   ; csub: before layer 0
+    vpsubd       zmm6, zmm10, zmm23                  ; csub: before layer 0
+    vpminud      zmm5, zmm9, zmm5
+    vpminud      zmm6, zmm10, zmm6
+    vpsubd       zmm9, zmm7, zmm23                   ; csub: before layer 0
+    vpsubd       zmm10, zmm8, zmm23                  ; csub: before layer 0
+    vpminud      zmm7, zmm7, zmm9
+    vpminud      zmm8, zmm8, zmm10
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 0
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 0
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vmovshdup    zmm7, zmm5
+    vmovshdup    zmm8, zmm6
+    vpmuludq     zmm11, zmm5, zmm25
+    vpmuludq     zmm12, zmm6, zmm25
+    vpmuludq     zmm7, zmm7, zmm25
+    vpmuludq     zmm8, zmm8, zmm25
+    vmovshdup    zmm7{k2}, zmm11
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, zmm29
+    vpmulld      zmm6, zmm6, zmm29
+    vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpaddd       zmm7, zmm0, zmm3                    ; layer 0
+    vpaddd       zmm8, zmm1, zmm4                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm23
+    vpaddd       zmm1, zmm1, zmm23
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vmovshdup    zmm3, zmm0
+    vmovshdup    zmm4, zmm1
+    vpmuludq     zmm11, zmm0, zmm25
+    vpmuludq     zmm12, zmm1, zmm25
+    vpmuludq     zmm3, zmm3, zmm25
+    vpmuludq     zmm4, zmm4, zmm25
+    vmovshdup    zmm3{k2}, zmm11
+    vmovshdup    zmm4{k2}, zmm12
+    vpmulld      zmm0, zmm0, zmm29
+    vpmulld      zmm1, zmm1, zmm29
+    vpmulld      zmm3, zmm3, zmm2
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vmovdqu64    [rdi + 128], zmm9
+    vmovdqu64    [rdi + 192], zmm10
+    vmovdqu64    [rdi + 640], zmm7
+    vmovdqu64    [rdi + 704], zmm8
+    vmovdqu64    [rdi + 1152], zmm5
+    vmovdqu64    [rdi + 1216], zmm6
+    vmovdqu64    [rdi + 1664], zmm0
+    vmovdqu64    [rdi + 1728], zmm1
+    vmovdqu64    zmm0, [rdi + 256]
+    vmovdqu64    zmm1, [rdi + 320]
+    vmovdqu64    zmm3, [rdi + 1280]
+    vmovdqu64    zmm4, [rdi + 1344]
+    vpaddd       zmm5, zmm0, [rdi + 768]             ; layer 1
+    vpaddd       zmm6, zmm1, [rdi + 832]             ; layer 1
+    vpaddd       zmm0, zmm0, zmm23
+    vpaddd       zmm1, zmm1, zmm23
+    vpsubd       zmm0, zmm0, [rdi + 768]
+    vpsubd       zmm1, zmm1, [rdi + 832]
+    vmovshdup    zmm7, zmm0
+    vmovshdup    zmm8, zmm1
+    vpmuludq     zmm9, zmm0, zmm27
+    vpmuludq     zmm10, zmm1, zmm27
+    vpmuludq     zmm7, zmm7, zmm27
+    vpmuludq     zmm8, zmm8, zmm27
+    vmovshdup    zmm7{k2}, zmm9
+    vmovshdup    zmm8{k2}, zmm10
+    vpmulld      zmm0, zmm0, [rax - 128]
+    vpmulld      zmm1, zmm1, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm0, zmm0, zmm7
+    vpsubd       zmm1, zmm1, zmm8
+    vpaddd       zmm7, zmm3, [rdi + 1792]            ; layer 1
+    vpaddd       zmm8, zmm4, [rdi + 1856]            ; layer 1
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, [rdi + 1792]
+    vpsubd       zmm4, zmm4, [rdi + 1856]
+    vmovshdup    zmm9, zmm3
+    vmovshdup    zmm10, zmm4
+    vpmuludq     zmm11, zmm3, zmm28
+    vpmuludq     zmm12, zmm4, zmm28
+    vpmuludq     zmm9, zmm9, zmm28
+    vpmuludq     zmm10, zmm10, zmm28
+    vmovshdup    zmm9{k2}, zmm11
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm9, zmm5, zmm23                   ; csub: before layer 0
+    vpsubd       zmm10, zmm6, zmm23                  ; csub: before layer 0
+    vpminud      zmm5, zmm5, zmm9
+    vpminud      zmm6, zmm6, zmm10
+    vpsubd       zmm9, zmm7, zmm23                   ; csub: before layer 0
+    vpsubd       zmm10, zmm8, zmm23                  ; csub: before layer 0
+    vpminud      zmm7, zmm7, zmm9
+    vpminud      zmm8, zmm8, zmm10
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 0
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 0
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vmovshdup    zmm7, zmm5
+    vmovshdup    zmm8, zmm6
+    vpmuludq     zmm11, zmm5, zmm25
+    vpmuludq     zmm12, zmm6, zmm25
+    vpmuludq     zmm7, zmm7, zmm25
+    vpmuludq     zmm8, zmm8, zmm25
+    vmovshdup    zmm7{k2}, zmm11
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, zmm29
+    vpmulld      zmm6, zmm6, zmm29
+    vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpaddd       zmm7, zmm0, zmm3                    ; layer 0
+    vpaddd       zmm8, zmm1, zmm4                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm23
+    vpaddd       zmm1, zmm1, zmm23
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vmovshdup    zmm3, zmm0
+    vmovshdup    zmm4, zmm1
+    vpmuludq     zmm11, zmm0, zmm25
+    vpmuludq     zmm12, zmm1, zmm25
+    vpmuludq     zmm3, zmm3, zmm25
+    vpmuludq     zmm4, zmm4, zmm25
+    vmovshdup    zmm3{k2}, zmm11
+    vmovshdup    zmm4{k2}, zmm12
+    vpmulld      zmm0, zmm0, zmm29
+    vpmulld      zmm1, zmm1, zmm29
+    vpmulld      zmm3, zmm3, zmm2
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vmovdqu64    [rdi + 256], zmm9
+    vmovdqu64    [rdi + 320], zmm10
+    vmovdqu64    [rdi + 768], zmm7
+    vmovdqu64    [rdi + 832], zmm8
+    vmovdqu64    [rdi + 1280], zmm5
+    vmovdqu64    [rdi + 1344], zmm6
+    vmovdqu64    [rdi + 1792], zmm0
+    vmovdqu64    [rdi + 1856], zmm1
+    vmovdqu64    zmm0, [rdi + 384]
+    vmovdqu64    zmm1, [rdi + 448]
+    vmovdqu64    zmm3, [rdi + 1408]
+    vmovdqu64    zmm4, [rdi + 1472]
+    vpaddd       zmm5, zmm0, [rdi + 896]             ; layer 1
+    vpaddd       zmm6, zmm1, [rdi + 960]             ; layer 1
+    vpaddd       zmm0, zmm0, zmm23
+    vpaddd       zmm1, zmm1, zmm23
+    vpsubd       zmm0, zmm0, [rdi + 896]
+    vpsubd       zmm1, zmm1, [rdi + 960]
+    vmovshdup    zmm7, zmm0
+    vmovshdup    zmm8, zmm1
+    vpmuludq     zmm9, zmm0, zmm27
+    vpmuludq     zmm10, zmm1, zmm27
+    vpmuludq     zmm7, zmm7, zmm27
+    vpmuludq     zmm8, zmm8, zmm27
+    vmovshdup    zmm7{k2}, zmm9
+    vmovshdup    zmm8{k2}, zmm10
+    vpmulld      zmm0, zmm0, [rax - 128]
+    vpmulld      zmm1, zmm1, [rax - 128]
+    vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm0, zmm0, zmm7
+    vpsubd       zmm1, zmm1, zmm8
+    vpaddd       zmm7, zmm3, [rdi + 1920]            ; layer 1
+    vpaddd       zmm8, zmm4, [rdi + 1984]            ; layer 1
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, [rdi + 1920]
+    vpsubd       zmm4, zmm4, [rdi + 1984]
+    vmovshdup    zmm9, zmm3
+    vmovshdup    zmm10, zmm4
+    vpmuludq     zmm11, zmm3, zmm28
+    vpmuludq     zmm12, zmm4, zmm28
+    vpmuludq     zmm9, zmm9, zmm28
+    vpmuludq     zmm10, zmm10, zmm28
+    vmovshdup    zmm9{k2}, zmm11
+    vmovshdup    zmm10{k2}, zmm12
+    vpmulld      zmm3, zmm3, [rax]
+    vpmulld      zmm4, zmm4, [rax]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpsubd       zmm4, zmm4, zmm10
+    vpsubd       zmm9, zmm5, zmm23                   ; csub: before layer 0
+    vpsubd       zmm10, zmm6, zmm23                  ; csub: before layer 0
+    vpminud      zmm5, zmm5, zmm9
+    vpminud      zmm6, zmm6, zmm10
+    vpsubd       zmm9, zmm7, zmm23                   ; csub: before layer 0
+    vpsubd       zmm10, zmm8, zmm23                  ; csub: before layer 0
+    vpminud      zmm7, zmm7, zmm9
+    vpminud      zmm8, zmm8, zmm10
+    vpaddd       zmm9, zmm5, zmm7                    ; layer 0
+    vpaddd       zmm10, zmm6, zmm8                   ; layer 0
+    vpaddd       zmm5, zmm5, zmm23
+    vpaddd       zmm6, zmm6, zmm23
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vmovshdup    zmm7, zmm5
+    vmovshdup    zmm8, zmm6
+    vpmuludq     zmm11, zmm5, zmm25
+    vpmuludq     zmm12, zmm6, zmm25
+    vpmuludq     zmm7, zmm7, zmm25
+    vpmuludq     zmm8, zmm8, zmm25
+    vmovshdup    zmm7{k2}, zmm11
+    vmovshdup    zmm8{k2}, zmm12
+    vpmulld      zmm5, zmm5, zmm29
+    vpmulld      zmm6, zmm6, zmm29
+    vpmulld      zmm7, zmm7, zmm2
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm7
+    vpsubd       zmm6, zmm6, zmm8
+    vpaddd       zmm7, zmm0, zmm3                    ; layer 0
+    vpaddd       zmm8, zmm1, zmm4                    ; layer 0
+    vpaddd       zmm0, zmm0, zmm23
+    vpaddd       zmm1, zmm1, zmm23
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm4
+    vmovshdup    zmm3, zmm0
+    vmovshdup    zmm4, zmm1
+    vpmuludq     zmm11, zmm0, zmm25
+    vpmuludq     zmm12, zmm1, zmm25
+    vpmuludq     zmm3, zmm3, zmm25
+    vpmuludq     zmm4, zmm4, zmm25
+    vmovshdup    zmm3{k2}, zmm11
+    vmovshdup    zmm4{k2}, zmm12
+    vpmulld      zmm0, zmm0, zmm29
+    vpmulld      zmm1, zmm1, zmm29
+    vpmulld      zmm3, zmm3, zmm2
+    vpmulld      zmm2, zmm4, zmm2
+    vpsubd       zmm0, zmm0, zmm3
+    vpsubd       zmm1, zmm1, zmm2
+    vmovdqu64    [rdi + 384], zmm9
+    vmovdqu64    [rdi + 448], zmm10
+    vmovdqu64    [rdi + 896], zmm7
+    vmovdqu64    [rdi + 960], zmm8
+    vmovdqu64    [rdi + 1408], zmm5
+    vmovdqu64    [rdi + 1472], zmm6
+    vmovdqu64    [rdi + 1920], zmm0
+    vmovdqu64    [rdi + 1984], zmm1
     vzeroupper
     ret
 .end:

@@ -8057,7 +8057,7 @@ section .text
 ;   cpu: AVX512DQ, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, rcx, rdx, rdi, flags
-;   loops: 16 x 225 and 5 x 178 and 2 x 68 and 4 x 46 and 8 x 24 and 15 x 506 instructions (repeated groups rolled: 13077 instructions run, 1657 written)
+;   loops: 8 x 455 and 7 x 178 and 4 x 46 and 7 x 1010 instructions (repeated groups rolled: 13066 instructions run, 2722 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 576 vector reductions
@@ -8076,1674 +8076,2735 @@ global kg_nfl4611686018326724609_ntt_forward_avx512:function KERNGEN_VISIBILITY 
 align 32
 kg_nfl4611686018326724609_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm14, [rel pq_9223372036653449218] ; held in a register: read 1984 times
+    vmovdqu64    zmm25, [rel pq_9223372036653449218] ; held in a register: read 1984 times
     lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 0
-    vmovdqu64    zmm15, [rdx]                        ; held in a register: read 128 times
-    vmovdqu64    zmm16, [rdx - 64]                   ; held in a register: read 64 times
-    vmovdqu64    zmm17, [rdx - 128]                  ; held in a register: read 64 times
-    vmovdqu64    zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 320] ; held in a register: read 64 times
-    vmovdqu64    zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 512] ; held in a register: read 64 times
-    vmovdqu64    zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 256] ; held in a register: read 32 times
-    vmovdqu64    zmm21, [rdx + 64]                   ; held in a register: read 32 times
-    vmovdqu64    zmm22, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 448] ; held in a register: read 32 times
-    vmovdqu64    zmm23, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 384] ; held in a register: read 32 times
-    vmovdqu64    zmm24, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 704] ; held in a register: read 32 times
-    vmovdqu64    zmm25, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 896] ; held in a register: read 32 times
-    vmovdqu64    zmm26, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1088] ; held in a register: read 32 times
-    vmovdqu64    zmm27, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1280] ; held in a register: read 32 times
-    vmovdqu64    zmm28, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 640] ; held in a register: read 16 times
-    vmovdqu64    zmm29, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 576] ; held in a register: read 16 times
-    vmovdqu64    zmm30, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 832] ; held in a register: read 16 times
-    vmovdqu64    zmm31, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 768] ; held in a register: read 16 times
+    vmovdqu64    zmm26, [rdx]                        ; held in a register: read 128 times
+    vmovdqu64    zmm27, [rdx - 64]                   ; held in a register: read 64 times
+    vmovdqu64    zmm28, [rdx - 128]                  ; held in a register: read 64 times
+    vmovdqu64    zmm29, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 320] ; held in a register: read 64 times
+    vmovdqu64    zmm30, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 512] ; held in a register: read 64 times
+    vmovdqu64    zmm31, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 256] ; held in a register: read 32 times
     vmovdqu64    zmm0, [rel pq_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pq_index64_2_3_10_11_6_7_14_15]
     vmovdqu64    zmm2, [rel pq_4611686018326724609]  ; q = 4611686018326724609
-    mov          rax, 16
+    mov          rax, 8
     .repeat1:
     vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 1024]
-    vmovdqu64    zmm5, [rdi + 2048]
-    vmovdqu64    zmm6, [rdi + 3072]
-    vmovdqu64    zmm7, [rdi + 4096]
-    vmovdqu64    zmm8, [rdi + 5120]
-    vmovdqu64    zmm9, [rdi + 6144]
-    vmovdqu64    zmm10, [rdi + 7168]
-    vpsrlq       zmm11, zmm7, 32
-    vpmuludq     zmm12, zmm7, zmm15
-    vpmuludq     zmm13, zmm11, zmm16
-    vpmuludq     zmm11, zmm11, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm7, zmm7, zmm17
+    vmovdqu64    zmm4, [rdi + 64]
+    vmovdqu64    zmm5, [rdi + 1024]
+    vmovdqu64    zmm6, [rdi + 1088]
+    vmovdqu64    zmm7, [rdi + 2048]
+    vmovdqu64    zmm8, [rdi + 2112]
+    vmovdqu64    zmm9, [rdi + 3072]
+    vmovdqu64    zmm10, [rdi + 3136]
+    vmovdqu64    zmm11, [rdi + 4096]
+    vmovdqu64    zmm12, [rdi + 4160]
+    vmovdqu64    zmm13, [rdi + 5120]
+    vmovdqu64    zmm14, [rdi + 5184]
+    vmovdqu64    zmm15, [rdi + 6144]
+    vmovdqu64    zmm16, [rdi + 6208]
+    vmovdqu64    zmm17, [rdi + 7168]
+    vmovdqu64    zmm18, [rdi + 7232]
+    vpsrlq       zmm19, zmm11, 32
+    vpsrlq       zmm20, zmm12, 32
+    vpmuludq     zmm21, zmm11, zmm26
+    vpmuludq     zmm22, zmm12, zmm26
+    vpmuludq     zmm23, zmm19, zmm27
+    vpmuludq     zmm24, zmm20, zmm27
+    vpmuludq     zmm19, zmm19, zmm26
+    vpmuludq     zmm20, zmm20, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm11, zmm11, zmm28
+    vpmullq      zmm12, zmm12, zmm28
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm11, zmm11, zmm19
+    vpsubq       zmm12, zmm12, zmm20
+    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm19
+    vpminuq      zmm12, zmm12, zmm20
+    vpaddq       zmm19, zmm3, zmm11                  ; layer 0
+    vpaddq       zmm20, zmm4, zmm12                  ; layer 0
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsrlq       zmm11, zmm13, 32
+    vpsrlq       zmm12, zmm14, 32
+    vpmuludq     zmm21, zmm13, zmm26
+    vpmuludq     zmm22, zmm14, zmm26
+    vpmuludq     zmm23, zmm11, zmm27
+    vpmuludq     zmm24, zmm12, zmm27
+    vpmuludq     zmm11, zmm11, zmm26
+    vpmuludq     zmm12, zmm12, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm13, zmm13, zmm28
+    vpmullq      zmm14, zmm14, zmm28
     vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm13, zmm11
+    vpsubq       zmm12, zmm14, zmm12
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm5, zmm11                  ; layer 0
+    vpaddq       zmm14, zmm6, zmm12                  ; layer 0
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsrlq       zmm11, zmm15, 32
+    vpsrlq       zmm12, zmm16, 32
+    vpmuludq     zmm21, zmm15, zmm26
+    vpmuludq     zmm22, zmm16, zmm26
+    vpmuludq     zmm23, zmm11, zmm27
+    vpmuludq     zmm24, zmm12, zmm27
+    vpmuludq     zmm11, zmm11, zmm26
+    vpmuludq     zmm12, zmm12, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm15, zmm15, zmm28
+    vpmullq      zmm16, zmm16, zmm28
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm15, zmm11
+    vpsubq       zmm12, zmm16, zmm12
+    vpsubq       zmm15, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpaddq       zmm15, zmm7, zmm11                  ; layer 0
+    vpaddq       zmm16, zmm8, zmm12                  ; layer 0
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
     vpsubq       zmm7, zmm7, zmm11
-    vpsubq       zmm11, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm11
-    vpaddq       zmm11, zmm3, zmm7                   ; layer 0
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm7
-    vpsrlq       zmm7, zmm8, 32
-    vpmuludq     zmm12, zmm8, zmm15
-    vpmuludq     zmm13, zmm7, zmm16
-    vpmuludq     zmm7, zmm7, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm8, zmm8, zmm17
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm8, zmm7
-    vpsubq       zmm8, zmm7, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm4, zmm7                    ; layer 0
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm7
-    vpsrlq       zmm7, zmm9, 32
-    vpmuludq     zmm12, zmm9, zmm15
-    vpmuludq     zmm13, zmm7, zmm16
-    vpmuludq     zmm7, zmm7, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm9, zmm9, zmm17
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm9, zmm7
-    vpsubq       zmm9, zmm7, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm9
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 0
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm7
-    vpsrlq       zmm7, zmm10, 32
-    vpmuludq     zmm12, zmm10, zmm15
-    vpmuludq     zmm13, zmm7, zmm16
-    vpmuludq     zmm7, zmm7, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm10, zmm10, zmm17
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm10, zmm7
-    vpsubq       zmm10, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm10
-    vpaddq       zmm10, zmm6, zmm7                   ; layer 0
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm11, zmm14                  ; csub: before layer 1
-    vpminuq      zmm7, zmm11, zmm7
-    vpsrlq       zmm11, zmm9, 32
-    vpmuludq     zmm12, zmm9, zmm18
-    vpmuludq     zmm13, zmm11, zmm20
-    vpmuludq     zmm11, zmm11, zmm18
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm9, zmm9, zmm21
+    vpsubq       zmm8, zmm8, zmm12
+    vpsrlq       zmm11, zmm17, 32
+    vpsrlq       zmm12, zmm18, 32
+    vpmuludq     zmm21, zmm17, zmm26
+    vpmuludq     zmm22, zmm18, zmm26
+    vpmuludq     zmm23, zmm11, zmm27
+    vpmuludq     zmm24, zmm12, zmm27
+    vpmuludq     zmm11, zmm11, zmm26
+    vpmuludq     zmm12, zmm12, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm17, zmm17, zmm28
+    vpmullq      zmm18, zmm18, zmm28
     vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm17, zmm11
+    vpsubq       zmm12, zmm18, zmm12
+    vpsubq       zmm17, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpaddq       zmm17, zmm9, zmm11                  ; layer 0
+    vpaddq       zmm18, zmm10, zmm12                 ; layer 0
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
     vpsubq       zmm9, zmm9, zmm11
-    vpsubq       zmm11, zmm9, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm11
-    vpaddq       zmm11, zmm7, zmm9                   ; layer 1
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm7, zmm7, zmm9
-    vpsubq       zmm9, zmm8, zmm14                   ; csub: before layer 1
-    vpminuq      zmm8, zmm8, zmm9
-    vpsrlq       zmm9, zmm10, 32
-    vpmuludq     zmm12, zmm10, zmm18
-    vpmuludq     zmm13, zmm9, zmm20
-    vpmuludq     zmm9, zmm9, zmm18
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm10, zmm10, zmm21
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm9, zmm10, zmm9
-    vpsubq       zmm10, zmm9, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm8, zmm9                   ; layer 1
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm8, zmm8, zmm9
-    vpsubq       zmm9, zmm3, zmm14                   ; csub: before layer 1
-    vpminuq      zmm3, zmm3, zmm9
-    vpsrlq       zmm9, zmm5, 32
-    vpmuludq     zmm12, zmm5, zmm19
-    vpmuludq     zmm13, zmm9, zmm22
-    vpmuludq     zmm9, zmm9, zmm19
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm5, zmm5, zmm23
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm5, zmm5, zmm9
-    vpsubq       zmm9, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm9
-    vpaddq       zmm9, zmm3, zmm5                    ; layer 1
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; csub: before layer 1
-    vpminuq      zmm4, zmm4, zmm5
-    vpsrlq       zmm5, zmm6, 32
-    vpmuludq     zmm12, zmm6, zmm19
-    vpmuludq     zmm13, zmm5, zmm22
-    vpmuludq     zmm5, zmm5, zmm19
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm5, zmm5, zmm13
-    vpmullq      zmm6, zmm6, zmm23
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm5, zmm6, zmm5
-    vpsubq       zmm6, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm4, zmm5                    ; layer 1
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm11, zmm14                  ; csub: before layer 2
-    vpminuq      zmm5, zmm11, zmm5
-    vpsrlq       zmm11, zmm10, 32
-    vpmuludq     zmm12, zmm10, zmm24
-    vpmuludq     zmm13, zmm11, zmm28
-    vpmuludq     zmm11, zmm11, zmm24
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm10, zmm10, zmm29
-    vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm10, zmm10, zmm11
-    vpsubq       zmm11, zmm10, zmm14                 ; short quotient: below 2q
-    vpminuq      zmm10, zmm10, zmm11
-    vpaddq       zmm11, zmm5, zmm10                  ; layer 2
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm10
-    vpsubq       zmm10, zmm7, zmm14                  ; csub: before layer 2
-    vpminuq      zmm7, zmm7, zmm10
-    vpsrlq       zmm10, zmm8, 32
-    vpmuludq     zmm12, zmm8, zmm25
-    vpmuludq     zmm13, zmm10, zmm30
-    vpmuludq     zmm10, zmm10, zmm25
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm8, zmm8, zmm31
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm8, zmm8, zmm10
-    vpsubq       zmm10, zmm8, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm8, zmm8, zmm10
-    vpaddq       zmm10, zmm7, zmm8                   ; layer 2
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm7, zmm7, zmm8
-    vpsubq       zmm8, zmm9, zmm14                   ; csub: before layer 2
-    vpminuq      zmm8, zmm9, zmm8
-    vpsrlq       zmm9, zmm6, 32
-    vpmuludq     zmm12, zmm6, zmm26
-    vpmuludq     zmm13, zmm9, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1024]
-    vpmuludq     zmm9, zmm9, zmm26
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 960]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm6, zmm6, zmm9
-    vpsubq       zmm9, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm8, zmm6                    ; layer 2
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm6, zmm8, zmm6
-    vpsubq       zmm8, zmm3, zmm14                   ; csub: before layer 2
-    vpminuq      zmm3, zmm3, zmm8
-    vpsrlq       zmm8, zmm4, 32
-    vpmuludq     zmm12, zmm4, zmm27
-    vpmuludq     zmm13, zmm8, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1216]
-    vpmuludq     zmm8, zmm8, zmm27
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1152]
-    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: before layer 1
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: before layer 1
+    vpminuq      zmm11, zmm19, zmm11
+    vpminuq      zmm12, zmm20, zmm12
+    vpsrlq       zmm19, zmm15, 32
+    vpsrlq       zmm20, zmm16, 32
+    vpmuludq     zmm21, zmm15, zmm29
+    vpmuludq     zmm22, zmm16, zmm29
+    vpmuludq     zmm23, zmm19, zmm31
+    vpmuludq     zmm24, zmm20, zmm31
+    vpmuludq     zmm19, zmm19, zmm29
+    vpmuludq     zmm20, zmm20, zmm29
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 320] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 192
+    vpmullq      zmm15, zmm15, [rdx - 128]
+    vpmullq      zmm16, zmm16, [rdx - 128]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm15, zmm15, zmm19
+    vpsubq       zmm16, zmm16, zmm20
+    vpsubq       zmm19, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm19
+    vpminuq      zmm16, zmm16, zmm20
+    vpaddq       zmm19, zmm11, zmm15                 ; layer 1
+    vpaddq       zmm20, zmm12, zmm16                 ; layer 1
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm15
+    vpsubq       zmm12, zmm12, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; csub: before layer 1
+    vpsubq       zmm16, zmm14, zmm25                 ; csub: before layer 1
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpsrlq       zmm15, zmm17, 32
+    vpsrlq       zmm16, zmm18, 32
+    vpmuludq     zmm21, zmm17, zmm29
+    vpmuludq     zmm22, zmm18, zmm29
+    vpmuludq     zmm23, zmm15, zmm31
+    vpmuludq     zmm24, zmm16, zmm31
+    vpmuludq     zmm15, zmm15, zmm29
+    vpmuludq     zmm16, zmm16, zmm29
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm17, zmm17, [rdx - 128]
+    vpmullq      zmm18, zmm18, [rdx - 128]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm15, zmm17, zmm15
+    vpsubq       zmm16, zmm18, zmm16
+    vpsubq       zmm17, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm13, zmm15                 ; layer 1
+    vpaddq       zmm18, zmm14, zmm16                 ; layer 1
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm3, zmm25                  ; csub: before layer 1
+    vpsubq       zmm16, zmm4, zmm25                  ; csub: before layer 1
+    vpminuq      zmm3, zmm3, zmm15
+    vpminuq      zmm4, zmm4, zmm16
+    vpsrlq       zmm15, zmm7, 32
+    vpsrlq       zmm16, zmm8, 32
+    vpmuludq     zmm21, zmm7, zmm30
+    vpmuludq     zmm22, zmm8, zmm30
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 512] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 384
+    vpmuludq     zmm23, zmm15, [rdx - 64]
+    vpmuludq     zmm24, zmm16, [rdx - 64]
+    vpmuludq     zmm15, zmm15, zmm30
+    vpmuludq     zmm16, zmm16, zmm30
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm7, zmm7, [rdx - 128]
+    vpmullq      zmm8, zmm8, [rdx - 128]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm15
+    vpminuq      zmm8, zmm8, zmm16
+    vpaddq       zmm15, zmm3, zmm7                   ; layer 1
+    vpaddq       zmm16, zmm4, zmm8                   ; layer 1
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm7
     vpsubq       zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm3, zmm4                    ; layer 2
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi], zmm11
-    vmovdqu64    [rdi + 1024], zmm5
-    vmovdqu64    [rdi + 2048], zmm10
-    vmovdqu64    [rdi + 3072], zmm7
-    vmovdqu64    [rdi + 4096], zmm9
-    vmovdqu64    [rdi + 5120], zmm6
-    vmovdqu64    [rdi + 6144], zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; csub: before layer 1
+    vpsubq       zmm8, zmm6, zmm25                   ; csub: before layer 1
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpsrlq       zmm7, zmm9, 32
+    vpsrlq       zmm8, zmm10, 32
+    vpmuludq     zmm21, zmm9, zmm30
+    vpmuludq     zmm22, zmm10, zmm30
+    vpmuludq     zmm23, zmm7, [rdx - 64]
+    vpmuludq     zmm24, zmm8, [rdx - 64]
+    vpmuludq     zmm7, zmm7, zmm30
+    vpmuludq     zmm8, zmm8, zmm30
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpmullq      zmm9, zmm9, [rdx - 128]
+    vpmullq      zmm10, zmm10, [rdx - 128]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm7, zmm9, zmm7
+    vpsubq       zmm8, zmm10, zmm8
+    vpsubq       zmm9, zmm7, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm9
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm5, zmm7                    ; layer 1
+    vpaddq       zmm10, zmm6, zmm8                   ; layer 1
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm19, zmm25                  ; csub: before layer 2
+    vpsubq       zmm8, zmm20, zmm25                  ; csub: before layer 2
+    vpminuq      zmm7, zmm19, zmm7
+    vpminuq      zmm8, zmm20, zmm8
+    vpsrlq       zmm19, zmm17, 32
+    vpsrlq       zmm20, zmm18, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 704] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 576
+    vpmuludq     zmm21, zmm17, [rdx]
+    vpmuludq     zmm22, zmm18, [rdx]
+    vpmuludq     zmm23, zmm19, [rdx - 64]
+    vpmuludq     zmm24, zmm20, [rdx - 64]
+    vpmuludq     zmm19, zmm19, [rdx]
+    vpmuludq     zmm20, zmm20, [rdx]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm17, zmm17, [rdx - 128]
+    vpmullq      zmm18, zmm18, [rdx - 128]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm17, zmm17, zmm19
+    vpsubq       zmm18, zmm18, zmm20
+    vpsubq       zmm19, zmm17, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm18, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm17, zmm17, zmm19
+    vpminuq      zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm7, zmm17                  ; layer 2
+    vpaddq       zmm20, zmm8, zmm18                  ; layer 2
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm17
+    vpsubq       zmm8, zmm8, zmm18
+    vpsubq       zmm17, zmm11, zmm25                 ; csub: before layer 2
+    vpsubq       zmm18, zmm12, zmm25                 ; csub: before layer 2
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpsrlq       zmm17, zmm13, 32
+    vpsrlq       zmm18, zmm14, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 896] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 768
+    vpmuludq     zmm21, zmm13, [rdx]
+    vpmuludq     zmm22, zmm14, [rdx]
+    vpmuludq     zmm23, zmm17, [rdx - 64]
+    vpmuludq     zmm24, zmm18, [rdx - 64]
+    vpmuludq     zmm17, zmm17, [rdx]
+    vpmuludq     zmm18, zmm18, [rdx]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm13, zmm13, [rdx - 128]
+    vpmullq      zmm14, zmm14, [rdx - 128]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm13, zmm13, zmm17
+    vpsubq       zmm14, zmm14, zmm18
+    vpsubq       zmm17, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm17
+    vpminuq      zmm14, zmm14, zmm18
+    vpaddq       zmm17, zmm11, zmm13                 ; layer 2
+    vpaddq       zmm18, zmm12, zmm14                 ; layer 2
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 2
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 2
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpsrlq       zmm15, zmm9, 32
+    vpsrlq       zmm16, zmm10, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1088] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 960
+    vpmuludq     zmm21, zmm9, [rdx]
+    vpmuludq     zmm22, zmm10, [rdx]
+    vpmuludq     zmm23, zmm15, [rdx - 64]
+    vpmuludq     zmm24, zmm16, [rdx - 64]
+    vpmuludq     zmm15, zmm15, [rdx]
+    vpmuludq     zmm16, zmm16, [rdx]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm9, zmm9, [rdx - 128]
+    vpmullq      zmm10, zmm10, [rdx - 128]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm9, zmm9, zmm15
+    vpsubq       zmm10, zmm10, zmm16
+    vpsubq       zmm15, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm15
+    vpminuq      zmm10, zmm10, zmm16
+    vpaddq       zmm15, zmm13, zmm9                  ; layer 2
+    vpaddq       zmm16, zmm14, zmm10                 ; layer 2
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm9, zmm13, zmm9
+    vpsubq       zmm10, zmm14, zmm10
+    vpsubq       zmm13, zmm3, zmm25                  ; csub: before layer 2
+    vpsubq       zmm14, zmm4, zmm25                  ; csub: before layer 2
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpsrlq       zmm13, zmm5, 32
+    vpsrlq       zmm14, zmm6, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 1152
+    vpmuludq     zmm21, zmm5, [rdx]
+    vpmuludq     zmm22, zmm6, [rdx]
+    vpmuludq     zmm23, zmm13, [rdx - 64]
+    vpmuludq     zmm24, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, [rdx]
+    vpmuludq     zmm14, zmm14, [rdx]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm5, zmm5, [rdx - 128]
+    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm5, zmm5, zmm13
+    vpsubq       zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpaddq       zmm13, zmm3, zmm5                   ; layer 2
+    vpaddq       zmm14, zmm4, zmm6                   ; layer 2
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vmovdqu64    [rdi], zmm19
+    vmovdqu64    [rdi + 64], zmm20
+    vmovdqu64    [rdi + 1024], zmm7
+    vmovdqu64    [rdi + 1088], zmm8
+    vmovdqu64    [rdi + 2048], zmm17
+    vmovdqu64    [rdi + 2112], zmm18
+    vmovdqu64    [rdi + 3072], zmm11
+    vmovdqu64    [rdi + 3136], zmm12
+    vmovdqu64    [rdi + 4096], zmm15
+    vmovdqu64    [rdi + 4160], zmm16
+    vmovdqu64    [rdi + 5120], zmm9
+    vmovdqu64    [rdi + 5184], zmm10
+    vmovdqu64    [rdi + 6144], zmm13
+    vmovdqu64    [rdi + 6208], zmm14
     vmovdqu64    [rdi + 7168], zmm3
-    add          rdi, 64
+    vmovdqu64    [rdi + 7232], zmm4
+    add          rdi, 128
     dec          rax
     jnz          .repeat1
     add          rdi, -1024                          ; back to the argument
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1344] ; the loop's table pointer
-    mov          rax, 5
+    mov          rax, 7
     .repeat2:
     vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 512]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rcx + 128]
-    vpmuludq     zmm7, zmm5, [rcx + 64]
-    vpmuludq     zmm5, zmm5, [rcx + 128]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rcx]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi], zmm5
+    vmovdqu64    zmm4, [rdi + 64]
+    vmovdqu64    zmm5, [rdi + 512]
+    vmovdqu64    zmm6, [rdi + 576]
+    vpsubq       zmm7, zmm3, zmm25                   ; csub: before layer 3
+    vpsubq       zmm8, zmm4, zmm25                   ; csub: before layer 3
+    vpminuq      zmm3, zmm3, zmm7
+    vpminuq      zmm4, zmm4, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
+    vpmuludq     zmm9, zmm5, [rcx + 128]
+    vpmuludq     zmm10, zmm6, [rcx + 128]
+    vpmuludq     zmm11, zmm7, [rcx + 64]
+    vpmuludq     zmm12, zmm8, [rcx + 64]
+    vpmuludq     zmm7, zmm7, [rcx + 128]
+    vpmuludq     zmm8, zmm8, [rcx + 128]
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpsrlq       zmm11, zmm11, 32
+    vpsrlq       zmm12, zmm12, 32
+    vpaddq       zmm7, zmm7, zmm9
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm7, zmm7, zmm11
+    vpaddq       zmm8, zmm8, zmm12
+    vpmullq      zmm5, zmm5, [rcx]
+    vpmullq      zmm6, zmm6, [rcx]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm7, zmm3, zmm5                    ; layer 3
+    vpaddq       zmm8, zmm4, zmm6                    ; layer 3
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vmovdqu64    [rdi], zmm7
+    vmovdqu64    [rdi + 64], zmm8
     vmovdqu64    [rdi + 512], zmm3
-    vmovdqu64    zmm3, [rdi + 64]
-    vmovdqu64    zmm4, [rdi + 576]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rcx + 128]
-    vpmuludq     zmm7, zmm5, [rcx + 64]
-    vpmuludq     zmm5, zmm5, [rcx + 128]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rcx]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 64], zmm5
-    vmovdqu64    [rdi + 576], zmm3
+    vmovdqu64    [rdi + 576], zmm4
     vmovdqu64    zmm3, [rdi + 128]
-    vmovdqu64    zmm4, [rdi + 640]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rcx + 128]
-    vpmuludq     zmm7, zmm5, [rcx + 64]
-    vpmuludq     zmm5, zmm5, [rcx + 128]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rcx]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 128], zmm5
+    vmovdqu64    zmm4, [rdi + 192]
+    vmovdqu64    zmm5, [rdi + 640]
+    vmovdqu64    zmm6, [rdi + 704]
+    vpsubq       zmm7, zmm3, zmm25                   ; csub: before layer 3
+    vpsubq       zmm8, zmm4, zmm25                   ; csub: before layer 3
+    vpminuq      zmm3, zmm3, zmm7
+    vpminuq      zmm4, zmm4, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
+    vpmuludq     zmm9, zmm5, [rcx + 128]
+    vpmuludq     zmm10, zmm6, [rcx + 128]
+    vpmuludq     zmm11, zmm7, [rcx + 64]
+    vpmuludq     zmm12, zmm8, [rcx + 64]
+    vpmuludq     zmm7, zmm7, [rcx + 128]
+    vpmuludq     zmm8, zmm8, [rcx + 128]
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpsrlq       zmm11, zmm11, 32
+    vpsrlq       zmm12, zmm12, 32
+    vpaddq       zmm7, zmm7, zmm9
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm7, zmm7, zmm11
+    vpaddq       zmm8, zmm8, zmm12
+    vpmullq      zmm5, zmm5, [rcx]
+    vpmullq      zmm6, zmm6, [rcx]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm7, zmm3, zmm5                    ; layer 3
+    vpaddq       zmm8, zmm4, zmm6                    ; layer 3
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vmovdqu64    [rdi + 128], zmm7
+    vmovdqu64    [rdi + 192], zmm8
     vmovdqu64    [rdi + 640], zmm3
-    vmovdqu64    zmm3, [rdi + 192]
-    vmovdqu64    zmm4, [rdi + 704]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rcx + 128]
-    vpmuludq     zmm7, zmm5, [rcx + 64]
-    vpmuludq     zmm5, zmm5, [rcx + 128]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rcx]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 192], zmm5
-    vmovdqu64    [rdi + 704], zmm3
+    vmovdqu64    [rdi + 704], zmm4
     vmovdqu64    zmm3, [rdi + 256]
-    vmovdqu64    zmm4, [rdi + 768]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rcx + 128]
-    vpmuludq     zmm7, zmm5, [rcx + 64]
-    vpmuludq     zmm5, zmm5, [rcx + 128]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rcx]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 256], zmm5
+    vmovdqu64    zmm4, [rdi + 320]
+    vmovdqu64    zmm5, [rdi + 768]
+    vmovdqu64    zmm6, [rdi + 832]
+    vpsubq       zmm7, zmm3, zmm25                   ; csub: before layer 3
+    vpsubq       zmm8, zmm4, zmm25                   ; csub: before layer 3
+    vpminuq      zmm3, zmm3, zmm7
+    vpminuq      zmm4, zmm4, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
+    vpmuludq     zmm9, zmm5, [rcx + 128]
+    vpmuludq     zmm10, zmm6, [rcx + 128]
+    vpmuludq     zmm11, zmm7, [rcx + 64]
+    vpmuludq     zmm12, zmm8, [rcx + 64]
+    vpmuludq     zmm7, zmm7, [rcx + 128]
+    vpmuludq     zmm8, zmm8, [rcx + 128]
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpsrlq       zmm11, zmm11, 32
+    vpsrlq       zmm12, zmm12, 32
+    vpaddq       zmm7, zmm7, zmm9
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm7, zmm7, zmm11
+    vpaddq       zmm8, zmm8, zmm12
+    vpmullq      zmm5, zmm5, [rcx]
+    vpmullq      zmm6, zmm6, [rcx]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm7, zmm3, zmm5                    ; layer 3
+    vpaddq       zmm8, zmm4, zmm6                    ; layer 3
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vmovdqu64    [rdi + 256], zmm7
+    vmovdqu64    [rdi + 320], zmm8
     vmovdqu64    [rdi + 768], zmm3
-    vmovdqu64    zmm3, [rdi + 320]
-    vmovdqu64    zmm4, [rdi + 832]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rcx + 128]
-    vpmuludq     zmm7, zmm5, [rcx + 64]
-    vpmuludq     zmm5, zmm5, [rcx + 128]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rcx]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 320], zmm5
-    vmovdqu64    [rdi + 832], zmm3
+    vmovdqu64    [rdi + 832], zmm4
     vmovdqu64    zmm3, [rdi + 384]
-    vmovdqu64    zmm4, [rdi + 896]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rcx + 128]
-    vpmuludq     zmm7, zmm5, [rcx + 64]
-    vpmuludq     zmm5, zmm5, [rcx + 128]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rcx]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 384], zmm5
+    vmovdqu64    zmm4, [rdi + 448]
+    vmovdqu64    zmm5, [rdi + 896]
+    vmovdqu64    zmm6, [rdi + 960]
+    vpsubq       zmm7, zmm3, zmm25                   ; csub: before layer 3
+    vpsubq       zmm8, zmm4, zmm25                   ; csub: before layer 3
+    vpminuq      zmm3, zmm3, zmm7
+    vpminuq      zmm4, zmm4, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
+    vpmuludq     zmm9, zmm5, [rcx + 128]
+    vpmuludq     zmm10, zmm6, [rcx + 128]
+    vpmuludq     zmm11, zmm7, [rcx + 64]
+    vpmuludq     zmm12, zmm8, [rcx + 64]
+    vpmuludq     zmm7, zmm7, [rcx + 128]
+    vpmuludq     zmm8, zmm8, [rcx + 128]
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpsrlq       zmm11, zmm11, 32
+    vpsrlq       zmm12, zmm12, 32
+    vpaddq       zmm7, zmm7, zmm9
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm7, zmm7, zmm11
+    vpaddq       zmm8, zmm8, zmm12
+    vpmullq      zmm5, zmm5, [rcx]
+    vpmullq      zmm6, zmm6, [rcx]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm7, zmm3, zmm5                    ; layer 3
+    vpaddq       zmm8, zmm4, zmm6                    ; layer 3
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vmovdqu64    [rdi + 384], zmm7
+    vmovdqu64    [rdi + 448], zmm8
     vmovdqu64    [rdi + 896], zmm3
-    vmovdqu64    zmm3, [rdi + 448]
-    vmovdqu64    zmm4, [rdi + 960]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rcx + 128]
-    vpmuludq     zmm7, zmm5, [rcx + 64]
-    vpmuludq     zmm5, zmm5, [rcx + 128]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rcx]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 448], zmm5
-    vmovdqu64    [rdi + 960], zmm3
+    vmovdqu64    [rdi + 960], zmm4
     add          rdi, 0x400
     add          rcx, 192
     dec          rax
     jnz          .repeat2
-    add          rdi, -5120                          ; back to the argument
-    vmovdqu64    zmm3, [rdi + 5120]
-    mov          rax, 2
-    .repeat3:
-    vmovdqu64    zmm4, [rdi + 5632]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 2304
-    vpmuludq     zmm6, zmm4, [rdx]
-    vpmuludq     zmm7, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 5120], zmm5
-    vmovdqu64    [rdi + 5632], zmm3
-    vmovdqu64    zmm3, [rdi + 5184]
-    vmovdqu64    zmm4, [rdi + 5696]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rdx]
-    vpmuludq     zmm7, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 5184], zmm5
-    vmovdqu64    [rdi + 5696], zmm3
-    vmovdqu64    zmm3, [rdi + 5248]
-    vmovdqu64    zmm4, [rdi + 5760]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rdx]
-    vpmuludq     zmm7, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 5248], zmm5
-    vmovdqu64    [rdi + 5760], zmm3
-    vmovdqu64    zmm3, [rdi + 5312]
-    add          rdi, 192
-    dec          rax
-    jnz          .repeat3
-    add          rdi, -384                           ; back to the argument
-    vmovdqu64    zmm4, [rdi + 6016]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 2304
-    vpmuludq     zmm6, zmm4, [rdx]
-    vpmuludq     zmm7, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 5504], zmm5
-    vmovdqu64    [rdi + 6016], zmm3
-    vmovdqu64    zmm3, [rdi + 5568]
-    vmovdqu64    zmm4, [rdi + 6080]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rdx]
-    vpmuludq     zmm7, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 5568], zmm5
-    vmovdqu64    [rdi + 6080], zmm3
+    add          rdi, -7168                          ; back to the argument
     mov          rax, 4
-    .repeat4:
-    vmovdqu64    zmm3, [rdi + 6144]
-    vmovdqu64    zmm4, [rdi + 6656]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 2624] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 2496
-    vpmuludq     zmm6, zmm4, [rdx]
-    vpmuludq     zmm7, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 6144], zmm5
-    vmovdqu64    [rdi + 6656], zmm3
-    vmovdqu64    zmm3, [rdi + 6208]
-    vmovdqu64    zmm4, [rdi + 6720]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm6, zmm4, [rdx]
-    vpmuludq     zmm7, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 6208], zmm5
-    vmovdqu64    [rdi + 6720], zmm3
+    .repeat3:
+    vmovdqu64    zmm3, [rdi + 7168]
+    vmovdqu64    zmm4, [rdi + 7232]
+    vmovdqu64    zmm5, [rdi + 7680]
+    vmovdqu64    zmm6, [rdi + 7744]
+    vpsubq       zmm7, zmm3, zmm25                   ; csub: before layer 3
+    vpsubq       zmm8, zmm4, zmm25                   ; csub: before layer 3
+    vpminuq      zmm3, zmm3, zmm7
+    vpminuq      zmm4, zmm4, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 2688
+    vpmuludq     zmm9, zmm5, [rdx]
+    vpmuludq     zmm10, zmm6, [rdx]
+    vpmuludq     zmm11, zmm7, [rdx - 64]
+    vpmuludq     zmm12, zmm8, [rdx - 64]
+    vpmuludq     zmm7, zmm7, [rdx]
+    vpmuludq     zmm8, zmm8, [rdx]
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpsrlq       zmm11, zmm11, 32
+    vpsrlq       zmm12, zmm12, 32
+    vpaddq       zmm7, zmm7, zmm9
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm7, zmm7, zmm11
+    vpaddq       zmm8, zmm8, zmm12
+    vpmullq      zmm5, zmm5, [rdx - 128]
+    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpaddq       zmm7, zmm3, zmm5                    ; layer 3
+    vpaddq       zmm8, zmm4, zmm6                    ; layer 3
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vmovdqu64    [rdi + 7168], zmm7
+    vmovdqu64    [rdi + 7232], zmm8
+    vmovdqu64    [rdi + 7680], zmm3
+    vmovdqu64    [rdi + 7744], zmm4
     add          rdi, 128
     dec          rax
-    jnz          .repeat4
-    add          rdi, -512                           ; back to the argument
-    mov          rax, 8
-    .repeat5:
-    vmovdqu64    zmm3, [rdi + 7168]
-    vmovdqu64    zmm4, [rdi + 7680]
-    vpsubq       zmm5, zmm3, zmm14                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 2688
-    vpmuludq     zmm6, zmm4, [rdx]
-    vpmuludq     zmm7, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm6, zmm6, 32
-    vpsrlq       zmm7, zmm7, 32
-    vpaddq       zmm5, zmm5, zmm6
-    vpaddq       zmm5, zmm5, zmm7
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpaddq       zmm5, zmm3, zmm4                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vmovdqu64    [rdi + 7168], zmm5
-    vmovdqu64    [rdi + 7680], zmm3
-    add          rdi, 64
-    dec          rax
-    jnz          .repeat5
+    jnz          .repeat3
     add          rdi, -512                           ; back to the argument
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 2880] ; the loop's table pointer
-    mov          rax, 15
-    .repeat6:
+    mov          rax, 7
+    .repeat4:
     vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 64]
-    vmovdqu64    zmm5, [rdi + 128]
-    vmovdqu64    zmm6, [rdi + 192]
-    vmovdqu64    zmm7, [rdi + 256]
-    vmovdqu64    zmm8, [rdi + 320]
-    vmovdqu64    zmm9, [rdi + 384]
-    vmovdqu64    zmm10, [rdi + 448]
-    vpsubq       zmm11, zmm3, zmm14                  ; csub: before layer 4
-    vpminuq      zmm3, zmm3, zmm11
-    vpsrlq       zmm11, zmm7, 32
-    vpmuludq     zmm12, zmm7, [rcx + 128]
-    vpmuludq     zmm13, zmm11, [rcx + 64]
-    vpmuludq     zmm11, zmm11, [rcx + 128]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm7, zmm7, [rcx]
-    vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm7, zmm7, zmm11
-    vpsubq       zmm11, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm11
-    vpaddq       zmm11, zmm3, zmm7                   ; layer 4
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm7
-    vpsubq       zmm7, zmm4, zmm14                   ; csub: before layer 4
-    vpminuq      zmm4, zmm4, zmm7
-    vpsrlq       zmm7, zmm8, 32
-    vpmuludq     zmm12, zmm8, [rcx + 128]
-    vpmuludq     zmm13, zmm7, [rcx + 64]
-    vpmuludq     zmm7, zmm7, [rcx + 128]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm8, zmm8, [rcx]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm8, zmm7
-    vpsubq       zmm8, zmm7, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm4, zmm7                    ; layer 4
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm5, zmm14                   ; csub: before layer 4
-    vpminuq      zmm5, zmm5, zmm7
-    vpsrlq       zmm7, zmm9, 32
-    vpmuludq     zmm12, zmm9, [rcx + 128]
-    vpmuludq     zmm13, zmm7, [rcx + 64]
-    vpmuludq     zmm7, zmm7, [rcx + 128]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm9, zmm9, [rcx]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm9, zmm7
-    vpsubq       zmm9, zmm7, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm9
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 4
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; csub: before layer 4
-    vpminuq      zmm6, zmm6, zmm7
-    vpsrlq       zmm7, zmm10, 32
-    vpmuludq     zmm12, zmm10, [rcx + 128]
-    vpmuludq     zmm13, zmm7, [rcx + 64]
-    vpmuludq     zmm7, zmm7, [rcx + 128]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm10, zmm10, [rcx]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm10, zmm7
-    vpsubq       zmm10, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm10
-    vpaddq       zmm10, zmm6, zmm7                   ; layer 4
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm11, zmm14                  ; csub: before layer 5
-    vpminuq      zmm7, zmm11, zmm7
-    vpsrlq       zmm11, zmm9, 32
-    vpmuludq     zmm12, zmm9, [rcx + 320]
-    vpmuludq     zmm13, zmm11, [rcx + 256]
-    vpmuludq     zmm11, zmm11, [rcx + 320]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm9, zmm9, [rcx + 192]
-    vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm9, zmm9, zmm11
-    vpsubq       zmm11, zmm9, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm11
-    vpaddq       zmm11, zmm7, zmm9                   ; layer 5
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm7, zmm7, zmm9
-    vpsubq       zmm9, zmm8, zmm14                   ; csub: before layer 5
-    vpminuq      zmm8, zmm8, zmm9
-    vpsrlq       zmm9, zmm10, 32
-    vpmuludq     zmm12, zmm10, [rcx + 320]
-    vpmuludq     zmm13, zmm9, [rcx + 256]
-    vpmuludq     zmm9, zmm9, [rcx + 320]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm10, zmm10, [rcx + 192]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm9, zmm10, zmm9
-    vpsubq       zmm10, zmm9, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm8, zmm9                   ; layer 5
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm8, zmm8, zmm9
-    vpsubq       zmm9, zmm3, zmm14                   ; csub: before layer 5
-    vpminuq      zmm3, zmm3, zmm9
-    vpsrlq       zmm9, zmm5, 32
-    vpmuludq     zmm12, zmm5, [rcx + 512]
-    vpmuludq     zmm13, zmm9, [rcx + 448]
-    vpmuludq     zmm9, zmm9, [rcx + 512]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm5, zmm5, [rcx + 384]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm5, zmm5, zmm9
-    vpsubq       zmm9, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm9
-    vpaddq       zmm9, zmm3, zmm5                    ; layer 5
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; csub: before layer 5
-    vpminuq      zmm4, zmm4, zmm5
-    vpsrlq       zmm5, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 512]
-    vpmuludq     zmm13, zmm5, [rcx + 448]
-    vpmuludq     zmm5, zmm5, [rcx + 512]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm5, zmm5, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 384]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm5, zmm6, zmm5
-    vpsubq       zmm6, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm4, zmm5                    ; layer 5
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm11, zmm14                  ; csub: before layer 6
-    vpminuq      zmm5, zmm11, zmm5
-    vpsrlq       zmm11, zmm10, 32
-    vpmuludq     zmm12, zmm10, [rcx + 704]
-    vpmuludq     zmm13, zmm11, [rcx + 640]
-    vpmuludq     zmm11, zmm11, [rcx + 704]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm10, zmm10, [rcx + 576]
-    vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm10, zmm10, zmm11
-    vpsubq       zmm11, zmm10, zmm14                 ; short quotient: below 2q
-    vpminuq      zmm10, zmm10, zmm11
-    vpaddq       zmm11, zmm5, zmm10                  ; layer 6
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm10
-    vpsubq       zmm10, zmm7, zmm14                  ; csub: before layer 6
-    vpminuq      zmm7, zmm7, zmm10
-    vpsrlq       zmm10, zmm8, 32
-    vpmuludq     zmm12, zmm8, [rcx + 896]
-    vpmuludq     zmm13, zmm10, [rcx + 832]
-    vpmuludq     zmm10, zmm10, [rcx + 896]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm8, zmm8, [rcx + 768]
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm8, zmm8, zmm10
-    vpsubq       zmm10, zmm8, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm8, zmm8, zmm10
-    vpaddq       zmm10, zmm7, zmm8                   ; layer 6
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm7, zmm7, zmm8
-    vpsubq       zmm8, zmm9, zmm14                   ; csub: before layer 6
-    vpminuq      zmm8, zmm9, zmm8
-    vpsrlq       zmm9, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 1088]
-    vpmuludq     zmm13, zmm9, [rcx + 1024]
-    vpmuludq     zmm9, zmm9, [rcx + 1088]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 960]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm6, zmm6, zmm9
-    vpsubq       zmm9, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm8, zmm6                    ; layer 6
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm6, zmm8, zmm6
-    vpsubq       zmm8, zmm3, zmm14                   ; csub: before layer 6
-    vpminuq      zmm3, zmm3, zmm8
-    vpsrlq       zmm8, zmm4, 32
-    vpmuludq     zmm12, zmm4, [rcx + 1280]
-    vpmuludq     zmm13, zmm8, [rcx + 1216]
-    vpmuludq     zmm8, zmm8, [rcx + 1280]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm4, zmm4, [rcx + 1152]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm3, zmm4                    ; layer 6
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm11, zmm5, 68
-    vshufi64x2   zmm5, zmm11, zmm5, 238
-    vshufi64x2   zmm11, zmm10, zmm7, 68
-    vshufi64x2   zmm7, zmm10, zmm7, 238
-    vshufi64x2   zmm10, zmm9, zmm6, 68
-    vshufi64x2   zmm6, zmm9, zmm6, 238
-    vshufi64x2   zmm9, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpsubq       zmm8, zmm4, zmm14                   ; csub: before layer 7
-    vpminuq      zmm4, zmm4, zmm8
-    vpsrlq       zmm8, zmm5, 32
-    vpmuludq     zmm12, zmm5, [rcx + 1472]
-    vpmuludq     zmm13, zmm8, [rcx + 1408]
-    vpmuludq     zmm8, zmm8, [rcx + 1472]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm5, zmm5, [rcx + 1344]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm8
-    vpsubq       zmm8, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm8
-    vpaddq       zmm8, zmm4, zmm5                    ; layer 7
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm11, zmm14                  ; csub: before layer 7
-    vpminuq      zmm5, zmm11, zmm5
-    vpsrlq       zmm11, zmm7, 32
-    vpmuludq     zmm12, zmm7, [rcx + 1664]
-    vpmuludq     zmm13, zmm11, [rcx + 1600]
-    vpmuludq     zmm11, zmm11, [rcx + 1664]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm7, zmm7, [rcx + 1536]
-    vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm7, zmm7, zmm11
-    vpsubq       zmm11, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm11
-    vpaddq       zmm11, zmm5, zmm7                   ; layer 7
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm10, zmm14                  ; csub: before layer 7
-    vpminuq      zmm7, zmm10, zmm7
-    vpsrlq       zmm10, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 1856]
-    vpmuludq     zmm13, zmm10, [rcx + 1792]
-    vpmuludq     zmm10, zmm10, [rcx + 1856]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 1728]
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm6, zmm6, zmm10
-    vpsubq       zmm10, zmm6, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm7, zmm6                   ; layer 7
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm6, zmm7, zmm6
-    vpsubq       zmm7, zmm9, zmm14                   ; csub: before layer 7
-    vpminuq      zmm7, zmm9, zmm7
-    vpsrlq       zmm9, zmm3, 32
-    vpmuludq     zmm12, zmm3, [rcx + 2048]
-    vpmuludq     zmm13, zmm9, [rcx + 1984]
-    vpmuludq     zmm9, zmm9, [rcx + 2048]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm3, zmm3, [rcx + 1920]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm3, zmm3, zmm9
-    vpsubq       zmm9, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm9
-    vpaddq       zmm9, zmm7, zmm3                    ; layer 7
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm3, zmm7, zmm3
-    vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm11, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm10, zmm6
-    vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm9, zmm3
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm9, zmm3
-    vpsubq       zmm3, zmm7, zmm14                   ; csub: before layer 8
-    vpminuq      zmm3, zmm7, zmm3
-    vpsrlq       zmm7, zmm12, 32
-    vpmuludq     zmm9, zmm12, [rcx + 2240]
-    vpmuludq     zmm13, zmm7, [rcx + 2176]
-    vpmuludq     zmm7, zmm7, [rcx + 2240]
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm9, zmm12, [rcx + 2112]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm9, zmm7
-    vpsubq       zmm9, zmm7, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm9
-    vpaddq       zmm9, zmm3, zmm7                    ; layer 8
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm7
-    vpsubq       zmm7, zmm4, zmm14                   ; csub: before layer 8
-    vpminuq      zmm4, zmm4, zmm7
-    vpsrlq       zmm7, zmm8, 32
-    vpmuludq     zmm12, zmm8, [rcx + 2432]
-    vpmuludq     zmm13, zmm7, [rcx + 2368]
-    vpmuludq     zmm7, zmm7, [rcx + 2432]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm8, zmm8, [rcx + 2304]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm8, zmm7
-    vpsubq       zmm8, zmm7, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm4, zmm7                    ; layer 8
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm5, zmm14                   ; csub: before layer 8
-    vpminuq      zmm5, zmm5, zmm7
-    vpsrlq       zmm7, zmm11, 32
-    vpmuludq     zmm12, zmm11, [rcx + 2624]
-    vpmuludq     zmm13, zmm7, [rcx + 2560]
-    vpmuludq     zmm7, zmm7, [rcx + 2624]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm11, zmm11, [rcx + 2496]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm11, zmm7
-    vpsubq       zmm11, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm11
-    vpaddq       zmm11, zmm5, zmm7                   ; layer 8
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; csub: before layer 8
-    vpminuq      zmm6, zmm6, zmm7
-    vpsrlq       zmm7, zmm10, 32
-    vpmuludq     zmm12, zmm10, [rcx + 2816]
-    vpmuludq     zmm13, zmm7, [rcx + 2752]
-    vpmuludq     zmm7, zmm7, [rcx + 2816]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm10, zmm10, [rcx + 2688]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm10, zmm7
-    vpsubq       zmm10, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm10
-    vpaddq       zmm10, zmm6, zmm7                   ; layer 8
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm6, zmm6, zmm7
-    vpunpcklqdq  zmm7, zmm9, zmm3
-    vpunpckhqdq  zmm3, zmm9, zmm3
-    vpunpcklqdq  zmm9, zmm8, zmm4
-    vpunpckhqdq  zmm4, zmm8, zmm4
-    vpunpcklqdq  zmm8, zmm11, zmm5
-    vpunpckhqdq  zmm5, zmm11, zmm5
-    vpunpcklqdq  zmm11, zmm10, zmm6
-    vpunpckhqdq  zmm6, zmm10, zmm6
-    vpsubq       zmm10, zmm7, zmm14                  ; csub: before layer 9
-    vpminuq      zmm7, zmm7, zmm10
-    vpsrlq       zmm10, zmm3, 32
-    vpmuludq     zmm12, zmm3, [rcx + 3008]
-    vpmuludq     zmm13, zmm10, [rcx + 2944]
-    vpmuludq     zmm10, zmm10, [rcx + 3008]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm3, zmm3, [rcx + 2880]
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm3, zmm3, zmm10
-    vpsubq       zmm10, zmm3, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm10
-    vpaddq       zmm10, zmm7, zmm3                   ; layer 9
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm3, zmm7, zmm3
-    vpsubq       zmm7, zmm9, zmm14                   ; csub: before layer 9
-    vpminuq      zmm7, zmm9, zmm7
-    vpsrlq       zmm9, zmm4, 32
-    vpmuludq     zmm12, zmm4, [rcx + 3200]
-    vpmuludq     zmm13, zmm9, [rcx + 3136]
-    vpmuludq     zmm9, zmm9, [rcx + 3200]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm4, zmm4, [rcx + 3072]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm4, zmm4, zmm9
-    vpsubq       zmm9, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm9
-    vpaddq       zmm9, zmm7, zmm4                    ; layer 9
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm4, zmm7, zmm4
-    vpsubq       zmm7, zmm8, zmm14                   ; csub: before layer 9
-    vpminuq      zmm7, zmm8, zmm7
-    vpsrlq       zmm8, zmm5, 32
-    vpmuludq     zmm12, zmm5, [rcx + 3392]
-    vpmuludq     zmm13, zmm8, [rcx + 3328]
-    vpmuludq     zmm8, zmm8, [rcx + 3392]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm5, zmm5, [rcx + 3264]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm8
-    vpsubq       zmm8, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm8
-    vpaddq       zmm8, zmm7, zmm5                    ; layer 9
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm5, zmm7, zmm5
-    vpsubq       zmm7, zmm11, zmm14                  ; csub: before layer 9
-    vpminuq      zmm7, zmm11, zmm7
-    vpsrlq       zmm11, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 3584]
-    vpmuludq     zmm13, zmm11, [rcx + 3520]
-    vpmuludq     zmm11, zmm11, [rcx + 3584]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 3456]
-    vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm6, zmm6, zmm11
-    vpsubq       zmm11, zmm6, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm11
-    vpaddq       zmm11, zmm7, zmm6                   ; layer 9
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm6, zmm7, zmm6
-    vshufi64x2   zmm7, zmm10, zmm3, 68
-    vshufi64x2   zmm3, zmm10, zmm3, 238
-    vshufi64x2   zmm10, zmm9, zmm4, 68
-    vshufi64x2   zmm4, zmm9, zmm4, 238
-    vshufi64x2   zmm9, zmm8, zmm5, 68
-    vshufi64x2   zmm5, zmm8, zmm5, 238
-    vshufi64x2   zmm8, zmm11, zmm6, 68
-    vshufi64x2   zmm6, zmm11, zmm6, 238
-    vpsubq       zmm11, zmm7, zmm14                  ; csub: the output range asked for
-    vpminuq      zmm7, zmm7, zmm11
-    vpsubq       zmm11, zmm3, zmm14                  ; csub: the output range asked for
-    vpminuq      zmm3, zmm3, zmm11
-    vpsubq       zmm11, zmm10, zmm14                 ; csub: the output range asked for
-    vpminuq      zmm10, zmm10, zmm11
-    vpsubq       zmm11, zmm4, zmm14                  ; csub: the output range asked for
-    vpminuq      zmm4, zmm4, zmm11
-    vpsubq       zmm11, zmm9, zmm14                  ; csub: the output range asked for
-    vpminuq      zmm9, zmm9, zmm11
-    vpsubq       zmm11, zmm5, zmm14                  ; csub: the output range asked for
+    vmovdqu64    zmm4, [rdi + 512]
+    vmovdqu64    zmm5, [rdi + 64]
+    vmovdqu64    zmm6, [rdi + 576]
+    vmovdqu64    zmm7, [rdi + 128]
+    vmovdqu64    zmm8, [rdi + 640]
+    vmovdqu64    zmm9, [rdi + 192]
+    vmovdqu64    zmm10, [rdi + 704]
+    vmovdqu64    zmm11, [rdi + 256]
+    vmovdqu64    zmm12, [rdi + 768]
+    vmovdqu64    zmm13, [rdi + 320]
+    vmovdqu64    zmm14, [rdi + 832]
+    vmovdqu64    zmm15, [rdi + 384]
+    vmovdqu64    zmm16, [rdi + 896]
+    vmovdqu64    zmm17, [rdi + 448]
+    vmovdqu64    zmm18, [rdi + 960]
+    vpsubq       zmm19, zmm3, zmm25                  ; csub: before layer 4
+    vpsubq       zmm20, zmm4, zmm25                  ; csub: before layer 4
+    vpminuq      zmm3, zmm3, zmm19
+    vpminuq      zmm4, zmm4, zmm20
+    vpsrlq       zmm19, zmm11, 32
+    vpsrlq       zmm20, zmm12, 32
+    vpmuludq     zmm21, zmm11, [rcx + 128]
+    vpmuludq     zmm22, zmm12, [rcx + 3776]
+    vpmuludq     zmm23, zmm19, [rcx + 64]
+    vpmuludq     zmm24, zmm20, [rcx + 3712]
+    vpmuludq     zmm19, zmm19, [rcx + 128]
+    vpmuludq     zmm20, zmm20, [rcx + 3776]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm11, zmm11, [rcx]
+    vpmullq      zmm12, zmm12, [rcx + 3648]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm11, zmm11, zmm19
+    vpsubq       zmm12, zmm12, zmm20
+    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm19
+    vpminuq      zmm12, zmm12, zmm20
+    vpaddq       zmm19, zmm3, zmm11                  ; layer 4
+    vpaddq       zmm20, zmm4, zmm12                  ; layer 4
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm5, zmm25                  ; csub: before layer 4
+    vpsubq       zmm12, zmm6, zmm25                  ; csub: before layer 4
     vpminuq      zmm5, zmm5, zmm11
-    vpsubq       zmm11, zmm8, zmm14                  ; csub: the output range asked for
-    vpminuq      zmm8, zmm8, zmm11
-    vpsubq       zmm11, zmm6, zmm14                  ; csub: the output range asked for
-    vpminuq      zmm6, zmm6, zmm11
-    vmovdqu64    [rdi], zmm7
-    vmovdqu64    [rdi + 64], zmm3
-    vmovdqu64    [rdi + 128], zmm10
-    vmovdqu64    [rdi + 192], zmm4
-    vmovdqu64    [rdi + 256], zmm9
-    vmovdqu64    [rdi + 320], zmm5
-    vmovdqu64    [rdi + 384], zmm8
-    vmovdqu64    [rdi + 448], zmm6
-    add          rdi, 0x200
-    add          rcx, 0xe40
-    dec          rax
-    jnz          .repeat6
-    add          rdi, -7680                          ; back to the argument
-    vmovdqu64    zmm3, [rdi + 7680]
-    vmovdqu64    zmm4, [rdi + 7744]
-    vmovdqu64    zmm5, [rdi + 7808]
-    vmovdqu64    zmm6, [rdi + 7872]
-    vmovdqu64    zmm7, [rdi + 7936]
-    vmovdqu64    zmm8, [rdi + 8000]
-    vmovdqu64    zmm9, [rdi + 8064]
-    vmovdqu64    zmm10, [rdi + 8128]
-    vpsubq       zmm11, zmm3, zmm14                  ; csub: before layer 4
-    vpminuq      zmm3, zmm3, zmm11
-    vpsrlq       zmm11, zmm7, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57728] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 57600
-    vpmuludq     zmm12, zmm7, [rdx]
-    vpmuludq     zmm13, zmm11, [rdx - 64]
-    vpmuludq     zmm11, zmm11, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm7, zmm7, [rdx - 128]
+    vpminuq      zmm6, zmm6, zmm12
+    vpsrlq       zmm11, zmm13, 32
+    vpsrlq       zmm12, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rcx + 128]
+    vpmuludq     zmm22, zmm14, [rcx + 3776]
+    vpmuludq     zmm23, zmm11, [rcx + 64]
+    vpmuludq     zmm24, zmm12, [rcx + 3712]
+    vpmuludq     zmm11, zmm11, [rcx + 128]
+    vpmuludq     zmm12, zmm12, [rcx + 3776]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm13, zmm13, [rcx]
+    vpmullq      zmm14, zmm14, [rcx + 3648]
     vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm7, zmm7, zmm11
-    vpsubq       zmm11, zmm7, zmm14                  ; short quotient: below 2q
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm13, zmm11
+    vpsubq       zmm12, zmm14, zmm12
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm5, zmm11                  ; layer 4
+    vpaddq       zmm14, zmm6, zmm12                  ; layer 4
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm7, zmm25                  ; csub: before layer 4
+    vpsubq       zmm12, zmm8, zmm25                  ; csub: before layer 4
     vpminuq      zmm7, zmm7, zmm11
-    vpaddq       zmm11, zmm3, zmm7                   ; layer 4
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm7
-    vpsubq       zmm7, zmm4, zmm14                   ; csub: before layer 4
-    vpminuq      zmm4, zmm4, zmm7
-    vpsrlq       zmm7, zmm8, 32
-    vpmuludq     zmm12, zmm8, [rdx]
-    vpmuludq     zmm13, zmm7, [rdx - 64]
-    vpmuludq     zmm7, zmm7, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm8, zmm8, [rdx - 128]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm8, zmm7
-    vpsubq       zmm8, zmm7, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm4, zmm7                    ; layer 4
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm5, zmm14                   ; csub: before layer 4
-    vpminuq      zmm5, zmm5, zmm7
-    vpsrlq       zmm7, zmm9, 32
-    vpmuludq     zmm12, zmm9, [rdx]
-    vpmuludq     zmm13, zmm7, [rdx - 64]
-    vpmuludq     zmm7, zmm7, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm9, zmm9, [rdx - 128]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm9, zmm7
-    vpsubq       zmm9, zmm7, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm9
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 4
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; csub: before layer 4
-    vpminuq      zmm6, zmm6, zmm7
-    vpsrlq       zmm7, zmm10, 32
-    vpmuludq     zmm12, zmm10, [rdx]
-    vpmuludq     zmm13, zmm7, [rdx - 64]
-    vpmuludq     zmm7, zmm7, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm10, zmm10, [rdx - 128]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm10, zmm7
-    vpsubq       zmm10, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm10
-    vpaddq       zmm10, zmm6, zmm7                   ; layer 4
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm11, zmm14                  ; csub: before layer 5
-    vpminuq      zmm7, zmm11, zmm7
-    vpsrlq       zmm11, zmm9, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57920] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 57792
-    vpmuludq     zmm12, zmm9, [rdx]
-    vpmuludq     zmm13, zmm11, [rdx - 64]
-    vpmuludq     zmm11, zmm11, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm9, zmm9, [rdx - 128]
+    vpminuq      zmm8, zmm8, zmm12
+    vpsrlq       zmm11, zmm15, 32
+    vpsrlq       zmm12, zmm16, 32
+    vpmuludq     zmm21, zmm15, [rcx + 128]
+    vpmuludq     zmm22, zmm16, [rcx + 3776]
+    vpmuludq     zmm23, zmm11, [rcx + 64]
+    vpmuludq     zmm24, zmm12, [rcx + 3712]
+    vpmuludq     zmm11, zmm11, [rcx + 128]
+    vpmuludq     zmm12, zmm12, [rcx + 3776]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm15, zmm15, [rcx]
+    vpmullq      zmm16, zmm16, [rcx + 3648]
     vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm9, zmm9, zmm11
-    vpsubq       zmm11, zmm9, zmm14                  ; short quotient: below 2q
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm15, zmm11
+    vpsubq       zmm12, zmm16, zmm12
+    vpsubq       zmm15, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpaddq       zmm15, zmm7, zmm11                  ; layer 4
+    vpaddq       zmm16, zmm8, zmm12                  ; layer 4
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; csub: before layer 4
+    vpsubq       zmm12, zmm10, zmm25                 ; csub: before layer 4
     vpminuq      zmm9, zmm9, zmm11
-    vpaddq       zmm11, zmm7, zmm9                   ; layer 5
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm7, zmm7, zmm9
-    vpsubq       zmm9, zmm8, zmm14                   ; csub: before layer 5
-    vpminuq      zmm8, zmm8, zmm9
-    vpsrlq       zmm9, zmm10, 32
-    vpmuludq     zmm12, zmm10, [rdx]
-    vpmuludq     zmm13, zmm9, [rdx - 64]
-    vpmuludq     zmm9, zmm9, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm10, zmm10, [rdx - 128]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm9, zmm10, zmm9
-    vpsubq       zmm10, zmm9, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm10
-    vpaddq       zmm10, zmm8, zmm9                   ; layer 5
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm8, zmm8, zmm9
-    vpsubq       zmm9, zmm3, zmm14                   ; csub: before layer 5
-    vpminuq      zmm3, zmm3, zmm9
-    vpsrlq       zmm9, zmm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58112] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 57984
-    vpmuludq     zmm12, zmm5, [rdx]
-    vpmuludq     zmm13, zmm9, [rdx - 64]
-    vpmuludq     zmm9, zmm9, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm5, zmm5, [rdx - 128]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm5, zmm5, zmm9
-    vpsubq       zmm9, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm9
-    vpaddq       zmm9, zmm3, zmm5                    ; layer 5
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; csub: before layer 5
-    vpminuq      zmm4, zmm4, zmm5
-    vpsrlq       zmm5, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rdx]
-    vpmuludq     zmm13, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm5, zmm5, zmm13
-    vpmullq      zmm6, zmm6, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm5, zmm6, zmm5
-    vpsubq       zmm6, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm4, zmm5                    ; layer 5
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm11, zmm14                  ; csub: before layer 6
-    vpminuq      zmm5, zmm11, zmm5
-    vpsrlq       zmm11, zmm10, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58304] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 58176
-    vpmuludq     zmm12, zmm10, [rdx]
-    vpmuludq     zmm13, zmm11, [rdx - 64]
-    vpmuludq     zmm11, zmm11, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm10, zmm10, [rdx - 128]
+    vpminuq      zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm17, 32
+    vpsrlq       zmm12, zmm18, 32
+    vpmuludq     zmm21, zmm17, [rcx + 128]
+    vpmuludq     zmm22, zmm18, [rcx + 3776]
+    vpmuludq     zmm23, zmm11, [rcx + 64]
+    vpmuludq     zmm24, zmm12, [rcx + 3712]
+    vpmuludq     zmm11, zmm11, [rcx + 128]
+    vpmuludq     zmm12, zmm12, [rcx + 3776]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm17, zmm17, [rcx]
+    vpmullq      zmm18, zmm18, [rcx + 3648]
     vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm10, zmm10, zmm11
-    vpsubq       zmm11, zmm10, zmm14                 ; short quotient: below 2q
-    vpminuq      zmm10, zmm10, zmm11
-    vpaddq       zmm11, zmm5, zmm10                  ; layer 6
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm10
-    vpsubq       zmm10, zmm7, zmm14                  ; csub: before layer 6
-    vpminuq      zmm7, zmm7, zmm10
-    vpsrlq       zmm10, zmm8, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58496] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 58368
-    vpmuludq     zmm12, zmm8, [rdx]
-    vpmuludq     zmm13, zmm10, [rdx - 64]
-    vpmuludq     zmm10, zmm10, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm8, zmm8, [rdx - 128]
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm8, zmm8, zmm10
-    vpsubq       zmm10, zmm8, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm8, zmm8, zmm10
-    vpaddq       zmm10, zmm7, zmm8                   ; layer 6
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm7, zmm7, zmm8
-    vpsubq       zmm8, zmm9, zmm14                   ; csub: before layer 6
-    vpminuq      zmm8, zmm9, zmm8
-    vpsrlq       zmm9, zmm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58688] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 58560
-    vpmuludq     zmm12, zmm6, [rdx]
-    vpmuludq     zmm13, zmm9, [rdx - 64]
-    vpmuludq     zmm9, zmm9, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm6, zmm6, [rdx - 128]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm6, zmm6, zmm9
-    vpsubq       zmm9, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm8, zmm6                    ; layer 6
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm6, zmm8, zmm6
-    vpsubq       zmm8, zmm3, zmm14                   ; csub: before layer 6
-    vpminuq      zmm3, zmm3, zmm8
-    vpsrlq       zmm8, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58880] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 58752
-    vpmuludq     zmm12, zmm4, [rdx]
-    vpmuludq     zmm13, zmm8, [rdx - 64]
-    vpmuludq     zmm8, zmm8, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm8, zmm8, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm17, zmm11
+    vpsubq       zmm12, zmm18, zmm12
+    vpsubq       zmm17, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpaddq       zmm17, zmm9, zmm11                  ; layer 4
+    vpaddq       zmm18, zmm10, zmm12                 ; layer 4
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: before layer 5
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: before layer 5
+    vpminuq      zmm11, zmm19, zmm11
+    vpminuq      zmm12, zmm20, zmm12
+    vpsrlq       zmm19, zmm15, 32
+    vpsrlq       zmm20, zmm16, 32
+    vpmuludq     zmm21, zmm15, [rcx + 320]
+    vpmuludq     zmm22, zmm16, [rcx + 3968]
+    vpmuludq     zmm23, zmm19, [rcx + 256]
+    vpmuludq     zmm24, zmm20, [rcx + 3904]
+    vpmuludq     zmm19, zmm19, [rcx + 320]
+    vpmuludq     zmm20, zmm20, [rcx + 3968]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm15, zmm15, [rcx + 192]
+    vpmullq      zmm16, zmm16, [rcx + 3840]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm15, zmm15, zmm19
+    vpsubq       zmm16, zmm16, zmm20
+    vpsubq       zmm19, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm19
+    vpminuq      zmm16, zmm16, zmm20
+    vpaddq       zmm19, zmm11, zmm15                 ; layer 5
+    vpaddq       zmm20, zmm12, zmm16                 ; layer 5
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm15
+    vpsubq       zmm12, zmm12, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; csub: before layer 5
+    vpsubq       zmm16, zmm14, zmm25                 ; csub: before layer 5
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpsrlq       zmm15, zmm17, 32
+    vpsrlq       zmm16, zmm18, 32
+    vpmuludq     zmm21, zmm17, [rcx + 320]
+    vpmuludq     zmm22, zmm18, [rcx + 3968]
+    vpmuludq     zmm23, zmm15, [rcx + 256]
+    vpmuludq     zmm24, zmm16, [rcx + 3904]
+    vpmuludq     zmm15, zmm15, [rcx + 320]
+    vpmuludq     zmm16, zmm16, [rcx + 3968]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm17, zmm17, [rcx + 192]
+    vpmullq      zmm18, zmm18, [rcx + 3840]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm15, zmm17, zmm15
+    vpsubq       zmm16, zmm18, zmm16
+    vpsubq       zmm17, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm13, zmm15                 ; layer 5
+    vpaddq       zmm18, zmm14, zmm16                 ; layer 5
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm3, zmm25                  ; csub: before layer 5
+    vpsubq       zmm16, zmm4, zmm25                  ; csub: before layer 5
+    vpminuq      zmm3, zmm3, zmm15
+    vpminuq      zmm4, zmm4, zmm16
+    vpsrlq       zmm15, zmm7, 32
+    vpsrlq       zmm16, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rcx + 512]
+    vpmuludq     zmm22, zmm8, [rcx + 4160]
+    vpmuludq     zmm23, zmm15, [rcx + 448]
+    vpmuludq     zmm24, zmm16, [rcx + 4096]
+    vpmuludq     zmm15, zmm15, [rcx + 512]
+    vpmuludq     zmm16, zmm16, [rcx + 4160]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 384]
+    vpmullq      zmm8, zmm8, [rcx + 4032]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm15
+    vpminuq      zmm8, zmm8, zmm16
+    vpaddq       zmm15, zmm3, zmm7                   ; layer 5
+    vpaddq       zmm16, zmm4, zmm8                   ; layer 5
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm7
     vpsubq       zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm3, zmm4                    ; layer 6
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vshufi64x2   zmm4, zmm11, zmm5, 68
-    vshufi64x2   zmm5, zmm11, zmm5, 238
-    vshufi64x2   zmm11, zmm10, zmm7, 68
-    vshufi64x2   zmm7, zmm10, zmm7, 238
-    vshufi64x2   zmm10, zmm9, zmm6, 68
-    vshufi64x2   zmm6, zmm9, zmm6, 238
-    vshufi64x2   zmm9, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vpsubq       zmm8, zmm4, zmm14                   ; csub: before layer 7
-    vpminuq      zmm4, zmm4, zmm8
-    vpsrlq       zmm8, zmm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59072] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 58944
-    vpmuludq     zmm12, zmm5, [rdx]
-    vpmuludq     zmm13, zmm8, [rdx - 64]
-    vpmuludq     zmm8, zmm8, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm5, zmm5, [rdx - 128]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm8
-    vpsubq       zmm8, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm8
-    vpaddq       zmm8, zmm4, zmm5                    ; layer 7
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm11, zmm14                  ; csub: before layer 7
-    vpminuq      zmm5, zmm11, zmm5
-    vpsrlq       zmm11, zmm7, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59264] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 59136
-    vpmuludq     zmm12, zmm7, [rdx]
-    vpmuludq     zmm13, zmm11, [rdx - 64]
-    vpmuludq     zmm11, zmm11, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm7, zmm7, [rdx - 128]
-    vpmullq      zmm11, zmm11, zmm2
-    vpsubq       zmm7, zmm7, zmm11
-    vpsubq       zmm11, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm11
-    vpaddq       zmm11, zmm5, zmm7                   ; layer 7
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm10, zmm14                  ; csub: before layer 7
-    vpminuq      zmm7, zmm10, zmm7
-    vpsrlq       zmm10, zmm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59456] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 59328
-    vpmuludq     zmm12, zmm6, [rdx]
-    vpmuludq     zmm13, zmm10, [rdx - 64]
-    vpmuludq     zmm10, zmm10, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm6, zmm6, [rdx - 128]
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm6, zmm6, zmm10
-    vpsubq       zmm10, zmm6, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm7, zmm6                   ; layer 7
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm6, zmm7, zmm6
-    vpsubq       zmm7, zmm9, zmm14                   ; csub: before layer 7
-    vpminuq      zmm7, zmm9, zmm7
-    vpsrlq       zmm9, zmm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59648] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 59520
-    vpmuludq     zmm12, zmm3, [rdx]
-    vpmuludq     zmm13, zmm9, [rdx - 64]
-    vpmuludq     zmm9, zmm9, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm3, zmm3, [rdx - 128]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm3, zmm3, zmm9
-    vpsubq       zmm9, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm9
-    vpaddq       zmm9, zmm7, zmm3                    ; layer 7
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm3, zmm7, zmm3
-    vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm11, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm10, zmm6
-    vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm0, zmm9, zmm3
-    vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm1, zmm9, zmm3
-    vpsubq       zmm3, zmm7, zmm14                   ; csub: before layer 8
-    vpminuq      zmm3, zmm7, zmm3
-    vpsrlq       zmm6, zmm12, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59840] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 59712
-    vpmuludq     zmm7, zmm12, [rdx]
-    vpmuludq     zmm9, zmm6, [rdx - 64]
-    vpmuludq     zmm6, zmm6, [rdx]
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm7
-    vpaddq       zmm6, zmm6, zmm9
-    vpmullq      zmm7, zmm12, [rdx - 128]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm6, zmm7, zmm6
-    vpsubq       zmm7, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm3, zmm6                    ; layer 8
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm6
-    vpsubq       zmm6, zmm4, zmm14                   ; csub: before layer 8
-    vpminuq      zmm4, zmm4, zmm6
-    vpsrlq       zmm6, zmm8, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60032] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 59904
-    vpmuludq     zmm9, zmm8, [rdx]
-    vpmuludq     zmm10, zmm6, [rdx - 64]
-    vpmuludq     zmm6, zmm6, [rdx]
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpaddq       zmm6, zmm6, zmm10
-    vpmullq      zmm8, zmm8, [rdx - 128]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm6, zmm8, zmm6
-    vpsubq       zmm8, zmm6, zmm14                   ; short quotient: below 2q
+    vpsubq       zmm7, zmm5, zmm25                   ; csub: before layer 5
+    vpsubq       zmm8, zmm6, zmm25                   ; csub: before layer 5
+    vpminuq      zmm5, zmm5, zmm7
     vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm4, zmm6                    ; layer 8
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm6
-    vpsubq       zmm6, zmm5, zmm14                   ; csub: before layer 8
-    vpminuq      zmm5, zmm5, zmm6
-    vpsrlq       zmm6, zmm11, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60224] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 60096
-    vpmuludq     zmm9, zmm11, [rdx]
-    vpmuludq     zmm10, zmm6, [rdx - 64]
-    vpmuludq     zmm6, zmm6, [rdx]
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpaddq       zmm6, zmm6, zmm10
-    vpmullq      zmm9, zmm11, [rdx - 128]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm6, zmm9, zmm6
-    vpsubq       zmm9, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm5, zmm6                    ; layer 8
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm6
-    vpsubq       zmm6, zmm0, zmm14                   ; csub: before layer 8
-    vpminuq      zmm0, zmm0, zmm6
-    vpsrlq       zmm6, zmm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60416] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 60288
-    vpmuludq     zmm10, zmm1, [rdx]
-    vpmuludq     zmm11, zmm6, [rdx - 64]
-    vpmuludq     zmm6, zmm6, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm6, zmm6, zmm11
-    vpmullq      zmm1, zmm1, [rdx - 128]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm1, zmm1, zmm6
-    vpsubq       zmm6, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm0, zmm1                    ; layer 8
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpunpcklqdq  zmm1, zmm7, zmm3
-    vpunpckhqdq  zmm3, zmm7, zmm3
-    vpunpcklqdq  zmm7, zmm8, zmm4
-    vpunpckhqdq  zmm4, zmm8, zmm4
-    vpunpcklqdq  zmm8, zmm9, zmm5
-    vpunpckhqdq  zmm5, zmm9, zmm5
-    vpunpcklqdq  zmm9, zmm6, zmm0
-    vpunpckhqdq  zmm0, zmm6, zmm0
-    vpsubq       zmm6, zmm1, zmm14                   ; csub: before layer 9
-    vpminuq      zmm1, zmm1, zmm6
-    vpsrlq       zmm6, zmm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60608] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 60480
-    vpmuludq     zmm10, zmm3, [rdx]
-    vpmuludq     zmm11, zmm6, [rdx - 64]
-    vpmuludq     zmm6, zmm6, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm6, zmm6, zmm11
-    vpmullq      zmm3, zmm3, [rdx - 128]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm3, zmm3, zmm6
-    vpsubq       zmm6, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm6
-    vpaddq       zmm6, zmm1, zmm3                    ; layer 9
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm1, zmm1, zmm3
-    vpsubq       zmm3, zmm7, zmm14                   ; csub: before layer 9
-    vpminuq      zmm3, zmm7, zmm3
-    vpsrlq       zmm7, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60800] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 60672
-    vpmuludq     zmm10, zmm4, [rdx]
-    vpmuludq     zmm11, zmm7, [rdx - 64]
-    vpmuludq     zmm7, zmm7, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpsrlq       zmm7, zmm9, 32
+    vpsrlq       zmm8, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 512]
+    vpmuludq     zmm22, zmm10, [rcx + 4160]
+    vpmuludq     zmm23, zmm7, [rcx + 448]
+    vpmuludq     zmm24, zmm8, [rcx + 4096]
+    vpmuludq     zmm7, zmm7, [rcx + 512]
+    vpmuludq     zmm8, zmm8, [rcx + 4160]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 384]
+    vpmullq      zmm10, zmm10, [rcx + 4032]
     vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm7
-    vpaddq       zmm7, zmm3, zmm4                    ; layer 9
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vpsubq       zmm4, zmm8, zmm14                   ; csub: before layer 9
-    vpminuq      zmm4, zmm8, zmm4
-    vpsrlq       zmm8, zmm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60992] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 60864
-    vpmuludq     zmm10, zmm5, [rdx]
-    vpmuludq     zmm11, zmm8, [rdx - 64]
-    vpmuludq     zmm8, zmm8, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm10
-    vpaddq       zmm8, zmm8, zmm11
-    vpmullq      zmm5, zmm5, [rdx - 128]
     vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm8
-    vpsubq       zmm8, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm8
-    vpaddq       zmm8, zmm4, zmm5                    ; layer 9
-    vpaddq       zmm4, zmm4, zmm14
+    vpsubq       zmm7, zmm9, zmm7
+    vpsubq       zmm8, zmm10, zmm8
+    vpsubq       zmm9, zmm7, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm9
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm5, zmm7                    ; layer 5
+    vpaddq       zmm10, zmm6, zmm8                   ; layer 5
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm19, zmm25                  ; csub: before layer 6
+    vpsubq       zmm8, zmm20, zmm25                  ; csub: before layer 6
+    vpminuq      zmm7, zmm19, zmm7
+    vpminuq      zmm8, zmm20, zmm8
+    vpsrlq       zmm19, zmm17, 32
+    vpsrlq       zmm20, zmm18, 32
+    vpmuludq     zmm21, zmm17, [rcx + 704]
+    vpmuludq     zmm22, zmm18, [rcx + 4352]
+    vpmuludq     zmm23, zmm19, [rcx + 640]
+    vpmuludq     zmm24, zmm20, [rcx + 4288]
+    vpmuludq     zmm19, zmm19, [rcx + 704]
+    vpmuludq     zmm20, zmm20, [rcx + 4352]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm17, zmm17, [rcx + 576]
+    vpmullq      zmm18, zmm18, [rcx + 4224]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm17, zmm17, zmm19
+    vpsubq       zmm18, zmm18, zmm20
+    vpsubq       zmm19, zmm17, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm18, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm17, zmm17, zmm19
+    vpminuq      zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm7, zmm17                  ; layer 6
+    vpaddq       zmm20, zmm8, zmm18                  ; layer 6
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm17
+    vpsubq       zmm8, zmm8, zmm18
+    vpsubq       zmm17, zmm11, zmm25                 ; csub: before layer 6
+    vpsubq       zmm18, zmm12, zmm25                 ; csub: before layer 6
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpsrlq       zmm17, zmm13, 32
+    vpsrlq       zmm18, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rcx + 896]
+    vpmuludq     zmm22, zmm14, [rcx + 4544]
+    vpmuludq     zmm23, zmm17, [rcx + 832]
+    vpmuludq     zmm24, zmm18, [rcx + 4480]
+    vpmuludq     zmm17, zmm17, [rcx + 896]
+    vpmuludq     zmm18, zmm18, [rcx + 4544]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm13, zmm13, [rcx + 768]
+    vpmullq      zmm14, zmm14, [rcx + 4416]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm13, zmm13, zmm17
+    vpsubq       zmm14, zmm14, zmm18
+    vpsubq       zmm17, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm17
+    vpminuq      zmm14, zmm14, zmm18
+    vpaddq       zmm17, zmm11, zmm13                 ; layer 6
+    vpaddq       zmm18, zmm12, zmm14                 ; layer 6
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 6
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 6
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpsrlq       zmm15, zmm9, 32
+    vpsrlq       zmm16, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 1088]
+    vpmuludq     zmm22, zmm10, [rcx + 4736]
+    vpmuludq     zmm23, zmm15, [rcx + 1024]
+    vpmuludq     zmm24, zmm16, [rcx + 4672]
+    vpmuludq     zmm15, zmm15, [rcx + 1088]
+    vpmuludq     zmm16, zmm16, [rcx + 4736]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 960]
+    vpmullq      zmm10, zmm10, [rcx + 4608]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm9, zmm9, zmm15
+    vpsubq       zmm10, zmm10, zmm16
+    vpsubq       zmm15, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm15
+    vpminuq      zmm10, zmm10, zmm16
+    vpaddq       zmm15, zmm13, zmm9                  ; layer 6
+    vpaddq       zmm16, zmm14, zmm10                 ; layer 6
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm9, zmm13, zmm9
+    vpsubq       zmm10, zmm14, zmm10
+    vpsubq       zmm13, zmm3, zmm25                  ; csub: before layer 6
+    vpsubq       zmm14, zmm4, zmm25                  ; csub: before layer 6
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpsrlq       zmm13, zmm5, 32
+    vpsrlq       zmm14, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rcx + 1280]
+    vpmuludq     zmm22, zmm6, [rcx + 4928]
+    vpmuludq     zmm23, zmm13, [rcx + 1216]
+    vpmuludq     zmm24, zmm14, [rcx + 4864]
+    vpmuludq     zmm13, zmm13, [rcx + 1280]
+    vpmuludq     zmm14, zmm14, [rcx + 4928]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm5, zmm5, [rcx + 1152]
+    vpmullq      zmm6, zmm6, [rcx + 4800]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm5, zmm5, zmm13
+    vpsubq       zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpaddq       zmm13, zmm3, zmm5                   ; layer 6
+    vpaddq       zmm14, zmm4, zmm6                   ; layer 6
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vshufi64x2   zmm5, zmm19, zmm7, 68
+    vshufi64x2   zmm6, zmm20, zmm8, 68
+    vshufi64x2   zmm7, zmm19, zmm7, 238
+    vshufi64x2   zmm8, zmm20, zmm8, 238
+    vshufi64x2   zmm19, zmm17, zmm11, 68
+    vshufi64x2   zmm20, zmm18, zmm12, 68
+    vshufi64x2   zmm11, zmm17, zmm11, 238
+    vshufi64x2   zmm12, zmm18, zmm12, 238
+    vshufi64x2   zmm17, zmm15, zmm9, 68
+    vshufi64x2   zmm18, zmm16, zmm10, 68
+    vshufi64x2   zmm9, zmm15, zmm9, 238
+    vshufi64x2   zmm10, zmm16, zmm10, 238
+    vshufi64x2   zmm15, zmm13, zmm3, 68
+    vshufi64x2   zmm16, zmm14, zmm4, 68
+    vshufi64x2   zmm3, zmm13, zmm3, 238
+    vshufi64x2   zmm4, zmm14, zmm4, 238
+    vpsubq       zmm13, zmm5, zmm25                  ; csub: before layer 7
+    vpsubq       zmm14, zmm6, zmm25                  ; csub: before layer 7
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpsrlq       zmm13, zmm7, 32
+    vpsrlq       zmm14, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rcx + 1472]
+    vpmuludq     zmm22, zmm8, [rcx + 5120]
+    vpmuludq     zmm23, zmm13, [rcx + 1408]
+    vpmuludq     zmm24, zmm14, [rcx + 5056]
+    vpmuludq     zmm13, zmm13, [rcx + 1472]
+    vpmuludq     zmm14, zmm14, [rcx + 5120]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 1344]
+    vpmullq      zmm8, zmm8, [rcx + 4992]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm7, zmm7, zmm13
+    vpsubq       zmm8, zmm8, zmm14
+    vpsubq       zmm13, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm13
+    vpminuq      zmm8, zmm8, zmm14
+    vpaddq       zmm13, zmm5, zmm7                   ; layer 7
+    vpaddq       zmm14, zmm6, zmm8                   ; layer 7
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm19, zmm25                  ; csub: before layer 7
+    vpsubq       zmm8, zmm20, zmm25                  ; csub: before layer 7
+    vpminuq      zmm7, zmm19, zmm7
+    vpminuq      zmm8, zmm20, zmm8
+    vpsrlq       zmm19, zmm11, 32
+    vpsrlq       zmm20, zmm12, 32
+    vpmuludq     zmm21, zmm11, [rcx + 1664]
+    vpmuludq     zmm22, zmm12, [rcx + 5312]
+    vpmuludq     zmm23, zmm19, [rcx + 1600]
+    vpmuludq     zmm24, zmm20, [rcx + 5248]
+    vpmuludq     zmm19, zmm19, [rcx + 1664]
+    vpmuludq     zmm20, zmm20, [rcx + 5312]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm11, zmm11, [rcx + 1536]
+    vpmullq      zmm12, zmm12, [rcx + 5184]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm11, zmm11, zmm19
+    vpsubq       zmm12, zmm12, zmm20
+    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm19
+    vpminuq      zmm12, zmm12, zmm20
+    vpaddq       zmm19, zmm7, zmm11                  ; layer 7
+    vpaddq       zmm20, zmm8, zmm12                  ; layer 7
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm17, zmm25                 ; csub: before layer 7
+    vpsubq       zmm12, zmm18, zmm25                 ; csub: before layer 7
+    vpminuq      zmm11, zmm17, zmm11
+    vpminuq      zmm12, zmm18, zmm12
+    vpsrlq       zmm17, zmm9, 32
+    vpsrlq       zmm18, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 1856]
+    vpmuludq     zmm22, zmm10, [rcx + 5504]
+    vpmuludq     zmm23, zmm17, [rcx + 1792]
+    vpmuludq     zmm24, zmm18, [rcx + 5440]
+    vpmuludq     zmm17, zmm17, [rcx + 1856]
+    vpmuludq     zmm18, zmm18, [rcx + 5504]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 1728]
+    vpmullq      zmm10, zmm10, [rcx + 5376]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm9, zmm9, zmm17
+    vpsubq       zmm10, zmm10, zmm18
+    vpsubq       zmm17, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm17
+    vpminuq      zmm10, zmm10, zmm18
+    vpaddq       zmm17, zmm11, zmm9                  ; layer 7
+    vpaddq       zmm18, zmm12, zmm10                 ; layer 7
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm9, zmm11, zmm9
+    vpsubq       zmm10, zmm12, zmm10
+    vpsubq       zmm11, zmm15, zmm25                 ; csub: before layer 7
+    vpsubq       zmm12, zmm16, zmm25                 ; csub: before layer 7
+    vpminuq      zmm11, zmm15, zmm11
+    vpminuq      zmm12, zmm16, zmm12
+    vpsrlq       zmm15, zmm3, 32
+    vpsrlq       zmm16, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 2048]
+    vpmuludq     zmm22, zmm4, [rcx + 5696]
+    vpmuludq     zmm23, zmm15, [rcx + 1984]
+    vpmuludq     zmm24, zmm16, [rcx + 5632]
+    vpmuludq     zmm15, zmm15, [rcx + 2048]
+    vpmuludq     zmm16, zmm16, [rcx + 5696]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm3, zmm3, [rcx + 1920]
+    vpmullq      zmm4, zmm4, [rcx + 5568]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm3, zmm3, zmm15
+    vpsubq       zmm4, zmm4, zmm16
+    vpsubq       zmm15, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm15
+    vpminuq      zmm4, zmm4, zmm16
+    vpaddq       zmm15, zmm11, zmm3                  ; layer 7
+    vpaddq       zmm16, zmm12, zmm4                  ; layer 7
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm3, zmm11, zmm3
+    vpsubq       zmm4, zmm12, zmm4
+    vmovdqa64    zmm11, zmm0
+    vmovdqa64    zmm12, zmm0
+    vpermi2q     zmm11, zmm13, zmm5
+    vpermi2q     zmm12, zmm14, zmm6
+    vmovdqa64    zmm21, zmm1
+    vmovdqa64    zmm22, zmm1
+    vpermi2q     zmm21, zmm13, zmm5
+    vpermi2q     zmm22, zmm14, zmm6
+    vmovdqa64    zmm5, zmm0
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm5, zmm19, zmm7
+    vpermi2q     zmm6, zmm20, zmm8
+    vmovdqa64    zmm13, zmm1
+    vmovdqa64    zmm14, zmm1
+    vpermi2q     zmm13, zmm19, zmm7
+    vpermi2q     zmm14, zmm20, zmm8
+    vmovdqa64    zmm7, zmm0
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm7, zmm17, zmm9
+    vpermi2q     zmm8, zmm18, zmm10
+    vmovdqa64    zmm19, zmm1
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm19, zmm17, zmm9
+    vpermi2q     zmm20, zmm18, zmm10
+    vmovdqa64    zmm9, zmm0
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm9, zmm15, zmm3
+    vpermi2q     zmm10, zmm16, zmm4
+    vmovdqa64    zmm17, zmm1
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm17, zmm15, zmm3
+    vpermi2q     zmm18, zmm16, zmm4
+    vpsubq       zmm3, zmm11, zmm25                  ; csub: before layer 8
+    vpsubq       zmm4, zmm12, zmm25                  ; csub: before layer 8
+    vpminuq      zmm3, zmm11, zmm3
+    vpminuq      zmm4, zmm12, zmm4
+    vpsrlq       zmm11, zmm21, 32
+    vpsrlq       zmm12, zmm22, 32
+    vpmuludq     zmm15, zmm21, [rcx + 2240]
+    vpmuludq     zmm16, zmm22, [rcx + 5888]
+    vpmuludq     zmm23, zmm11, [rcx + 2176]
+    vpmuludq     zmm24, zmm12, [rcx + 5824]
+    vpmuludq     zmm11, zmm11, [rcx + 2240]
+    vpmuludq     zmm12, zmm12, [rcx + 5888]
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm15
+    vpaddq       zmm12, zmm12, zmm16
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm15, zmm21, [rcx + 2112]
+    vpmullq      zmm16, zmm22, [rcx + 5760]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm15, zmm11
+    vpsubq       zmm12, zmm16, zmm12
+    vpsubq       zmm15, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpaddq       zmm15, zmm3, zmm11                  ; layer 8
+    vpaddq       zmm16, zmm4, zmm12                  ; layer 8
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm5, zmm25                  ; csub: before layer 8
+    vpsubq       zmm12, zmm6, zmm25                  ; csub: before layer 8
+    vpminuq      zmm5, zmm5, zmm11
+    vpminuq      zmm6, zmm6, zmm12
+    vpsrlq       zmm11, zmm13, 32
+    vpsrlq       zmm12, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rcx + 2432]
+    vpmuludq     zmm22, zmm14, [rcx + 6080]
+    vpmuludq     zmm23, zmm11, [rcx + 2368]
+    vpmuludq     zmm24, zmm12, [rcx + 6016]
+    vpmuludq     zmm11, zmm11, [rcx + 2432]
+    vpmuludq     zmm12, zmm12, [rcx + 6080]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm13, zmm13, [rcx + 2304]
+    vpmullq      zmm14, zmm14, [rcx + 5952]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm13, zmm11
+    vpsubq       zmm12, zmm14, zmm12
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm5, zmm11                  ; layer 8
+    vpaddq       zmm14, zmm6, zmm12                  ; layer 8
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm7, zmm25                  ; csub: before layer 8
+    vpsubq       zmm12, zmm8, zmm25                  ; csub: before layer 8
+    vpminuq      zmm7, zmm7, zmm11
+    vpminuq      zmm8, zmm8, zmm12
+    vpsrlq       zmm11, zmm19, 32
+    vpsrlq       zmm12, zmm20, 32
+    vpmuludq     zmm21, zmm19, [rcx + 2624]
+    vpmuludq     zmm22, zmm20, [rcx + 6272]
+    vpmuludq     zmm23, zmm11, [rcx + 2560]
+    vpmuludq     zmm24, zmm12, [rcx + 6208]
+    vpmuludq     zmm11, zmm11, [rcx + 2624]
+    vpmuludq     zmm12, zmm12, [rcx + 6272]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm19, zmm19, [rcx + 2496]
+    vpmullq      zmm20, zmm20, [rcx + 6144]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm19, zmm11
+    vpsubq       zmm12, zmm20, zmm12
+    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm19
+    vpminuq      zmm12, zmm12, zmm20
+    vpaddq       zmm19, zmm7, zmm11                  ; layer 8
+    vpaddq       zmm20, zmm8, zmm12                  ; layer 8
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; csub: before layer 8
+    vpsubq       zmm12, zmm10, zmm25                 ; csub: before layer 8
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm17, 32
+    vpsrlq       zmm12, zmm18, 32
+    vpmuludq     zmm21, zmm17, [rcx + 2816]
+    vpmuludq     zmm22, zmm18, [rcx + 6464]
+    vpmuludq     zmm23, zmm11, [rcx + 2752]
+    vpmuludq     zmm24, zmm12, [rcx + 6400]
+    vpmuludq     zmm11, zmm11, [rcx + 2816]
+    vpmuludq     zmm12, zmm12, [rcx + 6464]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm17, zmm17, [rcx + 2688]
+    vpmullq      zmm18, zmm18, [rcx + 6336]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm17, zmm11
+    vpsubq       zmm12, zmm18, zmm12
+    vpsubq       zmm17, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpaddq       zmm17, zmm9, zmm11                  ; layer 8
+    vpaddq       zmm18, zmm10, zmm12                 ; layer 8
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpunpcklqdq  zmm11, zmm15, zmm3
+    vpunpcklqdq  zmm12, zmm16, zmm4
+    vpunpckhqdq  zmm3, zmm15, zmm3
+    vpunpckhqdq  zmm4, zmm16, zmm4
+    vpunpcklqdq  zmm15, zmm13, zmm5
+    vpunpcklqdq  zmm16, zmm14, zmm6
+    vpunpckhqdq  zmm5, zmm13, zmm5
+    vpunpckhqdq  zmm6, zmm14, zmm6
+    vpunpcklqdq  zmm13, zmm19, zmm7
+    vpunpcklqdq  zmm14, zmm20, zmm8
+    vpunpckhqdq  zmm7, zmm19, zmm7
+    vpunpckhqdq  zmm8, zmm20, zmm8
+    vpunpcklqdq  zmm19, zmm17, zmm9
+    vpunpcklqdq  zmm20, zmm18, zmm10
+    vpunpckhqdq  zmm9, zmm17, zmm9
+    vpunpckhqdq  zmm10, zmm18, zmm10
+    vpsubq       zmm17, zmm11, zmm25                 ; csub: before layer 9
+    vpsubq       zmm18, zmm12, zmm25                 ; csub: before layer 9
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpsrlq       zmm17, zmm3, 32
+    vpsrlq       zmm18, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 3008]
+    vpmuludq     zmm22, zmm4, [rcx + 6656]
+    vpmuludq     zmm23, zmm17, [rcx + 2944]
+    vpmuludq     zmm24, zmm18, [rcx + 6592]
+    vpmuludq     zmm17, zmm17, [rcx + 3008]
+    vpmuludq     zmm18, zmm18, [rcx + 6656]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm3, zmm3, [rcx + 2880]
+    vpmullq      zmm4, zmm4, [rcx + 6528]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm3, zmm3, zmm17
+    vpsubq       zmm4, zmm4, zmm18
+    vpsubq       zmm17, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm17
+    vpminuq      zmm4, zmm4, zmm18
+    vpaddq       zmm17, zmm11, zmm3                  ; layer 9
+    vpaddq       zmm18, zmm12, zmm4                  ; layer 9
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm3, zmm11, zmm3
+    vpsubq       zmm4, zmm12, zmm4
+    vpsubq       zmm11, zmm15, zmm25                 ; csub: before layer 9
+    vpsubq       zmm12, zmm16, zmm25                 ; csub: before layer 9
+    vpminuq      zmm11, zmm15, zmm11
+    vpminuq      zmm12, zmm16, zmm12
+    vpsrlq       zmm15, zmm5, 32
+    vpsrlq       zmm16, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rcx + 3200]
+    vpmuludq     zmm22, zmm6, [rcx + 6848]
+    vpmuludq     zmm23, zmm15, [rcx + 3136]
+    vpmuludq     zmm24, zmm16, [rcx + 6784]
+    vpmuludq     zmm15, zmm15, [rcx + 3200]
+    vpmuludq     zmm16, zmm16, [rcx + 6848]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm5, zmm5, [rcx + 3072]
+    vpmullq      zmm6, zmm6, [rcx + 6720]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm5, zmm5, zmm15
+    vpsubq       zmm6, zmm6, zmm16
+    vpsubq       zmm15, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm15
+    vpminuq      zmm6, zmm6, zmm16
+    vpaddq       zmm15, zmm11, zmm5                  ; layer 9
+    vpaddq       zmm16, zmm12, zmm6                  ; layer 9
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm5, zmm11, zmm5
+    vpsubq       zmm6, zmm12, zmm6
+    vpsubq       zmm11, zmm13, zmm25                 ; csub: before layer 9
+    vpsubq       zmm12, zmm14, zmm25                 ; csub: before layer 9
+    vpminuq      zmm11, zmm13, zmm11
+    vpminuq      zmm12, zmm14, zmm12
+    vpsrlq       zmm13, zmm7, 32
+    vpsrlq       zmm14, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rcx + 3392]
+    vpmuludq     zmm22, zmm8, [rcx + 7040]
+    vpmuludq     zmm23, zmm13, [rcx + 3328]
+    vpmuludq     zmm24, zmm14, [rcx + 6976]
+    vpmuludq     zmm13, zmm13, [rcx + 3392]
+    vpmuludq     zmm14, zmm14, [rcx + 7040]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 3264]
+    vpmullq      zmm8, zmm8, [rcx + 6912]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm7, zmm7, zmm13
+    vpsubq       zmm8, zmm8, zmm14
+    vpsubq       zmm13, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm13
+    vpminuq      zmm8, zmm8, zmm14
+    vpaddq       zmm13, zmm11, zmm7                  ; layer 9
+    vpaddq       zmm14, zmm12, zmm8                  ; layer 9
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm7, zmm11, zmm7
+    vpsubq       zmm8, zmm12, zmm8
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: before layer 9
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: before layer 9
+    vpminuq      zmm11, zmm19, zmm11
+    vpminuq      zmm12, zmm20, zmm12
+    vpsrlq       zmm19, zmm9, 32
+    vpsrlq       zmm20, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 3584]
+    vpmuludq     zmm22, zmm10, [rcx + 7232]
+    vpmuludq     zmm23, zmm19, [rcx + 3520]
+    vpmuludq     zmm24, zmm20, [rcx + 7168]
+    vpmuludq     zmm19, zmm19, [rcx + 3584]
+    vpmuludq     zmm20, zmm20, [rcx + 7232]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 3456]
+    vpmullq      zmm10, zmm10, [rcx + 7104]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm9, zmm9, zmm19
+    vpsubq       zmm10, zmm10, zmm20
+    vpsubq       zmm19, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm20, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm19
+    vpminuq      zmm10, zmm10, zmm20
+    vpaddq       zmm19, zmm11, zmm9                  ; layer 9
+    vpaddq       zmm20, zmm12, zmm10                 ; layer 9
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm9, zmm11, zmm9
+    vpsubq       zmm10, zmm12, zmm10
+    vshufi64x2   zmm11, zmm17, zmm3, 68
+    vshufi64x2   zmm12, zmm18, zmm4, 68
+    vshufi64x2   zmm3, zmm17, zmm3, 238
+    vshufi64x2   zmm4, zmm18, zmm4, 238
+    vshufi64x2   zmm17, zmm15, zmm5, 68
+    vshufi64x2   zmm18, zmm16, zmm6, 68
+    vshufi64x2   zmm5, zmm15, zmm5, 238
+    vshufi64x2   zmm6, zmm16, zmm6, 238
+    vshufi64x2   zmm15, zmm13, zmm7, 68
+    vshufi64x2   zmm16, zmm14, zmm8, 68
+    vshufi64x2   zmm7, zmm13, zmm7, 238
+    vshufi64x2   zmm8, zmm14, zmm8, 238
+    vshufi64x2   zmm13, zmm19, zmm9, 68
+    vshufi64x2   zmm14, zmm20, zmm10, 68
+    vshufi64x2   zmm9, zmm19, zmm9, 238
+    vshufi64x2   zmm10, zmm20, zmm10, 238
+    vpsubq       zmm19, zmm11, zmm25                 ; csub: the output range asked for
+    vpsubq       zmm20, zmm12, zmm25                 ; csub: the output range asked for
+    vpminuq      zmm11, zmm11, zmm19
+    vpminuq      zmm12, zmm12, zmm20
+    vpsubq       zmm19, zmm3, zmm25                  ; csub: the output range asked for
+    vpsubq       zmm20, zmm4, zmm25                  ; csub: the output range asked for
+    vpminuq      zmm3, zmm3, zmm19
+    vpminuq      zmm4, zmm4, zmm20
+    vpsubq       zmm19, zmm17, zmm25                 ; csub: the output range asked for
+    vpsubq       zmm20, zmm18, zmm25                 ; csub: the output range asked for
+    vpminuq      zmm17, zmm17, zmm19
+    vpminuq      zmm18, zmm18, zmm20
+    vpsubq       zmm19, zmm5, zmm25                  ; csub: the output range asked for
+    vpsubq       zmm20, zmm6, zmm25                  ; csub: the output range asked for
+    vpminuq      zmm5, zmm5, zmm19
+    vpminuq      zmm6, zmm6, zmm20
+    vpsubq       zmm19, zmm15, zmm25                 ; csub: the output range asked for
+    vpsubq       zmm20, zmm16, zmm25                 ; csub: the output range asked for
+    vpminuq      zmm15, zmm15, zmm19
+    vpminuq      zmm16, zmm16, zmm20
+    vpsubq       zmm19, zmm7, zmm25                  ; csub: the output range asked for
+    vpsubq       zmm20, zmm8, zmm25                  ; csub: the output range asked for
+    vpminuq      zmm7, zmm7, zmm19
+    vpminuq      zmm8, zmm8, zmm20
+    vpsubq       zmm19, zmm13, zmm25                 ; csub: the output range asked for
+    vpsubq       zmm20, zmm14, zmm25                 ; csub: the output range asked for
+    vpminuq      zmm13, zmm13, zmm19
+    vpminuq      zmm14, zmm14, zmm20
+    vpsubq       zmm19, zmm9, zmm25                  ; csub: the output range asked for
+    vpsubq       zmm20, zmm10, zmm25                 ; csub: the output range asked for
+    vpminuq      zmm9, zmm9, zmm19
+    vpminuq      zmm10, zmm10, zmm20
+    vmovdqu64    [rdi], zmm11
+    vmovdqu64    [rdi + 512], zmm12
+    vmovdqu64    [rdi + 64], zmm3
+    vmovdqu64    [rdi + 576], zmm4
+    vmovdqu64    [rdi + 128], zmm17
+    vmovdqu64    [rdi + 640], zmm18
+    vmovdqu64    [rdi + 192], zmm5
+    vmovdqu64    [rdi + 704], zmm6
+    vmovdqu64    [rdi + 256], zmm15
+    vmovdqu64    [rdi + 768], zmm16
+    vmovdqu64    [rdi + 320], zmm7
+    vmovdqu64    [rdi + 832], zmm8
+    vmovdqu64    [rdi + 384], zmm13
+    vmovdqu64    [rdi + 896], zmm14
+    vmovdqu64    [rdi + 448], zmm9
+    vmovdqu64    [rdi + 960], zmm10
+    add          rdi, 0x400
+    add          rcx, 0x1c80
+    dec          rax
+    jnz          .repeat4
+    add          rdi, -7168                          ; back to the argument
+    vmovdqu64    zmm3, [rdi + 7168]
+    vmovdqu64    zmm4, [rdi + 7680]
+    vmovdqu64    zmm5, [rdi + 7232]
+    vmovdqu64    zmm6, [rdi + 7744]
+    vmovdqu64    zmm7, [rdi + 7296]
+    vmovdqu64    zmm8, [rdi + 7808]
+    vmovdqu64    zmm9, [rdi + 7360]
+    vmovdqu64    zmm10, [rdi + 7872]
+    vmovdqu64    zmm11, [rdi + 7424]
+    vmovdqu64    zmm12, [rdi + 7936]
+    vmovdqu64    zmm13, [rdi + 7488]
+    vmovdqu64    zmm14, [rdi + 8000]
+    vmovdqu64    zmm15, [rdi + 7552]
+    vmovdqu64    zmm16, [rdi + 8064]
+    vmovdqu64    zmm17, [rdi + 7616]
+    vmovdqu64    zmm18, [rdi + 8128]
+    vpsubq       zmm19, zmm3, zmm25                  ; csub: before layer 4
+    vpsubq       zmm20, zmm4, zmm25                  ; csub: before layer 4
+    vpminuq      zmm3, zmm3, zmm19
+    vpminuq      zmm4, zmm4, zmm20
+    vpsrlq       zmm19, zmm11, 32
+    vpsrlq       zmm20, zmm12, 32
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54080]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57728]
+    vpmuludq     zmm23, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54016]
+    vpmuludq     zmm24, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57664]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54080]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57728]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 53952]
+    vpmullq      zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57600]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm11, zmm11, zmm19
+    vpsubq       zmm12, zmm12, zmm20
+    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm19
+    vpminuq      zmm12, zmm12, zmm20
+    vpaddq       zmm19, zmm3, zmm11                  ; layer 4
+    vpaddq       zmm20, zmm4, zmm12                  ; layer 4
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm5, zmm25                  ; csub: before layer 4
+    vpsubq       zmm12, zmm6, zmm25                  ; csub: before layer 4
+    vpminuq      zmm5, zmm5, zmm11
+    vpminuq      zmm6, zmm6, zmm12
+    vpsrlq       zmm11, zmm13, 32
+    vpsrlq       zmm12, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54080]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57728]
+    vpmuludq     zmm23, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54016]
+    vpmuludq     zmm24, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57664]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54080]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57728]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 53952]
+    vpmullq      zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57600]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm13, zmm11
+    vpsubq       zmm12, zmm14, zmm12
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm5, zmm11                  ; layer 4
+    vpaddq       zmm14, zmm6, zmm12                  ; layer 4
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm7, zmm25                  ; csub: before layer 4
+    vpsubq       zmm12, zmm8, zmm25                  ; csub: before layer 4
+    vpminuq      zmm7, zmm7, zmm11
+    vpminuq      zmm8, zmm8, zmm12
+    vpsrlq       zmm11, zmm15, 32
+    vpsrlq       zmm12, zmm16, 32
+    vpmuludq     zmm21, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54080]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57728]
+    vpmuludq     zmm23, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54016]
+    vpmuludq     zmm24, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57664]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54080]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57728]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 53952]
+    vpmullq      zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57600]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm15, zmm11
+    vpsubq       zmm12, zmm16, zmm12
+    vpsubq       zmm15, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpaddq       zmm15, zmm7, zmm11                  ; layer 4
+    vpaddq       zmm16, zmm8, zmm12                  ; layer 4
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; csub: before layer 4
+    vpsubq       zmm12, zmm10, zmm25                 ; csub: before layer 4
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm17, 32
+    vpsrlq       zmm12, zmm18, 32
+    vpmuludq     zmm21, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54080]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57728]
+    vpmuludq     zmm23, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54016]
+    vpmuludq     zmm24, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57664]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54080]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57728]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 53952]
+    vpmullq      zmm18, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57600]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm17, zmm11
+    vpsubq       zmm12, zmm18, zmm12
+    vpsubq       zmm17, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpaddq       zmm17, zmm9, zmm11                  ; layer 4
+    vpaddq       zmm18, zmm10, zmm12                 ; layer 4
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: before layer 5
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: before layer 5
+    vpminuq      zmm11, zmm19, zmm11
+    vpminuq      zmm12, zmm20, zmm12
+    vpsrlq       zmm19, zmm15, 32
+    vpsrlq       zmm20, zmm16, 32
+    vpmuludq     zmm21, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54272]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57920]
+    vpmuludq     zmm23, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54208]
+    vpmuludq     zmm24, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57856]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54272]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57920]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54144]
+    vpmullq      zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57792]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm15, zmm15, zmm19
+    vpsubq       zmm16, zmm16, zmm20
+    vpsubq       zmm19, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm19
+    vpminuq      zmm16, zmm16, zmm20
+    vpaddq       zmm19, zmm11, zmm15                 ; layer 5
+    vpaddq       zmm20, zmm12, zmm16                 ; layer 5
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm15
+    vpsubq       zmm12, zmm12, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; csub: before layer 5
+    vpsubq       zmm16, zmm14, zmm25                 ; csub: before layer 5
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpsrlq       zmm15, zmm17, 32
+    vpsrlq       zmm16, zmm18, 32
+    vpmuludq     zmm21, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54272]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57920]
+    vpmuludq     zmm23, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54208]
+    vpmuludq     zmm24, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57856]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54272]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57920]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54144]
+    vpmullq      zmm18, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57792]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm15, zmm17, zmm15
+    vpsubq       zmm16, zmm18, zmm16
+    vpsubq       zmm17, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm13, zmm15                 ; layer 5
+    vpaddq       zmm18, zmm14, zmm16                 ; layer 5
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm3, zmm25                  ; csub: before layer 5
+    vpsubq       zmm16, zmm4, zmm25                  ; csub: before layer 5
+    vpminuq      zmm3, zmm3, zmm15
+    vpminuq      zmm4, zmm4, zmm16
+    vpsrlq       zmm15, zmm7, 32
+    vpsrlq       zmm16, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54464]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58112]
+    vpmuludq     zmm23, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54400]
+    vpmuludq     zmm24, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58048]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54464]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58112]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54336]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57984]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm15
+    vpminuq      zmm8, zmm8, zmm16
+    vpaddq       zmm15, zmm3, zmm7                   ; layer 5
+    vpaddq       zmm16, zmm4, zmm8                   ; layer 5
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm7
+    vpsubq       zmm4, zmm4, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; csub: before layer 5
+    vpsubq       zmm8, zmm6, zmm25                   ; csub: before layer 5
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpsrlq       zmm7, zmm9, 32
+    vpsrlq       zmm8, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54464]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58112]
+    vpmuludq     zmm23, zmm7, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54400]
+    vpmuludq     zmm24, zmm8, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58048]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54464]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58112]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54336]
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57984]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm7, zmm9, zmm7
+    vpsubq       zmm8, zmm10, zmm8
+    vpsubq       zmm9, zmm7, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm9
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm5, zmm7                    ; layer 5
+    vpaddq       zmm10, zmm6, zmm8                   ; layer 5
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm19, zmm25                  ; csub: before layer 6
+    vpsubq       zmm8, zmm20, zmm25                  ; csub: before layer 6
+    vpminuq      zmm7, zmm19, zmm7
+    vpminuq      zmm8, zmm20, zmm8
+    vpsrlq       zmm19, zmm17, 32
+    vpsrlq       zmm20, zmm18, 32
+    vpmuludq     zmm21, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54656]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58304]
+    vpmuludq     zmm23, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54592]
+    vpmuludq     zmm24, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58240]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54656]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58304]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54528]
+    vpmullq      zmm18, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58176]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm17, zmm17, zmm19
+    vpsubq       zmm18, zmm18, zmm20
+    vpsubq       zmm19, zmm17, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm18, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm17, zmm17, zmm19
+    vpminuq      zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm7, zmm17                  ; layer 6
+    vpaddq       zmm20, zmm8, zmm18                  ; layer 6
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm17
+    vpsubq       zmm8, zmm8, zmm18
+    vpsubq       zmm17, zmm11, zmm25                 ; csub: before layer 6
+    vpsubq       zmm18, zmm12, zmm25                 ; csub: before layer 6
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpsrlq       zmm17, zmm13, 32
+    vpsrlq       zmm18, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54848]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58496]
+    vpmuludq     zmm23, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54784]
+    vpmuludq     zmm24, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58432]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54848]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58496]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54720]
+    vpmullq      zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58368]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm13, zmm13, zmm17
+    vpsubq       zmm14, zmm14, zmm18
+    vpsubq       zmm17, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm17
+    vpminuq      zmm14, zmm14, zmm18
+    vpaddq       zmm17, zmm11, zmm13                 ; layer 6
+    vpaddq       zmm18, zmm12, zmm14                 ; layer 6
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 6
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 6
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpsrlq       zmm15, zmm9, 32
+    vpsrlq       zmm16, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55040]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58688]
+    vpmuludq     zmm23, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54976]
+    vpmuludq     zmm24, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58624]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55040]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58688]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 54912]
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58560]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm9, zmm9, zmm15
+    vpsubq       zmm10, zmm10, zmm16
+    vpsubq       zmm15, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm15
+    vpminuq      zmm10, zmm10, zmm16
+    vpaddq       zmm15, zmm13, zmm9                  ; layer 6
+    vpaddq       zmm16, zmm14, zmm10                 ; layer 6
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm9, zmm13, zmm9
+    vpsubq       zmm10, zmm14, zmm10
+    vpsubq       zmm13, zmm3, zmm25                  ; csub: before layer 6
+    vpsubq       zmm14, zmm4, zmm25                  ; csub: before layer 6
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpsrlq       zmm13, zmm5, 32
+    vpsrlq       zmm14, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55232]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58880]
+    vpmuludq     zmm23, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55168]
+    vpmuludq     zmm24, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58816]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55232]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58880]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55104]
+    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58752]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm5, zmm5, zmm13
+    vpsubq       zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpaddq       zmm13, zmm3, zmm5                   ; layer 6
+    vpaddq       zmm14, zmm4, zmm6                   ; layer 6
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vshufi64x2   zmm5, zmm19, zmm7, 68
+    vshufi64x2   zmm6, zmm20, zmm8, 68
+    vshufi64x2   zmm7, zmm19, zmm7, 238
+    vshufi64x2   zmm8, zmm20, zmm8, 238
+    vshufi64x2   zmm19, zmm17, zmm11, 68
+    vshufi64x2   zmm20, zmm18, zmm12, 68
+    vshufi64x2   zmm11, zmm17, zmm11, 238
+    vshufi64x2   zmm12, zmm18, zmm12, 238
+    vshufi64x2   zmm17, zmm15, zmm9, 68
+    vshufi64x2   zmm18, zmm16, zmm10, 68
+    vshufi64x2   zmm9, zmm15, zmm9, 238
+    vshufi64x2   zmm10, zmm16, zmm10, 238
+    vshufi64x2   zmm15, zmm13, zmm3, 68
+    vshufi64x2   zmm16, zmm14, zmm4, 68
+    vshufi64x2   zmm3, zmm13, zmm3, 238
+    vshufi64x2   zmm4, zmm14, zmm4, 238
+    vpsubq       zmm13, zmm5, zmm25                  ; csub: before layer 7
+    vpsubq       zmm14, zmm6, zmm25                  ; csub: before layer 7
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpsrlq       zmm13, zmm7, 32
+    vpsrlq       zmm14, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55424]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59072]
+    vpmuludq     zmm23, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55360]
+    vpmuludq     zmm24, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59008]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55424]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59072]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55296]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 58944]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm7, zmm7, zmm13
+    vpsubq       zmm8, zmm8, zmm14
+    vpsubq       zmm13, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm13
+    vpminuq      zmm8, zmm8, zmm14
+    vpaddq       zmm13, zmm5, zmm7                   ; layer 7
+    vpaddq       zmm14, zmm6, zmm8                   ; layer 7
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm19, zmm25                  ; csub: before layer 7
+    vpsubq       zmm8, zmm20, zmm25                  ; csub: before layer 7
+    vpminuq      zmm7, zmm19, zmm7
+    vpminuq      zmm8, zmm20, zmm8
+    vpsrlq       zmm19, zmm11, 32
+    vpsrlq       zmm20, zmm12, 32
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55616]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59264]
+    vpmuludq     zmm23, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55552]
+    vpmuludq     zmm24, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59200]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55616]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59264]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55488]
+    vpmullq      zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59136]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm11, zmm11, zmm19
+    vpsubq       zmm12, zmm12, zmm20
+    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm19
+    vpminuq      zmm12, zmm12, zmm20
+    vpaddq       zmm19, zmm7, zmm11                  ; layer 7
+    vpaddq       zmm20, zmm8, zmm12                  ; layer 7
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm17, zmm25                 ; csub: before layer 7
+    vpsubq       zmm12, zmm18, zmm25                 ; csub: before layer 7
+    vpminuq      zmm11, zmm17, zmm11
+    vpminuq      zmm12, zmm18, zmm12
+    vpsrlq       zmm17, zmm9, 32
+    vpsrlq       zmm18, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55808]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59456]
+    vpmuludq     zmm23, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55744]
+    vpmuludq     zmm24, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59392]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55808]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59456]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55680]
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59328]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm9, zmm9, zmm17
+    vpsubq       zmm10, zmm10, zmm18
+    vpsubq       zmm17, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm17
+    vpminuq      zmm10, zmm10, zmm18
+    vpaddq       zmm17, zmm11, zmm9                  ; layer 7
+    vpaddq       zmm18, zmm12, zmm10                 ; layer 7
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm9, zmm11, zmm9
+    vpsubq       zmm10, zmm12, zmm10
+    vpsubq       zmm11, zmm15, zmm25                 ; csub: before layer 7
+    vpsubq       zmm12, zmm16, zmm25                 ; csub: before layer 7
+    vpminuq      zmm11, zmm15, zmm11
+    vpminuq      zmm12, zmm16, zmm12
+    vpsrlq       zmm15, zmm3, 32
+    vpsrlq       zmm16, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56000]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59648]
+    vpmuludq     zmm23, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55936]
+    vpmuludq     zmm24, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59584]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56000]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59648]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 55872]
+    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59520]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm3, zmm3, zmm15
+    vpsubq       zmm4, zmm4, zmm16
+    vpsubq       zmm15, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm15
+    vpminuq      zmm4, zmm4, zmm16
+    vpaddq       zmm15, zmm11, zmm3                  ; layer 7
+    vpaddq       zmm16, zmm12, zmm4                  ; layer 7
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm3, zmm11, zmm3
+    vpsubq       zmm4, zmm12, zmm4
+    vmovdqa64    zmm11, zmm0
+    vmovdqa64    zmm12, zmm0
+    vpermi2q     zmm11, zmm13, zmm5
+    vpermi2q     zmm12, zmm14, zmm6
+    vmovdqa64    zmm21, zmm1
+    vmovdqa64    zmm22, zmm1
+    vpermi2q     zmm21, zmm13, zmm5
+    vpermi2q     zmm22, zmm14, zmm6
+    vmovdqa64    zmm5, zmm0
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm5, zmm19, zmm7
+    vpermi2q     zmm6, zmm20, zmm8
+    vmovdqa64    zmm13, zmm1
+    vmovdqa64    zmm14, zmm1
+    vpermi2q     zmm13, zmm19, zmm7
+    vpermi2q     zmm14, zmm20, zmm8
+    vmovdqa64    zmm7, zmm0
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm7, zmm17, zmm9
+    vpermi2q     zmm8, zmm18, zmm10
+    vmovdqa64    zmm19, zmm1
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm19, zmm17, zmm9
+    vpermi2q     zmm20, zmm18, zmm10
+    vmovdqa64    zmm9, zmm0
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm9, zmm15, zmm3
+    vpermi2q     zmm0, zmm16, zmm4
+    vmovdqa64    zmm10, zmm1
+    vmovdqa64    zmm1, zmm1
+    vpermi2q     zmm10, zmm15, zmm3
+    vpermi2q     zmm1, zmm16, zmm4
+    vpsubq       zmm3, zmm11, zmm25                  ; csub: before layer 8
+    vpsubq       zmm4, zmm12, zmm25                  ; csub: before layer 8
+    vpminuq      zmm3, zmm11, zmm3
+    vpminuq      zmm4, zmm12, zmm4
+    vpsrlq       zmm11, zmm21, 32
+    vpsrlq       zmm12, zmm22, 32
+    vpmuludq     zmm15, zmm21, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56192]
+    vpmuludq     zmm16, zmm22, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59840]
+    vpmuludq     zmm17, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56128]
+    vpmuludq     zmm18, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59776]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56192]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59840]
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpaddq       zmm11, zmm11, zmm15
+    vpaddq       zmm12, zmm12, zmm16
+    vpaddq       zmm11, zmm11, zmm17
+    vpaddq       zmm12, zmm12, zmm18
+    vpmullq      zmm15, zmm21, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56064]
+    vpmullq      zmm16, zmm22, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59712]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm15, zmm11
+    vpsubq       zmm12, zmm16, zmm12
+    vpsubq       zmm15, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpaddq       zmm15, zmm3, zmm11                  ; layer 8
+    vpaddq       zmm16, zmm4, zmm12                  ; layer 8
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm5, zmm25                  ; csub: before layer 8
+    vpsubq       zmm12, zmm6, zmm25                  ; csub: before layer 8
+    vpminuq      zmm5, zmm5, zmm11
+    vpminuq      zmm6, zmm6, zmm12
+    vpsrlq       zmm11, zmm13, 32
+    vpsrlq       zmm12, zmm14, 32
+    vpmuludq     zmm17, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56384]
+    vpmuludq     zmm18, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60032]
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56320]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59968]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56384]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60032]
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm17
+    vpaddq       zmm12, zmm12, zmm18
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56256]
+    vpmullq      zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 59904]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm13, zmm11
+    vpsubq       zmm12, zmm14, zmm12
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm5, zmm11                  ; layer 8
+    vpaddq       zmm14, zmm6, zmm12                  ; layer 8
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm7, zmm25                  ; csub: before layer 8
+    vpsubq       zmm12, zmm8, zmm25                  ; csub: before layer 8
+    vpminuq      zmm7, zmm7, zmm11
+    vpminuq      zmm8, zmm8, zmm12
+    vpsrlq       zmm11, zmm19, 32
+    vpsrlq       zmm12, zmm20, 32
+    vpmuludq     zmm17, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56576]
+    vpmuludq     zmm18, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60224]
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56512]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60160]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56576]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60224]
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm17
+    vpaddq       zmm12, zmm12, zmm18
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm17, zmm19, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56448]
+    vpmullq      zmm18, zmm20, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60096]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm17, zmm11
+    vpsubq       zmm12, zmm18, zmm12
+    vpsubq       zmm17, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpaddq       zmm17, zmm7, zmm11                  ; layer 8
+    vpaddq       zmm18, zmm8, zmm12                  ; layer 8
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; csub: before layer 8
+    vpsubq       zmm12, zmm0, zmm25                  ; csub: before layer 8
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm0, zmm0, zmm12
+    vpsrlq       zmm11, zmm10, 32
+    vpsrlq       zmm12, zmm1, 32
+    vpmuludq     zmm19, zmm10, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56768]
+    vpmuludq     zmm20, zmm1, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60416]
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56704]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60352]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56768]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60416]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm19
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56640]
+    vpmullq      zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60288]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm10, zmm10, zmm11
+    vpsubq       zmm1, zmm1, zmm12
+    vpsubq       zmm11, zmm10, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm12, zmm1, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm10, zmm10, zmm11
+    vpminuq      zmm1, zmm1, zmm12
+    vpaddq       zmm11, zmm9, zmm10                  ; layer 8
+    vpaddq       zmm12, zmm0, zmm1                   ; layer 8
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm0, zmm0, zmm25
+    vpsubq       zmm9, zmm9, zmm10
+    vpsubq       zmm0, zmm0, zmm1
+    vpunpcklqdq  zmm1, zmm15, zmm3
+    vpunpcklqdq  zmm10, zmm16, zmm4
+    vpunpckhqdq  zmm3, zmm15, zmm3
+    vpunpckhqdq  zmm4, zmm16, zmm4
+    vpunpcklqdq  zmm15, zmm13, zmm5
+    vpunpcklqdq  zmm16, zmm14, zmm6
+    vpunpckhqdq  zmm5, zmm13, zmm5
+    vpunpckhqdq  zmm6, zmm14, zmm6
+    vpunpcklqdq  zmm13, zmm17, zmm7
+    vpunpcklqdq  zmm14, zmm18, zmm8
+    vpunpckhqdq  zmm7, zmm17, zmm7
+    vpunpckhqdq  zmm8, zmm18, zmm8
+    vpunpcklqdq  zmm17, zmm11, zmm9
+    vpunpcklqdq  zmm18, zmm12, zmm0
+    vpunpckhqdq  zmm9, zmm11, zmm9
+    vpunpckhqdq  zmm0, zmm12, zmm0
+    vpsubq       zmm11, zmm1, zmm25                  ; csub: before layer 9
+    vpsubq       zmm12, zmm10, zmm25                 ; csub: before layer 9
+    vpminuq      zmm1, zmm1, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm3, 32
+    vpsrlq       zmm12, zmm4, 32
+    vpmuludq     zmm19, zmm3, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56960]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60608]
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56896]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60544]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56960]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60608]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm19
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 56832]
+    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60480]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm11
+    vpminuq      zmm4, zmm4, zmm12
+    vpaddq       zmm11, zmm1, zmm3                   ; layer 9
+    vpaddq       zmm12, zmm10, zmm4                  ; layer 9
+    vpaddq       zmm1, zmm1, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm1, zmm1, zmm3
+    vpsubq       zmm3, zmm10, zmm4
+    vpsubq       zmm4, zmm15, zmm25                  ; csub: before layer 9
+    vpsubq       zmm10, zmm16, zmm25                 ; csub: before layer 9
+    vpminuq      zmm4, zmm15, zmm4
+    vpminuq      zmm10, zmm16, zmm10
+    vpsrlq       zmm15, zmm5, 32
+    vpsrlq       zmm16, zmm6, 32
+    vpmuludq     zmm19, zmm5, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57152]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60800]
+    vpmuludq     zmm21, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57088]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60736]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57152]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60800]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57024]
+    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60672]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm5, zmm5, zmm15
+    vpsubq       zmm6, zmm6, zmm16
+    vpsubq       zmm15, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm15
+    vpminuq      zmm6, zmm6, zmm16
+    vpaddq       zmm15, zmm4, zmm5                   ; layer 9
+    vpaddq       zmm16, zmm10, zmm6                  ; layer 9
+    vpaddq       zmm4, zmm4, zmm25
+    vpaddq       zmm10, zmm10, zmm25
     vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm9, zmm14                   ; csub: before layer 9
-    vpminuq      zmm5, zmm9, zmm5
-    vpsrlq       zmm9, zmm0, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 61184] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 61056
-    vpmuludq     zmm10, zmm0, [rdx]
-    vpmuludq     zmm11, zmm9, [rdx - 64]
-    vpmuludq     zmm9, zmm9, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm10
-    vpaddq       zmm9, zmm9, zmm11
-    vpmullq      zmm0, zmm0, [rdx - 128]
-    vpmullq      zmm2, zmm9, zmm2
+    vpsubq       zmm5, zmm10, zmm6
+    vpsubq       zmm6, zmm13, zmm25                  ; csub: before layer 9
+    vpsubq       zmm10, zmm14, zmm25                 ; csub: before layer 9
+    vpminuq      zmm6, zmm13, zmm6
+    vpminuq      zmm10, zmm14, zmm10
+    vpsrlq       zmm13, zmm7, 32
+    vpsrlq       zmm14, zmm8, 32
+    vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57344]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60992]
+    vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57280]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60928]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57344]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60992]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57216]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 60864]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm7, zmm7, zmm13
+    vpsubq       zmm8, zmm8, zmm14
+    vpsubq       zmm13, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm13
+    vpminuq      zmm8, zmm8, zmm14
+    vpaddq       zmm13, zmm6, zmm7                   ; layer 9
+    vpaddq       zmm14, zmm10, zmm8                  ; layer 9
+    vpaddq       zmm6, zmm6, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm6, zmm6, zmm7
+    vpsubq       zmm7, zmm10, zmm8
+    vpsubq       zmm8, zmm17, zmm25                  ; csub: before layer 9
+    vpsubq       zmm10, zmm18, zmm25                 ; csub: before layer 9
+    vpminuq      zmm8, zmm17, zmm8
+    vpminuq      zmm10, zmm18, zmm10
+    vpsrlq       zmm17, zmm9, 32
+    vpsrlq       zmm18, zmm0, 32
+    vpmuludq     zmm19, zmm9, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57536]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 61184]
+    vpmuludq     zmm21, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57472]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 61120]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57536]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 61184]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm17, zmm17, zmm19
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 57408]
+    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 61056]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm2, zmm18, zmm2
+    vpsubq       zmm9, zmm9, zmm17
     vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm2
-    vpaddq       zmm2, zmm5, zmm0                    ; layer 9
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm0, zmm5, zmm0
-    vshufi64x2   zmm5, zmm6, zmm1, 68
-    vshufi64x2   zmm1, zmm6, zmm1, 238
-    vshufi64x2   zmm6, zmm7, zmm3, 68
-    vshufi64x2   zmm3, zmm7, zmm3, 238
-    vshufi64x2   zmm7, zmm8, zmm4, 68
-    vshufi64x2   zmm4, zmm8, zmm4, 238
-    vshufi64x2   zmm8, zmm2, zmm0, 68
-    vshufi64x2   zmm0, zmm2, zmm0, 238
-    vpsubq       zmm2, zmm5, zmm14                   ; csub: the output range asked for
-    vpminuq      zmm2, zmm5, zmm2
-    vpsubq       zmm5, zmm1, zmm14                   ; csub: the output range asked for
-    vpminuq      zmm1, zmm1, zmm5
-    vpsubq       zmm5, zmm6, zmm14                   ; csub: the output range asked for
-    vpminuq      zmm5, zmm6, zmm5
-    vpsubq       zmm6, zmm3, zmm14                   ; csub: the output range asked for
-    vpminuq      zmm3, zmm3, zmm6
-    vpsubq       zmm6, zmm7, zmm14                   ; csub: the output range asked for
-    vpminuq      zmm6, zmm7, zmm6
-    vpsubq       zmm7, zmm4, zmm14                   ; csub: the output range asked for
-    vpminuq      zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm8, zmm14                   ; csub: the output range asked for
-    vpminuq      zmm7, zmm8, zmm7
-    vpsubq       zmm8, zmm0, zmm14                   ; csub: the output range asked for
-    vpminuq      zmm0, zmm0, zmm8
-    vmovdqu64    [rdi + 7680], zmm2
-    vmovdqu64    [rdi + 7744], zmm1
-    vmovdqu64    [rdi + 7808], zmm5
-    vmovdqu64    [rdi + 7872], zmm3
-    vmovdqu64    [rdi + 7936], zmm6
-    vmovdqu64    [rdi + 8000], zmm4
-    vmovdqu64    [rdi + 8064], zmm7
+    vpsubq       zmm2, zmm9, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm17, zmm0, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm2, zmm9, zmm2
+    vpminuq      zmm0, zmm0, zmm17
+    vpaddq       zmm9, zmm8, zmm2                    ; layer 9
+    vpaddq       zmm17, zmm10, zmm0                  ; layer 9
+    vpaddq       zmm8, zmm8, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm2, zmm8, zmm2
+    vpsubq       zmm0, zmm10, zmm0
+    vshufi64x2   zmm8, zmm11, zmm1, 68
+    vshufi64x2   zmm10, zmm12, zmm3, 68
+    vshufi64x2   zmm1, zmm11, zmm1, 238
+    vshufi64x2   zmm3, zmm12, zmm3, 238
+    vshufi64x2   zmm11, zmm15, zmm4, 68
+    vshufi64x2   zmm12, zmm16, zmm5, 68
+    vshufi64x2   zmm4, zmm15, zmm4, 238
+    vshufi64x2   zmm5, zmm16, zmm5, 238
+    vshufi64x2   zmm15, zmm13, zmm6, 68
+    vshufi64x2   zmm16, zmm14, zmm7, 68
+    vshufi64x2   zmm6, zmm13, zmm6, 238
+    vshufi64x2   zmm7, zmm14, zmm7, 238
+    vshufi64x2   zmm13, zmm9, zmm2, 68
+    vshufi64x2   zmm14, zmm17, zmm0, 68
+    vshufi64x2   zmm2, zmm9, zmm2, 238
+    vshufi64x2   zmm0, zmm17, zmm0, 238
+    vpsubq       zmm9, zmm8, zmm25                   ; csub: the output range asked for
+    vpsubq       zmm17, zmm10, zmm25                 ; csub: the output range asked for
+    vpminuq      zmm8, zmm8, zmm9
+    vpminuq      zmm9, zmm10, zmm17
+    vpsubq       zmm10, zmm1, zmm25                  ; csub: the output range asked for
+    vpsubq       zmm17, zmm3, zmm25                  ; csub: the output range asked for
+    vpminuq      zmm1, zmm1, zmm10
+    vpminuq      zmm3, zmm3, zmm17
+    vpsubq       zmm10, zmm11, zmm25                 ; csub: the output range asked for
+    vpsubq       zmm17, zmm12, zmm25                 ; csub: the output range asked for
+    vpminuq      zmm10, zmm11, zmm10
+    vpminuq      zmm11, zmm12, zmm17
+    vpsubq       zmm12, zmm4, zmm25                  ; csub: the output range asked for
+    vpsubq       zmm17, zmm5, zmm25                  ; csub: the output range asked for
+    vpminuq      zmm4, zmm4, zmm12
+    vpminuq      zmm5, zmm5, zmm17
+    vpsubq       zmm12, zmm15, zmm25                 ; csub: the output range asked for
+    vpsubq       zmm17, zmm16, zmm25                 ; csub: the output range asked for
+    vpminuq      zmm12, zmm15, zmm12
+    vpminuq      zmm15, zmm16, zmm17
+    vpsubq       zmm16, zmm6, zmm25                  ; csub: the output range asked for
+    vpsubq       zmm17, zmm7, zmm25                  ; csub: the output range asked for
+    vpminuq      zmm6, zmm6, zmm16
+    vpminuq      zmm7, zmm7, zmm17
+    vpsubq       zmm16, zmm13, zmm25                 ; csub: the output range asked for
+    vpsubq       zmm17, zmm14, zmm25                 ; csub: the output range asked for
+    vpminuq      zmm13, zmm13, zmm16
+    vpminuq      zmm14, zmm14, zmm17
+    vpsubq       zmm16, zmm2, zmm25                  ; csub: the output range asked for
+    vpsubq       zmm17, zmm0, zmm25                  ; csub: the output range asked for
+    vpminuq      zmm2, zmm2, zmm16
+    vpminuq      zmm0, zmm0, zmm17
+    vmovdqu64    [rdi + 7168], zmm8
+    vmovdqu64    [rdi + 7680], zmm9
+    vmovdqu64    [rdi + 7232], zmm1
+    vmovdqu64    [rdi + 7744], zmm3
+    vmovdqu64    [rdi + 7296], zmm10
+    vmovdqu64    [rdi + 7808], zmm11
+    vmovdqu64    [rdi + 7360], zmm4
+    vmovdqu64    [rdi + 7872], zmm5
+    vmovdqu64    [rdi + 7424], zmm12
+    vmovdqu64    [rdi + 7936], zmm15
+    vmovdqu64    [rdi + 7488], zmm6
+    vmovdqu64    [rdi + 8000], zmm7
+    vmovdqu64    [rdi + 7552], zmm13
+    vmovdqu64    [rdi + 8064], zmm14
+    vmovdqu64    [rdi + 7616], zmm2
     vmovdqu64    [rdi + 8128], zmm0
     vzeroupper
     ret
@@ -9929,7 +10990,7 @@ kg_nfl4611686018326724609_basemul_avx512:
 ;   cpu: AVX512DQ, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, rcx, rdx, rdi, flags
-;   loops: 15 x 538 and 4 x 25 and 7 x 174 and 8 x 241 and 7 x 221 instructions (repeated groups rolled: 13653 instructions run, 2091 written)
+;   loops: 7 x 1074 and 8 x 174 and 4 x 488 and 3 x 448 instructions (repeated groups rolled: 13642 instructions run, 3727 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 640 vector reductions
@@ -9947,2107 +11008,3741 @@ global kg_nfl4611686018326724609_ntt_inverse_avx512:function KERNGEN_VISIBILITY 
 align 32
 kg_nfl4611686018326724609_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm14, [rel pq_9223372036653449218] ; held in a register: read 1984 times
-    vmovdqu64    zmm15, [rel pq_16777216]            ; held in a register: read 128 times
-    vmovdqu64    zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 61184] ; held in a register: read 128 times
-    vmovdqu64    zmm17, [rel pq_72057594039500799]   ; held in a register: read 64 times
-    vmovdqu64    zmm18, [rel pq_18014398509481984]   ; held in a register: read 64 times
-    vmovdqu64    zmm19, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60800] ; held in a register: read 64 times
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 61120] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60992
-    vmovdqu64    zmm20, [rdx - 128]                  ; held in a register: read 64 times
-    vmovdqu64    zmm21, [rdx]                        ; held in a register: read 64 times
-    vmovdqu64    zmm22, [rdx - 64]                   ; held in a register: read 64 times
-    vmovdqu64    zmm23, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60032] ; held in a register: read 32 times
-    vmovdqu64    zmm24, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60224] ; held in a register: read 32 times
-    vmovdqu64    zmm25, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60416] ; held in a register: read 32 times
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60736] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60608
-    vmovdqu64    zmm26, [rdx - 128]                  ; held in a register: read 32 times
-    vmovdqu64    zmm27, [rdx]                        ; held in a register: read 32 times
-    vmovdqu64    zmm28, [rdx - 64]                   ; held in a register: read 32 times
-    vmovdqu64    zmm29, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60928] ; held in a register: read 32 times
-    vmovdqu64    zmm30, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60864] ; held in a register: read 32 times
-    vmovdqu64    zmm31, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58496] ; held in a register: read 16 times
+    vmovdqu64    zmm25, [rel pq_9223372036653449218] ; held in a register: read 1984 times
+    vmovdqu64    zmm26, [rel pq_16777216]            ; held in a register: read 128 times
+    vmovdqu64    zmm27, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 61184] ; held in a register: read 128 times
+    vmovdqu64    zmm28, [rel pq_72057594039500799]   ; held in a register: read 64 times
+    vmovdqu64    zmm29, [rel pq_18014398509481984]   ; held in a register: read 64 times
+    vmovdqu64    zmm30, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60800] ; held in a register: read 64 times
+    vmovdqu64    zmm31, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60992] ; held in a register: read 64 times
     vmovdqu64    zmm0, [rel pq_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pq_index64_2_3_10_11_6_7_14_15]
     vmovdqu64    zmm2, [rel pq_4611686018326724609]  ; q = 4611686018326724609
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512] ; the loop's table pointer
-    mov          rax, 15
+    mov          rax, 7
     .repeat1:
     vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 128]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 384]
-    vshufi64x2   zmm7, zmm3, [rdi + 64], 68
+    vmovdqu64    zmm4, [rdi + 512]
+    vmovdqu64    zmm5, [rdi + 128]
+    vmovdqu64    zmm6, [rdi + 640]
+    vmovdqu64    zmm7, [rdi + 256]
+    vmovdqu64    zmm8, [rdi + 768]
+    vmovdqu64    zmm9, [rdi + 384]
+    vmovdqu64    zmm10, [rdi + 896]
+    vshufi64x2   zmm11, zmm3, [rdi + 64], 68
+    vshufi64x2   zmm12, zmm4, [rdi + 576], 68
     vshufi64x2   zmm3, zmm3, [rdi + 64], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 192], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 320], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
-    vshufi64x2   zmm10, zmm6, [rdi + 448], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
-    vpaddq       zmm11, zmm7, zmm3                   ; layer 9
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm3, zmm7, zmm3
-    vpsrlq       zmm7, zmm3, 32
-    vpmuludq     zmm12, zmm3, [rcx + 128]
-    vpmuludq     zmm13, zmm7, [rcx + 64]
-    vpmuludq     zmm7, zmm7, [rcx + 128]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm3, zmm3, [rcx]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm3, zmm3, zmm7
-    vpsubq       zmm7, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm7
-    vpsrlq       zmm7, zmm11, 32
-    vpmuludq     zmm12, zmm11, zmm15
-    vpmuludq     zmm13, zmm7, zmm17
-    vpmuludq     zmm7, zmm7, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm11, zmm11, zmm18
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm11, zmm7
-    vpsubq       zmm11, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm11
-    vpaddq       zmm11, zmm8, zmm4                   ; layer 9
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm4, zmm8, zmm4
-    vpsrlq       zmm8, zmm4, 32
-    vpmuludq     zmm12, zmm4, [rcx + 320]
-    vpmuludq     zmm13, zmm8, [rcx + 256]
-    vpmuludq     zmm8, zmm8, [rcx + 320]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm4, zmm4, [rcx + 192]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm8
-    vpsrlq       zmm8, zmm11, 32
-    vpmuludq     zmm12, zmm11, zmm15
-    vpmuludq     zmm13, zmm8, zmm17
-    vpmuludq     zmm8, zmm8, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm11, zmm11, zmm18
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm8, zmm11, zmm8
-    vpsubq       zmm11, zmm8, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm8, zmm8, zmm11
-    vpaddq       zmm11, zmm9, zmm5                   ; layer 9
-    vpaddq       zmm9, zmm9, zmm14
-    vpsubq       zmm5, zmm9, zmm5
-    vpsrlq       zmm9, zmm5, 32
-    vpmuludq     zmm12, zmm5, [rcx + 512]
-    vpmuludq     zmm13, zmm9, [rcx + 448]
-    vpmuludq     zmm9, zmm9, [rcx + 512]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm5, zmm5, [rcx + 384]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm5, zmm5, zmm9
-    vpsubq       zmm9, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm9
-    vpsrlq       zmm9, zmm11, 32
-    vpmuludq     zmm12, zmm11, zmm15
-    vpmuludq     zmm13, zmm9, zmm17
-    vpmuludq     zmm9, zmm9, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm11, zmm11, zmm18
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm9, zmm11, zmm9
-    vpsubq       zmm11, zmm9, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm11
-    vpaddq       zmm11, zmm10, zmm6                  ; layer 9
-    vpaddq       zmm10, zmm10, zmm14
-    vpsubq       zmm6, zmm10, zmm6
-    vpsrlq       zmm10, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 704]
-    vpmuludq     zmm13, zmm10, [rcx + 640]
-    vpmuludq     zmm10, zmm10, [rcx + 704]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 576]
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm6, zmm6, zmm10
-    vpsubq       zmm10, zmm6, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm10
-    vpsrlq       zmm10, zmm11, 32
-    vpmuludq     zmm12, zmm11, zmm15
-    vpmuludq     zmm13, zmm10, zmm17
-    vpmuludq     zmm10, zmm10, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm11, zmm11, zmm18
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm10, zmm11, zmm10
-    vpsubq       zmm11, zmm10, zmm14                 ; short quotient: below 2q
-    vpminuq      zmm10, zmm10, zmm11
-    vpunpcklqdq  zmm11, zmm7, zmm3
-    vpunpckhqdq  zmm3, zmm7, zmm3
-    vpunpcklqdq  zmm7, zmm8, zmm4
-    vpunpckhqdq  zmm4, zmm8, zmm4
-    vpunpcklqdq  zmm8, zmm9, zmm5
-    vpunpckhqdq  zmm5, zmm9, zmm5
-    vpunpcklqdq  zmm9, zmm10, zmm6
-    vpunpckhqdq  zmm6, zmm10, zmm6
-    vpaddq       zmm10, zmm11, zmm3                  ; layer 8
-    vpaddq       zmm11, zmm11, zmm14
+    vshufi64x2   zmm4, zmm4, [rdi + 576], 238
+    vshufi64x2   zmm13, zmm5, [rdi + 192], 68
+    vshufi64x2   zmm14, zmm6, [rdi + 704], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 192], 238
+    vshufi64x2   zmm6, zmm6, [rdi + 704], 238
+    vshufi64x2   zmm15, zmm7, [rdi + 320], 68
+    vshufi64x2   zmm16, zmm8, [rdi + 832], 68
+    vshufi64x2   zmm7, zmm7, [rdi + 320], 238
+    vshufi64x2   zmm8, zmm8, [rdi + 832], 238
+    vshufi64x2   zmm17, zmm9, [rdi + 448], 68
+    vshufi64x2   zmm18, zmm10, [rdi + 960], 68
+    vshufi64x2   zmm9, zmm9, [rdi + 448], 238
+    vshufi64x2   zmm10, zmm10, [rdi + 960], 238
+    vpaddq       zmm19, zmm11, zmm3                  ; layer 9
+    vpaddq       zmm20, zmm12, zmm4                  ; layer 9
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
     vpsubq       zmm3, zmm11, zmm3
+    vpsubq       zmm4, zmm12, zmm4
     vpsrlq       zmm11, zmm3, 32
-    vpmuludq     zmm12, zmm3, [rcx + 896]
-    vpmuludq     zmm13, zmm11, [rcx + 832]
-    vpmuludq     zmm11, zmm11, [rcx + 896]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm3, zmm3, [rcx + 768]
+    vpsrlq       zmm12, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 128]
+    vpmuludq     zmm22, zmm4, [rcx + 3776]
+    vpmuludq     zmm23, zmm11, [rcx + 64]
+    vpmuludq     zmm24, zmm12, [rcx + 3712]
+    vpmuludq     zmm11, zmm11, [rcx + 128]
+    vpmuludq     zmm12, zmm12, [rcx + 3776]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm3, zmm3, [rcx]
+    vpmullq      zmm4, zmm4, [rcx + 3648]
     vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
     vpsubq       zmm3, zmm3, zmm11
-    vpsubq       zmm11, zmm3, zmm14                  ; short quotient: below 2q
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
     vpminuq      zmm3, zmm3, zmm11
-    vpaddq       zmm11, zmm7, zmm4                   ; layer 8
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm4, zmm7, zmm4
-    vpsrlq       zmm7, zmm4, 32
-    vpmuludq     zmm12, zmm4, [rcx + 1088]
-    vpmuludq     zmm13, zmm7, [rcx + 1024]
-    vpmuludq     zmm7, zmm7, [rcx + 1088]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm4, zmm4, [rcx + 960]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm7
-    vpaddq       zmm7, zmm8, zmm5                    ; layer 8
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm5, zmm8, zmm5
-    vpsrlq       zmm8, zmm5, 32
-    vpmuludq     zmm12, zmm5, [rcx + 1280]
-    vpmuludq     zmm13, zmm8, [rcx + 1216]
-    vpmuludq     zmm8, zmm8, [rcx + 1280]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm5, zmm5, [rcx + 1152]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm8
-    vpsubq       zmm8, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm8
-    vpaddq       zmm8, zmm9, zmm6                    ; layer 8
-    vpaddq       zmm9, zmm9, zmm14
-    vpsubq       zmm6, zmm9, zmm6
-    vpsrlq       zmm9, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 1472]
-    vpmuludq     zmm13, zmm9, [rcx + 1408]
-    vpmuludq     zmm9, zmm9, [rcx + 1472]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 1344]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm6, zmm6, zmm9
-    vpsubq       zmm9, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm9
-    vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm9, zmm10, zmm3
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm10, zmm3
-    vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm11, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm11, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm7, zmm5
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm7, zmm5
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm8, zmm6
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm8, zmm6
-    vpsubq       zmm6, zmm9, zmm14                   ; csub: before layer 7
-    vpminuq      zmm6, zmm9, zmm6
-    vpsubq       zmm8, zmm12, zmm14                  ; csub: before layer 7
-    vpminuq      zmm8, zmm12, zmm8
-    vpaddq       zmm9, zmm6, zmm8                    ; layer 7
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm6, zmm6, zmm8
-    vpsrlq       zmm8, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 1664]
-    vpmuludq     zmm13, zmm8, [rcx + 1600]
-    vpmuludq     zmm8, zmm8, [rcx + 1664]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 1536]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm6, zmm6, zmm8
-    vpsubq       zmm8, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm8
-    vpsubq       zmm8, zmm3, zmm14                   ; csub: before layer 7
-    vpminuq      zmm3, zmm3, zmm8
-    vpsubq       zmm8, zmm10, zmm14                  ; csub: before layer 7
-    vpminuq      zmm8, zmm10, zmm8
-    vpaddq       zmm10, zmm3, zmm8                   ; layer 7
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm8
-    vpsrlq       zmm8, zmm3, 32
-    vpmuludq     zmm12, zmm3, [rcx + 1856]
-    vpmuludq     zmm13, zmm8, [rcx + 1792]
-    vpmuludq     zmm8, zmm8, [rcx + 1856]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm3, zmm3, [rcx + 1728]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm3, zmm3, zmm8
-    vpsubq       zmm8, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm8
-    vpsubq       zmm8, zmm4, zmm14                   ; csub: before layer 7
-    vpminuq      zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm11, zmm14                  ; csub: before layer 7
-    vpminuq      zmm8, zmm11, zmm8
-    vpaddq       zmm11, zmm4, zmm8                   ; layer 7
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm8
-    vpsrlq       zmm8, zmm4, 32
-    vpmuludq     zmm12, zmm4, [rcx + 2048]
-    vpmuludq     zmm13, zmm8, [rcx + 1984]
-    vpmuludq     zmm8, zmm8, [rcx + 2048]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm4, zmm4, [rcx + 1920]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm5, zmm14                   ; csub: before layer 7
-    vpminuq      zmm5, zmm5, zmm8
-    vpsubq       zmm8, zmm7, zmm14                   ; csub: before layer 7
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm5, zmm7                    ; layer 7
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm7
-    vpsrlq       zmm7, zmm5, 32
-    vpmuludq     zmm12, zmm5, [rcx + 2240]
-    vpmuludq     zmm13, zmm7, [rcx + 2176]
-    vpmuludq     zmm7, zmm7, [rcx + 2240]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm5, zmm5, [rcx + 2112]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm7
-    vshufi64x2   zmm7, zmm9, zmm6, 68
-    vshufi64x2   zmm6, zmm9, zmm6, 238
-    vshufi64x2   zmm9, zmm10, zmm3, 68
-    vshufi64x2   zmm3, zmm10, zmm3, 238
-    vshufi64x2   zmm10, zmm11, zmm4, 68
-    vshufi64x2   zmm4, zmm11, zmm4, 238
-    vshufi64x2   zmm11, zmm8, zmm5, 68
-    vshufi64x2   zmm5, zmm8, zmm5, 238
-    vpsubq       zmm8, zmm7, zmm14                   ; csub: before layer 6
-    vpminuq      zmm7, zmm7, zmm8
-    vpsubq       zmm8, zmm6, zmm14                   ; csub: before layer 6
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm7, zmm6                    ; layer 6
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm6, zmm7, zmm6
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 2432]
-    vpmuludq     zmm13, zmm7, [rcx + 2368]
-    vpmuludq     zmm7, zmm7, [rcx + 2432]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 2304]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm9, zmm14                   ; csub: before layer 6
-    vpminuq      zmm7, zmm9, zmm7
-    vpsubq       zmm9, zmm3, zmm14                   ; csub: before layer 6
-    vpminuq      zmm3, zmm3, zmm9
-    vpaddq       zmm9, zmm7, zmm3                    ; layer 6
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm3, zmm7, zmm3
-    vpsrlq       zmm7, zmm3, 32
-    vpmuludq     zmm12, zmm3, [rcx + 2624]
-    vpmuludq     zmm13, zmm7, [rcx + 2560]
-    vpmuludq     zmm7, zmm7, [rcx + 2624]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm3, zmm3, [rcx + 2496]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm3, zmm3, zmm7
-    vpsubq       zmm7, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm7
-    vpsubq       zmm7, zmm10, zmm14                  ; csub: before layer 6
-    vpminuq      zmm7, zmm10, zmm7
-    vpsubq       zmm10, zmm4, zmm14                  ; csub: before layer 6
-    vpminuq      zmm4, zmm4, zmm10
-    vpaddq       zmm10, zmm7, zmm4                   ; layer 6
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm4, zmm7, zmm4
-    vpsrlq       zmm7, zmm4, 32
-    vpmuludq     zmm12, zmm4, [rcx + 2816]
-    vpmuludq     zmm13, zmm7, [rcx + 2752]
-    vpmuludq     zmm7, zmm7, [rcx + 2816]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm4, zmm4, [rcx + 2688]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm11, zmm14                  ; csub: before layer 6
-    vpminuq      zmm7, zmm11, zmm7
-    vpsubq       zmm11, zmm5, zmm14                  ; csub: before layer 6
+    vpminuq      zmm4, zmm4, zmm12
+    vpsrlq       zmm11, zmm19, 32
+    vpsrlq       zmm12, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm11, zmm28
+    vpmuludq     zmm24, zmm12, zmm28
+    vpmuludq     zmm11, zmm11, zmm26
+    vpmuludq     zmm12, zmm12, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm19, zmm11
+    vpsubq       zmm12, zmm20, zmm12
+    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm19
+    vpminuq      zmm12, zmm12, zmm20
+    vpaddq       zmm19, zmm13, zmm5                  ; layer 9
+    vpaddq       zmm20, zmm14, zmm6                  ; layer 9
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm5, zmm13, zmm5
+    vpsubq       zmm6, zmm14, zmm6
+    vpsrlq       zmm13, zmm5, 32
+    vpsrlq       zmm14, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rcx + 320]
+    vpmuludq     zmm22, zmm6, [rcx + 3968]
+    vpmuludq     zmm23, zmm13, [rcx + 256]
+    vpmuludq     zmm24, zmm14, [rcx + 3904]
+    vpmuludq     zmm13, zmm13, [rcx + 320]
+    vpmuludq     zmm14, zmm14, [rcx + 3968]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm5, zmm5, [rcx + 192]
+    vpmullq      zmm6, zmm6, [rcx + 3840]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm5, zmm5, zmm13
+    vpsubq       zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpsrlq       zmm13, zmm19, 32
+    vpsrlq       zmm14, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm13, zmm28
+    vpmuludq     zmm24, zmm14, zmm28
+    vpmuludq     zmm13, zmm13, zmm26
+    vpmuludq     zmm14, zmm14, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm13, zmm19, zmm13
+    vpsubq       zmm14, zmm20, zmm14
+    vpsubq       zmm19, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm19
+    vpminuq      zmm14, zmm14, zmm20
+    vpaddq       zmm19, zmm15, zmm7                  ; layer 9
+    vpaddq       zmm20, zmm16, zmm8                  ; layer 9
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm16, zmm16, zmm25
+    vpsubq       zmm7, zmm15, zmm7
+    vpsubq       zmm8, zmm16, zmm8
+    vpsrlq       zmm15, zmm7, 32
+    vpsrlq       zmm16, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rcx + 512]
+    vpmuludq     zmm22, zmm8, [rcx + 4160]
+    vpmuludq     zmm23, zmm15, [rcx + 448]
+    vpmuludq     zmm24, zmm16, [rcx + 4096]
+    vpmuludq     zmm15, zmm15, [rcx + 512]
+    vpmuludq     zmm16, zmm16, [rcx + 4160]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 384]
+    vpmullq      zmm8, zmm8, [rcx + 4032]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm15
+    vpminuq      zmm8, zmm8, zmm16
+    vpsrlq       zmm15, zmm19, 32
+    vpsrlq       zmm16, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm15, zmm28
+    vpmuludq     zmm24, zmm16, zmm28
+    vpmuludq     zmm15, zmm15, zmm26
+    vpmuludq     zmm16, zmm16, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm15, zmm19, zmm15
+    vpsubq       zmm16, zmm20, zmm16
+    vpsubq       zmm19, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm19
+    vpminuq      zmm16, zmm16, zmm20
+    vpaddq       zmm19, zmm17, zmm9                  ; layer 9
+    vpaddq       zmm20, zmm18, zmm10                 ; layer 9
+    vpaddq       zmm17, zmm17, zmm25
+    vpaddq       zmm18, zmm18, zmm25
+    vpsubq       zmm9, zmm17, zmm9
+    vpsubq       zmm10, zmm18, zmm10
+    vpsrlq       zmm17, zmm9, 32
+    vpsrlq       zmm18, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 704]
+    vpmuludq     zmm22, zmm10, [rcx + 4352]
+    vpmuludq     zmm23, zmm17, [rcx + 640]
+    vpmuludq     zmm24, zmm18, [rcx + 4288]
+    vpmuludq     zmm17, zmm17, [rcx + 704]
+    vpmuludq     zmm18, zmm18, [rcx + 4352]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 576]
+    vpmullq      zmm10, zmm10, [rcx + 4224]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm9, zmm9, zmm17
+    vpsubq       zmm10, zmm10, zmm18
+    vpsubq       zmm17, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm17
+    vpminuq      zmm10, zmm10, zmm18
+    vpsrlq       zmm17, zmm19, 32
+    vpsrlq       zmm18, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm17, zmm28
+    vpmuludq     zmm24, zmm18, zmm28
+    vpmuludq     zmm17, zmm17, zmm26
+    vpmuludq     zmm18, zmm18, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm17, zmm19, zmm17
+    vpsubq       zmm18, zmm20, zmm18
+    vpsubq       zmm19, zmm17, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm18, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm17, zmm17, zmm19
+    vpminuq      zmm18, zmm18, zmm20
+    vpunpcklqdq  zmm19, zmm11, zmm3
+    vpunpcklqdq  zmm20, zmm12, zmm4
+    vpunpckhqdq  zmm3, zmm11, zmm3
+    vpunpckhqdq  zmm4, zmm12, zmm4
+    vpunpcklqdq  zmm11, zmm13, zmm5
+    vpunpcklqdq  zmm12, zmm14, zmm6
+    vpunpckhqdq  zmm5, zmm13, zmm5
+    vpunpckhqdq  zmm6, zmm14, zmm6
+    vpunpcklqdq  zmm13, zmm15, zmm7
+    vpunpcklqdq  zmm14, zmm16, zmm8
+    vpunpckhqdq  zmm7, zmm15, zmm7
+    vpunpckhqdq  zmm8, zmm16, zmm8
+    vpunpcklqdq  zmm15, zmm17, zmm9
+    vpunpcklqdq  zmm16, zmm18, zmm10
+    vpunpckhqdq  zmm9, zmm17, zmm9
+    vpunpckhqdq  zmm10, zmm18, zmm10
+    vpaddq       zmm17, zmm19, zmm3                  ; layer 8
+    vpaddq       zmm18, zmm20, zmm4                  ; layer 8
+    vpaddq       zmm19, zmm19, zmm25
+    vpaddq       zmm20, zmm20, zmm25
+    vpsubq       zmm3, zmm19, zmm3
+    vpsubq       zmm4, zmm20, zmm4
+    vpsrlq       zmm19, zmm3, 32
+    vpsrlq       zmm20, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 896]
+    vpmuludq     zmm22, zmm4, [rcx + 4544]
+    vpmuludq     zmm23, zmm19, [rcx + 832]
+    vpmuludq     zmm24, zmm20, [rcx + 4480]
+    vpmuludq     zmm19, zmm19, [rcx + 896]
+    vpmuludq     zmm20, zmm20, [rcx + 4544]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm3, zmm3, [rcx + 768]
+    vpmullq      zmm4, zmm4, [rcx + 4416]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm3, zmm3, zmm19
+    vpsubq       zmm4, zmm4, zmm20
+    vpsubq       zmm19, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm20, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm19
+    vpminuq      zmm4, zmm4, zmm20
+    vpaddq       zmm19, zmm11, zmm5                  ; layer 8
+    vpaddq       zmm20, zmm12, zmm6                  ; layer 8
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm5, zmm11, zmm5
+    vpsubq       zmm6, zmm12, zmm6
+    vpsrlq       zmm11, zmm5, 32
+    vpsrlq       zmm12, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rcx + 1088]
+    vpmuludq     zmm22, zmm6, [rcx + 4736]
+    vpmuludq     zmm23, zmm11, [rcx + 1024]
+    vpmuludq     zmm24, zmm12, [rcx + 4672]
+    vpmuludq     zmm11, zmm11, [rcx + 1088]
+    vpmuludq     zmm12, zmm12, [rcx + 4736]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm5, zmm5, [rcx + 960]
+    vpmullq      zmm6, zmm6, [rcx + 4608]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm6, zmm25                  ; short quotient: below 2q
     vpminuq      zmm5, zmm5, zmm11
-    vpaddq       zmm11, zmm7, zmm5                   ; layer 6
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm5, zmm7, zmm5
-    vpsrlq       zmm7, zmm5, 32
-    vpmuludq     zmm12, zmm5, [rcx + 3008]
-    vpmuludq     zmm13, zmm7, [rcx + 2944]
-    vpmuludq     zmm7, zmm7, [rcx + 3008]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm5, zmm5, [rcx + 2880]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm8, zmm14                   ; csub: before layer 5
-    vpminuq      zmm7, zmm8, zmm7
-    vpsubq       zmm8, zmm9, zmm14                   ; csub: before layer 5
-    vpminuq      zmm8, zmm9, zmm8
-    vpaddq       zmm9, zmm7, zmm8                    ; layer 5
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm7, zmm7, zmm8
-    vpsrlq       zmm8, zmm7, 32
-    vpmuludq     zmm12, zmm7, [rcx + 3200]
-    vpmuludq     zmm13, zmm8, [rcx + 3136]
-    vpmuludq     zmm8, zmm8, [rcx + 3200]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm7, zmm7, [rcx + 3072]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm7, zmm7, zmm8
-    vpsubq       zmm8, zmm7, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm6, zmm3                    ; layer 5
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm3, zmm6, zmm3
-    vpsrlq       zmm6, zmm3, 32
-    vpmuludq     zmm12, zmm3, [rcx + 3200]
-    vpmuludq     zmm13, zmm6, [rcx + 3136]
-    vpmuludq     zmm6, zmm6, [rcx + 3200]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm6, zmm6, zmm13
+    vpminuq      zmm6, zmm6, zmm12
+    vpaddq       zmm11, zmm13, zmm7                  ; layer 8
+    vpaddq       zmm12, zmm14, zmm8                  ; layer 8
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm7, zmm13, zmm7
+    vpsubq       zmm8, zmm14, zmm8
+    vpsrlq       zmm13, zmm7, 32
+    vpsrlq       zmm14, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rcx + 1280]
+    vpmuludq     zmm22, zmm8, [rcx + 4928]
+    vpmuludq     zmm23, zmm13, [rcx + 1216]
+    vpmuludq     zmm24, zmm14, [rcx + 4864]
+    vpmuludq     zmm13, zmm13, [rcx + 1280]
+    vpmuludq     zmm14, zmm14, [rcx + 4928]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 1152]
+    vpmullq      zmm8, zmm8, [rcx + 4800]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm7, zmm7, zmm13
+    vpsubq       zmm8, zmm8, zmm14
+    vpsubq       zmm13, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm13
+    vpminuq      zmm8, zmm8, zmm14
+    vpaddq       zmm13, zmm15, zmm9                  ; layer 8
+    vpaddq       zmm14, zmm16, zmm10                 ; layer 8
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm16, zmm16, zmm25
+    vpsubq       zmm9, zmm15, zmm9
+    vpsubq       zmm10, zmm16, zmm10
+    vpsrlq       zmm15, zmm9, 32
+    vpsrlq       zmm16, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 1472]
+    vpmuludq     zmm22, zmm10, [rcx + 5120]
+    vpmuludq     zmm23, zmm15, [rcx + 1408]
+    vpmuludq     zmm24, zmm16, [rcx + 5056]
+    vpmuludq     zmm15, zmm15, [rcx + 1472]
+    vpmuludq     zmm16, zmm16, [rcx + 5120]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 1344]
+    vpmullq      zmm10, zmm10, [rcx + 4992]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm9, zmm9, zmm15
+    vpsubq       zmm10, zmm10, zmm16
+    vpsubq       zmm15, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm15
+    vpminuq      zmm10, zmm10, zmm16
+    vmovdqa64    zmm15, zmm0
+    vmovdqa64    zmm16, zmm0
+    vpermi2q     zmm15, zmm17, zmm3
+    vpermi2q     zmm16, zmm18, zmm4
+    vmovdqa64    zmm21, zmm1
+    vmovdqa64    zmm22, zmm1
+    vpermi2q     zmm21, zmm17, zmm3
+    vpermi2q     zmm22, zmm18, zmm4
+    vmovdqa64    zmm3, zmm0
+    vmovdqa64    zmm4, zmm0
+    vpermi2q     zmm3, zmm19, zmm5
+    vpermi2q     zmm4, zmm20, zmm6
+    vmovdqa64    zmm17, zmm1
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm17, zmm19, zmm5
+    vpermi2q     zmm18, zmm20, zmm6
+    vmovdqa64    zmm5, zmm0
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm5, zmm11, zmm7
+    vpermi2q     zmm6, zmm12, zmm8
+    vmovdqa64    zmm19, zmm1
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm19, zmm11, zmm7
+    vpermi2q     zmm20, zmm12, zmm8
+    vmovdqa64    zmm7, zmm0
+    vmovdqa64    zmm8, zmm0
+    vpermi2q     zmm7, zmm13, zmm9
+    vpermi2q     zmm8, zmm14, zmm10
+    vmovdqa64    zmm11, zmm1
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm11, zmm13, zmm9
+    vpermi2q     zmm12, zmm14, zmm10
+    vpsubq       zmm9, zmm15, zmm25                  ; csub: before layer 7
+    vpsubq       zmm10, zmm16, zmm25                 ; csub: before layer 7
+    vpminuq      zmm9, zmm15, zmm9
+    vpminuq      zmm10, zmm16, zmm10
+    vpsubq       zmm13, zmm21, zmm25                 ; csub: before layer 7
+    vpsubq       zmm14, zmm22, zmm25                 ; csub: before layer 7
+    vpminuq      zmm13, zmm21, zmm13
+    vpminuq      zmm14, zmm22, zmm14
+    vpaddq       zmm15, zmm9, zmm13                  ; layer 7
+    vpaddq       zmm16, zmm10, zmm14                 ; layer 7
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm13
+    vpsubq       zmm10, zmm10, zmm14
+    vpsrlq       zmm13, zmm9, 32
+    vpsrlq       zmm14, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 1664]
+    vpmuludq     zmm22, zmm10, [rcx + 5312]
+    vpmuludq     zmm23, zmm13, [rcx + 1600]
+    vpmuludq     zmm24, zmm14, [rcx + 5248]
+    vpmuludq     zmm13, zmm13, [rcx + 1664]
+    vpmuludq     zmm14, zmm14, [rcx + 5312]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 1536]
+    vpmullq      zmm10, zmm10, [rcx + 5184]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm9, zmm9, zmm13
+    vpsubq       zmm10, zmm10, zmm14
+    vpsubq       zmm13, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm13
+    vpminuq      zmm10, zmm10, zmm14
+    vpsubq       zmm13, zmm3, zmm25                  ; csub: before layer 7
+    vpsubq       zmm14, zmm4, zmm25                  ; csub: before layer 7
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm17, zmm25                 ; csub: before layer 7
+    vpsubq       zmm14, zmm18, zmm25                 ; csub: before layer 7
+    vpminuq      zmm13, zmm17, zmm13
+    vpminuq      zmm14, zmm18, zmm14
+    vpaddq       zmm17, zmm3, zmm13                  ; layer 7
+    vpaddq       zmm18, zmm4, zmm14                  ; layer 7
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsrlq       zmm13, zmm3, 32
+    vpsrlq       zmm14, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 1856]
+    vpmuludq     zmm22, zmm4, [rcx + 5504]
+    vpmuludq     zmm23, zmm13, [rcx + 1792]
+    vpmuludq     zmm24, zmm14, [rcx + 5440]
+    vpmuludq     zmm13, zmm13, [rcx + 1856]
+    vpmuludq     zmm14, zmm14, [rcx + 5504]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm3, zmm3, [rcx + 1728]
+    vpmullq      zmm4, zmm4, [rcx + 5376]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm5, zmm25                  ; csub: before layer 7
+    vpsubq       zmm14, zmm6, zmm25                  ; csub: before layer 7
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm19, zmm25                 ; csub: before layer 7
+    vpsubq       zmm14, zmm20, zmm25                 ; csub: before layer 7
+    vpminuq      zmm13, zmm19, zmm13
+    vpminuq      zmm14, zmm20, zmm14
+    vpaddq       zmm19, zmm5, zmm13                  ; layer 7
+    vpaddq       zmm20, zmm6, zmm14                  ; layer 7
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm13
+    vpsubq       zmm6, zmm6, zmm14
+    vpsrlq       zmm13, zmm5, 32
+    vpsrlq       zmm14, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rcx + 2048]
+    vpmuludq     zmm22, zmm6, [rcx + 5696]
+    vpmuludq     zmm23, zmm13, [rcx + 1984]
+    vpmuludq     zmm24, zmm14, [rcx + 5632]
+    vpmuludq     zmm13, zmm13, [rcx + 2048]
+    vpmuludq     zmm14, zmm14, [rcx + 5696]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm5, zmm5, [rcx + 1920]
+    vpmullq      zmm6, zmm6, [rcx + 5568]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm5, zmm5, zmm13
+    vpsubq       zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm7, zmm25                  ; csub: before layer 7
+    vpsubq       zmm14, zmm8, zmm25                  ; csub: before layer 7
+    vpminuq      zmm7, zmm7, zmm13
+    vpminuq      zmm8, zmm8, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; csub: before layer 7
+    vpsubq       zmm14, zmm12, zmm25                 ; csub: before layer 7
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm7, zmm11                  ; layer 7
+    vpaddq       zmm14, zmm8, zmm12                  ; layer 7
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsrlq       zmm11, zmm7, 32
+    vpsrlq       zmm12, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rcx + 2240]
+    vpmuludq     zmm22, zmm8, [rcx + 5888]
+    vpmuludq     zmm23, zmm11, [rcx + 2176]
+    vpmuludq     zmm24, zmm12, [rcx + 5824]
+    vpmuludq     zmm11, zmm11, [rcx + 2240]
+    vpmuludq     zmm12, zmm12, [rcx + 5888]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 2112]
+    vpmullq      zmm8, zmm8, [rcx + 5760]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm11
+    vpminuq      zmm8, zmm8, zmm12
+    vshufi64x2   zmm11, zmm15, zmm9, 68
+    vshufi64x2   zmm12, zmm16, zmm10, 68
+    vshufi64x2   zmm9, zmm15, zmm9, 238
+    vshufi64x2   zmm10, zmm16, zmm10, 238
+    vshufi64x2   zmm15, zmm17, zmm3, 68
+    vshufi64x2   zmm16, zmm18, zmm4, 68
+    vshufi64x2   zmm3, zmm17, zmm3, 238
+    vshufi64x2   zmm4, zmm18, zmm4, 238
+    vshufi64x2   zmm17, zmm19, zmm5, 68
+    vshufi64x2   zmm18, zmm20, zmm6, 68
+    vshufi64x2   zmm5, zmm19, zmm5, 238
+    vshufi64x2   zmm6, zmm20, zmm6, 238
+    vshufi64x2   zmm19, zmm13, zmm7, 68
+    vshufi64x2   zmm20, zmm14, zmm8, 68
+    vshufi64x2   zmm7, zmm13, zmm7, 238
+    vshufi64x2   zmm8, zmm14, zmm8, 238
+    vpsubq       zmm13, zmm11, zmm25                 ; csub: before layer 6
+    vpsubq       zmm14, zmm12, zmm25                 ; csub: before layer 6
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm9, zmm25                  ; csub: before layer 6
+    vpsubq       zmm14, zmm10, zmm25                 ; csub: before layer 6
+    vpminuq      zmm9, zmm9, zmm13
+    vpminuq      zmm10, zmm10, zmm14
+    vpaddq       zmm13, zmm11, zmm9                  ; layer 6
+    vpaddq       zmm14, zmm12, zmm10                 ; layer 6
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm9, zmm11, zmm9
+    vpsubq       zmm10, zmm12, zmm10
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 2432]
+    vpmuludq     zmm22, zmm10, [rcx + 6080]
+    vpmuludq     zmm23, zmm11, [rcx + 2368]
+    vpmuludq     zmm24, zmm12, [rcx + 6016]
+    vpmuludq     zmm11, zmm11, [rcx + 2432]
+    vpmuludq     zmm12, zmm12, [rcx + 6080]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 2304]
+    vpmullq      zmm10, zmm10, [rcx + 5952]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm15, zmm25                 ; csub: before layer 6
+    vpsubq       zmm12, zmm16, zmm25                 ; csub: before layer 6
+    vpminuq      zmm11, zmm15, zmm11
+    vpminuq      zmm12, zmm16, zmm12
+    vpsubq       zmm15, zmm3, zmm25                  ; csub: before layer 6
+    vpsubq       zmm16, zmm4, zmm25                  ; csub: before layer 6
+    vpminuq      zmm3, zmm3, zmm15
+    vpminuq      zmm4, zmm4, zmm16
+    vpaddq       zmm15, zmm11, zmm3                  ; layer 6
+    vpaddq       zmm16, zmm12, zmm4                  ; layer 6
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm3, zmm11, zmm3
+    vpsubq       zmm4, zmm12, zmm4
+    vpsrlq       zmm11, zmm3, 32
+    vpsrlq       zmm12, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 2624]
+    vpmuludq     zmm22, zmm4, [rcx + 6272]
+    vpmuludq     zmm23, zmm11, [rcx + 2560]
+    vpmuludq     zmm24, zmm12, [rcx + 6208]
+    vpmuludq     zmm11, zmm11, [rcx + 2624]
+    vpmuludq     zmm12, zmm12, [rcx + 6272]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm3, zmm3, [rcx + 2496]
+    vpmullq      zmm4, zmm4, [rcx + 6144]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm11
+    vpminuq      zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm17, zmm25                 ; csub: before layer 6
+    vpsubq       zmm12, zmm18, zmm25                 ; csub: before layer 6
+    vpminuq      zmm11, zmm17, zmm11
+    vpminuq      zmm12, zmm18, zmm12
+    vpsubq       zmm17, zmm5, zmm25                  ; csub: before layer 6
+    vpsubq       zmm18, zmm6, zmm25                  ; csub: before layer 6
+    vpminuq      zmm5, zmm5, zmm17
+    vpminuq      zmm6, zmm6, zmm18
+    vpaddq       zmm17, zmm11, zmm5                  ; layer 6
+    vpaddq       zmm18, zmm12, zmm6                  ; layer 6
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm5, zmm11, zmm5
+    vpsubq       zmm6, zmm12, zmm6
+    vpsrlq       zmm11, zmm5, 32
+    vpsrlq       zmm12, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rcx + 2816]
+    vpmuludq     zmm22, zmm6, [rcx + 6464]
+    vpmuludq     zmm23, zmm11, [rcx + 2752]
+    vpmuludq     zmm24, zmm12, [rcx + 6400]
+    vpmuludq     zmm11, zmm11, [rcx + 2816]
+    vpmuludq     zmm12, zmm12, [rcx + 6464]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm5, zmm5, [rcx + 2688]
+    vpmullq      zmm6, zmm6, [rcx + 6336]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm11
+    vpminuq      zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: before layer 6
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: before layer 6
+    vpminuq      zmm11, zmm19, zmm11
+    vpminuq      zmm12, zmm20, zmm12
+    vpsubq       zmm19, zmm7, zmm25                  ; csub: before layer 6
+    vpsubq       zmm20, zmm8, zmm25                  ; csub: before layer 6
+    vpminuq      zmm7, zmm7, zmm19
+    vpminuq      zmm8, zmm8, zmm20
+    vpaddq       zmm19, zmm11, zmm7                  ; layer 6
+    vpaddq       zmm20, zmm12, zmm8                  ; layer 6
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm7, zmm11, zmm7
+    vpsubq       zmm8, zmm12, zmm8
+    vpsrlq       zmm11, zmm7, 32
+    vpsrlq       zmm12, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rcx + 3008]
+    vpmuludq     zmm22, zmm8, [rcx + 6656]
+    vpmuludq     zmm23, zmm11, [rcx + 2944]
+    vpmuludq     zmm24, zmm12, [rcx + 6592]
+    vpmuludq     zmm11, zmm11, [rcx + 3008]
+    vpmuludq     zmm12, zmm12, [rcx + 6656]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 2880]
+    vpmullq      zmm8, zmm8, [rcx + 6528]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm11
+    vpminuq      zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm13, zmm25                 ; csub: before layer 5
+    vpsubq       zmm12, zmm14, zmm25                 ; csub: before layer 5
+    vpminuq      zmm11, zmm13, zmm11
+    vpminuq      zmm12, zmm14, zmm12
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 5
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 5
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpaddq       zmm15, zmm11, zmm13                 ; layer 5
+    vpaddq       zmm16, zmm12, zmm14                 ; layer 5
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsrlq       zmm13, zmm11, 32
+    vpsrlq       zmm14, zmm12, 32
+    vpmuludq     zmm21, zmm11, [rcx + 3200]
+    vpmuludq     zmm22, zmm12, [rcx + 6848]
+    vpmuludq     zmm23, zmm13, [rcx + 3136]
+    vpmuludq     zmm24, zmm14, [rcx + 6784]
+    vpmuludq     zmm13, zmm13, [rcx + 3200]
+    vpmuludq     zmm14, zmm14, [rcx + 6848]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm11, zmm11, [rcx + 3072]
+    vpmullq      zmm12, zmm12, [rcx + 6720]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm9, zmm3                   ; layer 5
+    vpaddq       zmm14, zmm10, zmm4                  ; layer 5
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm3, zmm9, zmm3
+    vpsubq       zmm4, zmm10, zmm4
+    vpsrlq       zmm9, zmm3, 32
+    vpsrlq       zmm10, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 3200]
+    vpmuludq     zmm22, zmm4, [rcx + 6848]
+    vpmuludq     zmm23, zmm9, [rcx + 3136]
+    vpmuludq     zmm24, zmm10, [rcx + 6784]
+    vpmuludq     zmm9, zmm9, [rcx + 3200]
+    vpmuludq     zmm10, zmm10, [rcx + 6848]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm10, zmm10, zmm24
     vpmullq      zmm3, zmm3, [rcx + 3072]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm3, zmm3, zmm6
-    vpsubq       zmm6, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm6
-    vpsubq       zmm6, zmm10, zmm14                  ; csub: before layer 5
-    vpminuq      zmm6, zmm10, zmm6
-    vpsubq       zmm10, zmm11, zmm14                 ; csub: before layer 5
-    vpminuq      zmm10, zmm11, zmm10
-    vpaddq       zmm11, zmm6, zmm10                  ; layer 5
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm6, zmm6, zmm10
-    vpsrlq       zmm10, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 3392]
-    vpmuludq     zmm13, zmm10, [rcx + 3328]
-    vpmuludq     zmm10, zmm10, [rcx + 3392]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 3264]
+    vpmullq      zmm4, zmm4, [rcx + 6720]
+    vpmullq      zmm9, zmm9, zmm2
     vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm6, zmm6, zmm10
-    vpsubq       zmm10, zmm6, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm10
-    vpaddq       zmm10, zmm4, zmm5                   ; layer 5
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm5
-    vpsrlq       zmm5, zmm4, 32
-    vpmuludq     zmm12, zmm4, [rcx + 3392]
-    vpmuludq     zmm13, zmm5, [rcx + 3328]
-    vpmuludq     zmm5, zmm5, [rcx + 3392]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm5, zmm5, zmm12
-    vpaddq       zmm5, zmm5, zmm13
-    vpmullq      zmm4, zmm4, [rcx + 3264]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm9, zmm14                   ; csub: before layer 4
-    vpminuq      zmm5, zmm9, zmm5
-    vpsubq       zmm9, zmm11, zmm14                  ; csub: before layer 4
-    vpminuq      zmm9, zmm11, zmm9
-    vpaddq       zmm11, zmm5, zmm9                   ; layer 4
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm9
-    vpsrlq       zmm9, zmm5, 32
-    vpmuludq     zmm12, zmm5, [rcx + 3584]
-    vpmuludq     zmm13, zmm9, [rcx + 3520]
-    vpmuludq     zmm9, zmm9, [rcx + 3584]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm5, zmm5, [rcx + 3456]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm5, zmm5, zmm9
-    vpsubq       zmm9, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm9
-    vpsubq       zmm9, zmm8, zmm14                   ; csub: before layer 4
-    vpminuq      zmm8, zmm8, zmm9
-    vpsubq       zmm9, zmm10, zmm14                  ; csub: before layer 4
-    vpminuq      zmm9, zmm10, zmm9
-    vpaddq       zmm10, zmm8, zmm9                   ; layer 4
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm8, zmm8, zmm9
-    vpsrlq       zmm9, zmm8, 32
-    vpmuludq     zmm12, zmm8, [rcx + 3584]
-    vpmuludq     zmm13, zmm9, [rcx + 3520]
-    vpmuludq     zmm9, zmm9, [rcx + 3584]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm8, zmm8, [rcx + 3456]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm8, zmm8, zmm9
-    vpsubq       zmm9, zmm8, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm8, zmm8, zmm9
-    vpaddq       zmm9, zmm7, zmm6                    ; layer 4
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm6, zmm7, zmm6
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm12, zmm6, [rcx + 3584]
-    vpmuludq     zmm13, zmm7, [rcx + 3520]
-    vpmuludq     zmm7, zmm7, [rcx + 3584]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm6, zmm6, [rcx + 3456]
+    vpsubq       zmm3, zmm3, zmm9
+    vpsubq       zmm4, zmm4, zmm10
+    vpsubq       zmm9, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm9
+    vpminuq      zmm4, zmm4, zmm10
+    vpsubq       zmm9, zmm17, zmm25                  ; csub: before layer 5
+    vpsubq       zmm10, zmm18, zmm25                 ; csub: before layer 5
+    vpminuq      zmm9, zmm17, zmm9
+    vpminuq      zmm10, zmm18, zmm10
+    vpsubq       zmm17, zmm19, zmm25                 ; csub: before layer 5
+    vpsubq       zmm18, zmm20, zmm25                 ; csub: before layer 5
+    vpminuq      zmm17, zmm19, zmm17
+    vpminuq      zmm18, zmm20, zmm18
+    vpaddq       zmm19, zmm9, zmm17                  ; layer 5
+    vpaddq       zmm20, zmm10, zmm18                 ; layer 5
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm17
+    vpsubq       zmm10, zmm10, zmm18
+    vpsrlq       zmm17, zmm9, 32
+    vpsrlq       zmm18, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 3392]
+    vpmuludq     zmm22, zmm10, [rcx + 7040]
+    vpmuludq     zmm23, zmm17, [rcx + 3328]
+    vpmuludq     zmm24, zmm18, [rcx + 6976]
+    vpmuludq     zmm17, zmm17, [rcx + 3392]
+    vpmuludq     zmm18, zmm18, [rcx + 7040]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 3264]
+    vpmullq      zmm10, zmm10, [rcx + 6912]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm9, zmm9, zmm17
+    vpsubq       zmm10, zmm10, zmm18
+    vpsubq       zmm17, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm17
+    vpminuq      zmm10, zmm10, zmm18
+    vpaddq       zmm17, zmm5, zmm7                   ; layer 5
+    vpaddq       zmm18, zmm6, zmm8                   ; layer 5
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rcx + 3392]
+    vpmuludq     zmm22, zmm6, [rcx + 7040]
+    vpmuludq     zmm23, zmm7, [rcx + 3328]
+    vpmuludq     zmm24, zmm8, [rcx + 6976]
+    vpmuludq     zmm7, zmm7, [rcx + 3392]
+    vpmuludq     zmm8, zmm8, [rcx + 7040]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpmullq      zmm5, zmm5, [rcx + 3264]
+    vpmullq      zmm6, zmm6, [rcx + 6912]
     vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm3, zmm4                    ; layer 4
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vpsrlq       zmm4, zmm3, 32
-    vpmuludq     zmm12, zmm3, [rcx + 3584]
-    vpmuludq     zmm13, zmm4, [rcx + 3520]
-    vpmuludq     zmm4, zmm4, [rcx + 3584]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm4, zmm4, zmm12
-    vpaddq       zmm4, zmm4, zmm13
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm15, zmm25                  ; csub: before layer 4
+    vpsubq       zmm8, zmm16, zmm25                  ; csub: before layer 4
+    vpminuq      zmm7, zmm15, zmm7
+    vpminuq      zmm8, zmm16, zmm8
+    vpsubq       zmm15, zmm19, zmm25                 ; csub: before layer 4
+    vpsubq       zmm16, zmm20, zmm25                 ; csub: before layer 4
+    vpminuq      zmm15, zmm19, zmm15
+    vpminuq      zmm16, zmm20, zmm16
+    vpaddq       zmm19, zmm7, zmm15                  ; layer 4
+    vpaddq       zmm20, zmm8, zmm16                  ; layer 4
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsrlq       zmm15, zmm7, 32
+    vpsrlq       zmm16, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rcx + 3584]
+    vpmuludq     zmm22, zmm8, [rcx + 7232]
+    vpmuludq     zmm23, zmm15, [rcx + 3520]
+    vpmuludq     zmm24, zmm16, [rcx + 7168]
+    vpmuludq     zmm15, zmm15, [rcx + 3584]
+    vpmuludq     zmm16, zmm16, [rcx + 7232]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 3456]
+    vpmullq      zmm8, zmm8, [rcx + 7104]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm15
+    vpminuq      zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; csub: before layer 4
+    vpsubq       zmm16, zmm14, zmm25                 ; csub: before layer 4
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm17, zmm25                 ; csub: before layer 4
+    vpsubq       zmm16, zmm18, zmm25                 ; csub: before layer 4
+    vpminuq      zmm15, zmm17, zmm15
+    vpminuq      zmm16, zmm18, zmm16
+    vpaddq       zmm17, zmm13, zmm15                 ; layer 4
+    vpaddq       zmm18, zmm14, zmm16                 ; layer 4
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsrlq       zmm15, zmm13, 32
+    vpsrlq       zmm16, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rcx + 3584]
+    vpmuludq     zmm22, zmm14, [rcx + 7232]
+    vpmuludq     zmm23, zmm15, [rcx + 3520]
+    vpmuludq     zmm24, zmm16, [rcx + 7168]
+    vpmuludq     zmm15, zmm15, [rcx + 3584]
+    vpmuludq     zmm16, zmm16, [rcx + 7232]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm13, zmm13, [rcx + 3456]
+    vpmullq      zmm14, zmm14, [rcx + 7104]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm11, zmm9                  ; layer 4
+    vpaddq       zmm16, zmm12, zmm10                 ; layer 4
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm9, zmm11, zmm9
+    vpsubq       zmm10, zmm12, zmm10
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 3584]
+    vpmuludq     zmm22, zmm10, [rcx + 7232]
+    vpmuludq     zmm23, zmm11, [rcx + 3520]
+    vpmuludq     zmm24, zmm12, [rcx + 7168]
+    vpmuludq     zmm11, zmm11, [rcx + 3584]
+    vpmuludq     zmm12, zmm12, [rcx + 7232]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm9, zmm9, [rcx + 3456]
+    vpmullq      zmm10, zmm10, [rcx + 7104]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm3, zmm5                   ; layer 4
+    vpaddq       zmm12, zmm4, zmm6                   ; layer 4
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vpsrlq       zmm5, zmm3, 32
+    vpsrlq       zmm6, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 3584]
+    vpmuludq     zmm22, zmm4, [rcx + 7232]
+    vpmuludq     zmm23, zmm5, [rcx + 3520]
+    vpmuludq     zmm24, zmm6, [rcx + 7168]
+    vpmuludq     zmm5, zmm5, [rcx + 3584]
+    vpmuludq     zmm6, zmm6, [rcx + 7232]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpaddq       zmm6, zmm6, zmm24
     vpmullq      zmm3, zmm3, [rcx + 3456]
-    vpmullq      zmm4, zmm4, zmm2
-    vpsubq       zmm3, zmm3, zmm4
-    vpsubq       zmm4, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm4
-    vmovdqu64    [rdi], zmm11
-    vmovdqu64    [rdi + 64], zmm10
-    vmovdqu64    [rdi + 128], zmm9
-    vmovdqu64    [rdi + 192], zmm7
-    vmovdqu64    [rdi + 256], zmm5
-    vmovdqu64    [rdi + 320], zmm8
-    vmovdqu64    [rdi + 384], zmm6
+    vpmullq      zmm4, zmm4, [rcx + 7104]
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vpsubq       zmm5, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm6, zmm4, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm5
+    vpminuq      zmm4, zmm4, zmm6
+    vmovdqu64    [rdi], zmm19
+    vmovdqu64    [rdi + 512], zmm20
+    vmovdqu64    [rdi + 64], zmm17
+    vmovdqu64    [rdi + 576], zmm18
+    vmovdqu64    [rdi + 128], zmm15
+    vmovdqu64    [rdi + 640], zmm16
+    vmovdqu64    [rdi + 192], zmm11
+    vmovdqu64    [rdi + 704], zmm12
+    vmovdqu64    [rdi + 256], zmm7
+    vmovdqu64    [rdi + 768], zmm8
+    vmovdqu64    [rdi + 320], zmm13
+    vmovdqu64    [rdi + 832], zmm14
+    vmovdqu64    [rdi + 384], zmm9
+    vmovdqu64    [rdi + 896], zmm10
     vmovdqu64    [rdi + 448], zmm3
-    add          rdi, 0x200
-    add          rcx, 0xe40
+    vmovdqu64    [rdi + 960], zmm4
+    add          rdi, 0x400
+    add          rcx, 0x1c80
     dec          rax
     jnz          .repeat1
-    add          rdi, -7680                          ; back to the argument
-    vmovdqu64    zmm3, [rdi + 7680]
-    vmovdqu64    zmm4, [rdi + 7808]
-    vmovdqu64    zmm5, [rdi + 7936]
-    vmovdqu64    zmm6, [rdi + 8064]
-    vshufi64x2   zmm7, zmm3, [rdi + 7744], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 7744], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 7872], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 7872], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 8000], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 8000], 238
-    vshufi64x2   zmm10, zmm6, [rdi + 8128], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 8128], 238
-    vpaddq       zmm11, zmm7, zmm3                   ; layer 9
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm3, zmm7, zmm3
-    vpsrlq       zmm7, zmm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54848] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 54720
-    vpmuludq     zmm12, zmm3, [rdx]
-    vpmuludq     zmm13, zmm7, [rdx - 64]
-    vpmuludq     zmm7, zmm7, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm3, zmm3, [rdx - 128]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm3, zmm3, zmm7
-    vpsubq       zmm7, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm7
-    vpsrlq       zmm7, zmm11, 32
-    vpmuludq     zmm12, zmm11, zmm15
-    vpmuludq     zmm13, zmm7, zmm17
-    vpmuludq     zmm7, zmm7, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm11, zmm11, zmm18
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm7, zmm11, zmm7
-    vpsubq       zmm11, zmm7, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm11
-    vpaddq       zmm11, zmm8, zmm4                   ; layer 9
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm4, zmm8, zmm4
-    vpsrlq       zmm8, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55040] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 54912
-    vpmuludq     zmm12, zmm4, [rdx]
-    vpmuludq     zmm13, zmm8, [rdx - 64]
-    vpmuludq     zmm8, zmm8, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm8
-    vpsrlq       zmm8, zmm11, 32
-    vpmuludq     zmm12, zmm11, zmm15
-    vpmuludq     zmm13, zmm8, zmm17
-    vpmuludq     zmm8, zmm8, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm11, zmm11, zmm18
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm8, zmm11, zmm8
-    vpsubq       zmm11, zmm8, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm8, zmm8, zmm11
-    vpaddq       zmm11, zmm9, zmm5                   ; layer 9
-    vpaddq       zmm9, zmm9, zmm14
-    vpsubq       zmm5, zmm9, zmm5
-    vpsrlq       zmm9, zmm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55232] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 55104
-    vpmuludq     zmm12, zmm5, [rdx]
-    vpmuludq     zmm13, zmm9, [rdx - 64]
-    vpmuludq     zmm9, zmm9, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm5, zmm5, [rdx - 128]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm5, zmm5, zmm9
-    vpsubq       zmm9, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm9
-    vpsrlq       zmm9, zmm11, 32
-    vpmuludq     zmm12, zmm11, zmm15
-    vpmuludq     zmm13, zmm9, zmm17
-    vpmuludq     zmm9, zmm9, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm11, zmm11, zmm18
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm9, zmm11, zmm9
-    vpsubq       zmm11, zmm9, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm11
-    vpaddq       zmm11, zmm10, zmm6                  ; layer 9
-    vpaddq       zmm10, zmm10, zmm14
-    vpsubq       zmm6, zmm10, zmm6
-    vpsrlq       zmm10, zmm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55424] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 55296
-    vpmuludq     zmm12, zmm6, [rdx]
-    vpmuludq     zmm13, zmm10, [rdx - 64]
-    vpmuludq     zmm10, zmm10, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm6, zmm6, [rdx - 128]
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm6, zmm6, zmm10
-    vpsubq       zmm10, zmm6, zmm14                  ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm10
-    vpsrlq       zmm10, zmm11, 32
-    vpmuludq     zmm12, zmm11, zmm15
-    vpmuludq     zmm13, zmm10, zmm17
-    vpmuludq     zmm10, zmm10, zmm15
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm10, zmm10, zmm12
-    vpaddq       zmm10, zmm10, zmm13
-    vpmullq      zmm11, zmm11, zmm18
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm10, zmm11, zmm10
-    vpsubq       zmm11, zmm10, zmm14                 ; short quotient: below 2q
-    vpminuq      zmm10, zmm10, zmm11
-    vpunpcklqdq  zmm11, zmm7, zmm3
-    vpunpckhqdq  zmm3, zmm7, zmm3
-    vpunpcklqdq  zmm7, zmm8, zmm4
-    vpunpckhqdq  zmm4, zmm8, zmm4
-    vpunpcklqdq  zmm8, zmm9, zmm5
-    vpunpckhqdq  zmm5, zmm9, zmm5
-    vpunpcklqdq  zmm9, zmm10, zmm6
-    vpunpckhqdq  zmm6, zmm10, zmm6
-    vpaddq       zmm10, zmm11, zmm3                  ; layer 8
-    vpaddq       zmm11, zmm11, zmm14
+    add          rdi, -7168                          ; back to the argument
+    vmovdqu64    zmm3, [rdi + 7168]
+    vmovdqu64    zmm4, [rdi + 7680]
+    vmovdqu64    zmm5, [rdi + 7296]
+    vmovdqu64    zmm6, [rdi + 7808]
+    vmovdqu64    zmm7, [rdi + 7424]
+    vmovdqu64    zmm8, [rdi + 7936]
+    vmovdqu64    zmm9, [rdi + 7552]
+    vmovdqu64    zmm10, [rdi + 8064]
+    vshufi64x2   zmm11, zmm3, [rdi + 7232], 68
+    vshufi64x2   zmm12, zmm4, [rdi + 7744], 68
+    vshufi64x2   zmm3, zmm3, [rdi + 7232], 238
+    vshufi64x2   zmm4, zmm4, [rdi + 7744], 238
+    vshufi64x2   zmm13, zmm5, [rdi + 7360], 68
+    vshufi64x2   zmm14, zmm6, [rdi + 7872], 68
+    vshufi64x2   zmm5, zmm5, [rdi + 7360], 238
+    vshufi64x2   zmm6, zmm6, [rdi + 7872], 238
+    vshufi64x2   zmm15, zmm7, [rdi + 7488], 68
+    vshufi64x2   zmm16, zmm8, [rdi + 8000], 68
+    vshufi64x2   zmm7, zmm7, [rdi + 7488], 238
+    vshufi64x2   zmm8, zmm8, [rdi + 8000], 238
+    vshufi64x2   zmm17, zmm9, [rdi + 7616], 68
+    vshufi64x2   zmm18, zmm10, [rdi + 8128], 68
+    vshufi64x2   zmm9, zmm9, [rdi + 7616], 238
+    vshufi64x2   zmm10, zmm10, [rdi + 8128], 238
+    vpaddq       zmm19, zmm11, zmm3                  ; layer 9
+    vpaddq       zmm20, zmm12, zmm4                  ; layer 9
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
     vpsubq       zmm3, zmm11, zmm3
+    vpsubq       zmm4, zmm12, zmm4
     vpsrlq       zmm11, zmm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55616] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 55488
-    vpmuludq     zmm12, zmm3, [rdx]
-    vpmuludq     zmm13, zmm11, [rdx - 64]
-    vpmuludq     zmm11, zmm11, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm11, zmm11, zmm12
-    vpaddq       zmm11, zmm11, zmm13
-    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpsrlq       zmm12, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51200]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54848]
+    vpmuludq     zmm23, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51136]
+    vpmuludq     zmm24, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54784]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51200]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54848]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51072]
+    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54720]
     vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
     vpsubq       zmm3, zmm3, zmm11
-    vpsubq       zmm11, zmm3, zmm14                  ; short quotient: below 2q
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
     vpminuq      zmm3, zmm3, zmm11
-    vpaddq       zmm11, zmm7, zmm4                   ; layer 8
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm4, zmm7, zmm4
-    vpsrlq       zmm7, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55808] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 55680
-    vpmuludq     zmm12, zmm4, [rdx]
-    vpmuludq     zmm13, zmm7, [rdx - 64]
-    vpmuludq     zmm7, zmm7, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm7, zmm7, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm7
-    vpaddq       zmm7, zmm8, zmm5                    ; layer 8
-    vpaddq       zmm8, zmm8, zmm14
-    vpsubq       zmm5, zmm8, zmm5
-    vpsrlq       zmm8, zmm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56000] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 55872
-    vpmuludq     zmm12, zmm5, [rdx]
-    vpmuludq     zmm13, zmm8, [rdx - 64]
-    vpmuludq     zmm8, zmm8, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm8, zmm8, zmm13
-    vpmullq      zmm5, zmm5, [rdx - 128]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm8
-    vpsubq       zmm8, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm8
-    vpaddq       zmm8, zmm9, zmm6                    ; layer 8
-    vpaddq       zmm9, zmm9, zmm14
-    vpsubq       zmm6, zmm9, zmm6
-    vpsrlq       zmm9, zmm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56192] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 56064
-    vpmuludq     zmm12, zmm6, [rdx]
-    vpmuludq     zmm13, zmm9, [rdx - 64]
-    vpmuludq     zmm9, zmm9, [rdx]
-    vpsrlq       zmm12, zmm12, 32
-    vpsrlq       zmm13, zmm13, 32
-    vpaddq       zmm9, zmm9, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpmullq      zmm6, zmm6, [rdx - 128]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm6, zmm6, zmm9
-    vpsubq       zmm9, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm9
-    vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm9, zmm10, zmm3
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm10, zmm3
+    vpminuq      zmm4, zmm4, zmm12
+    vpsrlq       zmm11, zmm19, 32
+    vpsrlq       zmm12, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm11, zmm28
+    vpmuludq     zmm24, zmm12, zmm28
+    vpmuludq     zmm11, zmm11, zmm26
+    vpmuludq     zmm12, zmm12, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm11, zmm19, zmm11
+    vpsubq       zmm12, zmm20, zmm12
+    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm19
+    vpminuq      zmm12, zmm12, zmm20
+    vpaddq       zmm19, zmm13, zmm5                  ; layer 9
+    vpaddq       zmm20, zmm14, zmm6                  ; layer 9
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm5, zmm13, zmm5
+    vpsubq       zmm6, zmm14, zmm6
+    vpsrlq       zmm13, zmm5, 32
+    vpsrlq       zmm14, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51392]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55040]
+    vpmuludq     zmm23, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51328]
+    vpmuludq     zmm24, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54976]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51392]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55040]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51264]
+    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54912]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm5, zmm5, zmm13
+    vpsubq       zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpsrlq       zmm13, zmm19, 32
+    vpsrlq       zmm14, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm13, zmm28
+    vpmuludq     zmm24, zmm14, zmm28
+    vpmuludq     zmm13, zmm13, zmm26
+    vpmuludq     zmm14, zmm14, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm13, zmm19, zmm13
+    vpsubq       zmm14, zmm20, zmm14
+    vpsubq       zmm19, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm19
+    vpminuq      zmm14, zmm14, zmm20
+    vpaddq       zmm19, zmm15, zmm7                  ; layer 9
+    vpaddq       zmm20, zmm16, zmm8                  ; layer 9
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm16, zmm16, zmm25
+    vpsubq       zmm7, zmm15, zmm7
+    vpsubq       zmm8, zmm16, zmm8
+    vpsrlq       zmm15, zmm7, 32
+    vpsrlq       zmm16, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51584]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55232]
+    vpmuludq     zmm23, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51520]
+    vpmuludq     zmm24, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55168]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51584]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55232]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51456]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55104]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm15
+    vpminuq      zmm8, zmm8, zmm16
+    vpsrlq       zmm15, zmm19, 32
+    vpsrlq       zmm16, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm15, zmm28
+    vpmuludq     zmm24, zmm16, zmm28
+    vpmuludq     zmm15, zmm15, zmm26
+    vpmuludq     zmm16, zmm16, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm15, zmm19, zmm15
+    vpsubq       zmm16, zmm20, zmm16
+    vpsubq       zmm19, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm19
+    vpminuq      zmm16, zmm16, zmm20
+    vpaddq       zmm19, zmm17, zmm9                  ; layer 9
+    vpaddq       zmm20, zmm18, zmm10                 ; layer 9
+    vpaddq       zmm17, zmm17, zmm25
+    vpaddq       zmm18, zmm18, zmm25
+    vpsubq       zmm9, zmm17, zmm9
+    vpsubq       zmm10, zmm18, zmm10
+    vpsrlq       zmm17, zmm9, 32
+    vpsrlq       zmm18, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51776]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55424]
+    vpmuludq     zmm23, zmm17, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51712]
+    vpmuludq     zmm24, zmm18, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55360]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51776]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55424]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51648]
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55296]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm9, zmm9, zmm17
+    vpsubq       zmm10, zmm10, zmm18
+    vpsubq       zmm17, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm17
+    vpminuq      zmm10, zmm10, zmm18
+    vpsrlq       zmm17, zmm19, 32
+    vpsrlq       zmm18, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm17, zmm28
+    vpmuludq     zmm24, zmm18, zmm28
+    vpmuludq     zmm17, zmm17, zmm26
+    vpmuludq     zmm18, zmm18, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm17, zmm19, zmm17
+    vpsubq       zmm18, zmm20, zmm18
+    vpsubq       zmm19, zmm17, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm18, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm17, zmm17, zmm19
+    vpminuq      zmm18, zmm18, zmm20
+    vpunpcklqdq  zmm19, zmm11, zmm3
+    vpunpcklqdq  zmm20, zmm12, zmm4
+    vpunpckhqdq  zmm3, zmm11, zmm3
+    vpunpckhqdq  zmm4, zmm12, zmm4
+    vpunpcklqdq  zmm11, zmm13, zmm5
+    vpunpcklqdq  zmm12, zmm14, zmm6
+    vpunpckhqdq  zmm5, zmm13, zmm5
+    vpunpckhqdq  zmm6, zmm14, zmm6
+    vpunpcklqdq  zmm13, zmm15, zmm7
+    vpunpcklqdq  zmm14, zmm16, zmm8
+    vpunpckhqdq  zmm7, zmm15, zmm7
+    vpunpckhqdq  zmm8, zmm16, zmm8
+    vpunpcklqdq  zmm15, zmm17, zmm9
+    vpunpcklqdq  zmm16, zmm18, zmm10
+    vpunpckhqdq  zmm9, zmm17, zmm9
+    vpunpckhqdq  zmm10, zmm18, zmm10
+    vpaddq       zmm17, zmm19, zmm3                  ; layer 8
+    vpaddq       zmm18, zmm20, zmm4                  ; layer 8
+    vpaddq       zmm19, zmm19, zmm25
+    vpaddq       zmm20, zmm20, zmm25
+    vpsubq       zmm3, zmm19, zmm3
+    vpsubq       zmm4, zmm20, zmm4
+    vpsrlq       zmm19, zmm3, 32
+    vpsrlq       zmm20, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51968]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55616]
+    vpmuludq     zmm23, zmm19, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51904]
+    vpmuludq     zmm24, zmm20, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55552]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51968]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55616]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51840]
+    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55488]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm3, zmm3, zmm19
+    vpsubq       zmm4, zmm4, zmm20
+    vpsubq       zmm19, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm20, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm19
+    vpminuq      zmm4, zmm4, zmm20
+    vpaddq       zmm19, zmm11, zmm5                  ; layer 8
+    vpaddq       zmm20, zmm12, zmm6                  ; layer 8
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm5, zmm11, zmm5
+    vpsubq       zmm6, zmm12, zmm6
+    vpsrlq       zmm11, zmm5, 32
+    vpsrlq       zmm12, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52160]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55808]
+    vpmuludq     zmm23, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52096]
+    vpmuludq     zmm24, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55744]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52160]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55808]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm12, zmm12, zmm24
+    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52032]
+    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55680]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm11
+    vpminuq      zmm6, zmm6, zmm12
+    vpaddq       zmm11, zmm13, zmm7                  ; layer 8
+    vpaddq       zmm12, zmm14, zmm8                  ; layer 8
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm7, zmm13, zmm7
+    vpsubq       zmm8, zmm14, zmm8
+    vpsrlq       zmm13, zmm7, 32
+    vpsrlq       zmm14, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52352]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56000]
+    vpmuludq     zmm23, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52288]
+    vpmuludq     zmm24, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55936]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52352]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56000]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52224]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55872]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm7, zmm7, zmm13
+    vpsubq       zmm8, zmm8, zmm14
+    vpsubq       zmm13, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm13
+    vpminuq      zmm8, zmm8, zmm14
+    vpaddq       zmm13, zmm15, zmm9                  ; layer 8
+    vpaddq       zmm14, zmm16, zmm10                 ; layer 8
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm16, zmm16, zmm25
+    vpsubq       zmm9, zmm15, zmm9
+    vpsubq       zmm10, zmm16, zmm10
+    vpsrlq       zmm15, zmm9, 32
+    vpsrlq       zmm16, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52544]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56192]
+    vpmuludq     zmm23, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52480]
+    vpmuludq     zmm24, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56128]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52544]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56192]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52416]
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56064]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm9, zmm9, zmm15
+    vpsubq       zmm10, zmm10, zmm16
+    vpsubq       zmm15, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm15
+    vpminuq      zmm10, zmm10, zmm16
+    vmovdqa64    zmm15, zmm0
+    vmovdqa64    zmm16, zmm0
+    vpermi2q     zmm15, zmm17, zmm3
+    vpermi2q     zmm16, zmm18, zmm4
+    vmovdqa64    zmm21, zmm1
+    vmovdqa64    zmm22, zmm1
+    vpermi2q     zmm21, zmm17, zmm3
+    vpermi2q     zmm22, zmm18, zmm4
     vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm11, zmm4
-    vmovdqa64    zmm10, zmm1
-    vpermi2q     zmm10, zmm11, zmm4
     vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm7, zmm5
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm7, zmm5
+    vpermi2q     zmm3, zmm19, zmm5
+    vpermi2q     zmm4, zmm20, zmm6
+    vmovdqa64    zmm17, zmm1
+    vmovdqa64    zmm18, zmm1
+    vpermi2q     zmm17, zmm19, zmm5
+    vpermi2q     zmm18, zmm20, zmm6
+    vmovdqa64    zmm5, zmm0
+    vmovdqa64    zmm6, zmm0
+    vpermi2q     zmm5, zmm11, zmm7
+    vpermi2q     zmm6, zmm12, zmm8
+    vmovdqa64    zmm19, zmm1
+    vmovdqa64    zmm20, zmm1
+    vpermi2q     zmm19, zmm11, zmm7
+    vpermi2q     zmm20, zmm12, zmm8
+    vmovdqa64    zmm7, zmm0
     vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm0, zmm8, zmm6
+    vpermi2q     zmm7, zmm13, zmm9
+    vpermi2q     zmm0, zmm14, zmm10
+    vmovdqa64    zmm8, zmm1
     vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm1, zmm8, zmm6
-    vpsubq       zmm5, zmm9, zmm14                   ; csub: before layer 7
-    vpminuq      zmm5, zmm9, zmm5
-    vpsubq       zmm6, zmm12, zmm14                  ; csub: before layer 7
-    vpminuq      zmm6, zmm12, zmm6
-    vpaddq       zmm7, zmm5, zmm6                    ; layer 7
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm6
-    vpsrlq       zmm6, zmm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56384] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 56256
-    vpmuludq     zmm8, zmm5, [rdx]
-    vpmuludq     zmm9, zmm6, [rdx - 64]
-    vpmuludq     zmm6, zmm6, [rdx]
-    vpsrlq       zmm8, zmm8, 32
-    vpsrlq       zmm9, zmm9, 32
-    vpaddq       zmm6, zmm6, zmm8
-    vpaddq       zmm6, zmm6, zmm9
-    vpmullq      zmm5, zmm5, [rdx - 128]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm5, zmm5, zmm6
-    vpsubq       zmm6, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm6
-    vpsubq       zmm6, zmm3, zmm14                   ; csub: before layer 7
-    vpminuq      zmm3, zmm3, zmm6
-    vpsubq       zmm6, zmm10, zmm14                  ; csub: before layer 7
-    vpminuq      zmm6, zmm10, zmm6
-    vpaddq       zmm8, zmm3, zmm6                    ; layer 7
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm6
-    vpsrlq       zmm6, zmm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56576] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 56448
-    vpmuludq     zmm9, zmm3, [rdx]
-    vpmuludq     zmm10, zmm6, [rdx - 64]
-    vpmuludq     zmm6, zmm6, [rdx]
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpaddq       zmm6, zmm6, zmm9
-    vpaddq       zmm6, zmm6, zmm10
-    vpmullq      zmm3, zmm3, [rdx - 128]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm3, zmm3, zmm6
-    vpsubq       zmm6, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm6
-    vpsubq       zmm6, zmm4, zmm14                   ; csub: before layer 7
-    vpminuq      zmm4, zmm4, zmm6
-    vpsubq       zmm6, zmm11, zmm14                  ; csub: before layer 7
-    vpminuq      zmm6, zmm11, zmm6
-    vpaddq       zmm9, zmm4, zmm6                    ; layer 7
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm6
-    vpsrlq       zmm6, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56768] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 56640
-    vpmuludq     zmm10, zmm4, [rdx]
-    vpmuludq     zmm11, zmm6, [rdx - 64]
-    vpmuludq     zmm6, zmm6, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm6, zmm6, zmm11
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm4, zmm4, zmm6
-    vpsubq       zmm6, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm6
-    vpsubq       zmm6, zmm0, zmm14                   ; csub: before layer 7
-    vpminuq      zmm0, zmm0, zmm6
-    vpsubq       zmm6, zmm1, zmm14                   ; csub: before layer 7
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm0, zmm1                    ; layer 7
-    vpaddq       zmm0, zmm0, zmm14
+    vpermi2q     zmm8, zmm13, zmm9
+    vpermi2q     zmm1, zmm14, zmm10
+    vpsubq       zmm9, zmm15, zmm25                  ; csub: before layer 7
+    vpsubq       zmm10, zmm16, zmm25                 ; csub: before layer 7
+    vpminuq      zmm9, zmm15, zmm9
+    vpminuq      zmm10, zmm16, zmm10
+    vpsubq       zmm11, zmm21, zmm25                 ; csub: before layer 7
+    vpsubq       zmm12, zmm22, zmm25                 ; csub: before layer 7
+    vpminuq      zmm11, zmm21, zmm11
+    vpminuq      zmm12, zmm22, zmm12
+    vpaddq       zmm13, zmm9, zmm11                  ; layer 7
+    vpaddq       zmm14, zmm10, zmm12                 ; layer 7
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm15, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52736]
+    vpmuludq     zmm16, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56384]
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52672]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56320]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52736]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56384]
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm15
+    vpaddq       zmm12, zmm12, zmm16
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52608]
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56256]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm3, zmm25                  ; csub: before layer 7
+    vpsubq       zmm12, zmm4, zmm25                  ; csub: before layer 7
+    vpminuq      zmm3, zmm3, zmm11
+    vpminuq      zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm17, zmm25                 ; csub: before layer 7
+    vpsubq       zmm12, zmm18, zmm25                 ; csub: before layer 7
+    vpminuq      zmm11, zmm17, zmm11
+    vpminuq      zmm12, zmm18, zmm12
+    vpaddq       zmm15, zmm3, zmm11                  ; layer 7
+    vpaddq       zmm16, zmm4, zmm12                  ; layer 7
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsrlq       zmm11, zmm3, 32
+    vpsrlq       zmm12, zmm4, 32
+    vpmuludq     zmm17, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52928]
+    vpmuludq     zmm18, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56576]
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52864]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56512]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52928]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56576]
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm17
+    vpaddq       zmm12, zmm12, zmm18
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52800]
+    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56448]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm11
+    vpminuq      zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm5, zmm25                  ; csub: before layer 7
+    vpsubq       zmm12, zmm6, zmm25                  ; csub: before layer 7
+    vpminuq      zmm5, zmm5, zmm11
+    vpminuq      zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: before layer 7
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: before layer 7
+    vpminuq      zmm11, zmm19, zmm11
+    vpminuq      zmm12, zmm20, zmm12
+    vpaddq       zmm17, zmm5, zmm11                  ; layer 7
+    vpaddq       zmm18, zmm6, zmm12                  ; layer 7
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsrlq       zmm11, zmm5, 32
+    vpsrlq       zmm12, zmm6, 32
+    vpmuludq     zmm19, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53120]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56768]
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53056]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56704]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53120]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56768]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm19
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52992]
+    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56640]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm5, zmm5, zmm11
+    vpsubq       zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm11
+    vpminuq      zmm6, zmm6, zmm12
+    vpsubq       zmm11, zmm7, zmm25                  ; csub: before layer 7
+    vpsubq       zmm12, zmm0, zmm25                  ; csub: before layer 7
+    vpminuq      zmm7, zmm7, zmm11
+    vpminuq      zmm0, zmm0, zmm12
+    vpsubq       zmm11, zmm8, zmm25                  ; csub: before layer 7
+    vpsubq       zmm12, zmm1, zmm25                  ; csub: before layer 7
+    vpminuq      zmm8, zmm8, zmm11
+    vpminuq      zmm1, zmm1, zmm12
+    vpaddq       zmm11, zmm7, zmm8                   ; layer 7
+    vpaddq       zmm12, zmm0, zmm1                   ; layer 7
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm0, zmm0, zmm25
+    vpsubq       zmm7, zmm7, zmm8
     vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56960] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 56832
-    vpmuludq     zmm10, zmm0, [rdx]
-    vpmuludq     zmm11, zmm1, [rdx - 64]
-    vpmuludq     zmm1, zmm1, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm1, zmm1, zmm10
-    vpaddq       zmm1, zmm1, zmm11
-    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpsrlq       zmm1, zmm7, 32
+    vpsrlq       zmm8, zmm0, 32
+    vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53312]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56960]
+    vpmuludq     zmm21, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53248]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56896]
+    vpmuludq     zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53312]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56960]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm1, zmm1, zmm19
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm1, zmm1, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53184]
+    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56832]
     vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vshufi64x2   zmm1, zmm7, zmm5, 68
-    vshufi64x2   zmm5, zmm7, zmm5, 238
-    vshufi64x2   zmm7, zmm8, zmm3, 68
-    vshufi64x2   zmm3, zmm8, zmm3, 238
-    vshufi64x2   zmm8, zmm9, zmm4, 68
-    vshufi64x2   zmm4, zmm9, zmm4, 238
-    vshufi64x2   zmm9, zmm6, zmm0, 68
-    vshufi64x2   zmm0, zmm6, zmm0, 238
-    vpsubq       zmm6, zmm1, zmm14                   ; csub: before layer 6
-    vpminuq      zmm1, zmm1, zmm6
-    vpsubq       zmm6, zmm5, zmm14                   ; csub: before layer 6
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm1, zmm5                    ; layer 6
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm1, zmm1, zmm5
-    vpsrlq       zmm5, zmm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 57024
-    vpmuludq     zmm10, zmm1, [rdx]
-    vpmuludq     zmm11, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpmullq      zmm1, zmm1, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm1, zmm1, zmm5
-    vpsubq       zmm5, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm5
-    vpsubq       zmm5, zmm7, zmm14                   ; csub: before layer 6
-    vpminuq      zmm5, zmm7, zmm5
-    vpsubq       zmm7, zmm3, zmm14                   ; csub: before layer 6
-    vpminuq      zmm3, zmm3, zmm7
-    vpaddq       zmm7, zmm5, zmm3                    ; layer 6
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm3, zmm5, zmm3
-    vpsrlq       zmm5, zmm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57344] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 57216
-    vpmuludq     zmm10, zmm3, [rdx]
-    vpmuludq     zmm11, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpmullq      zmm3, zmm3, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm8, zmm14                   ; csub: before layer 6
-    vpminuq      zmm5, zmm8, zmm5
-    vpsubq       zmm8, zmm4, zmm14                   ; csub: before layer 6
-    vpminuq      zmm4, zmm4, zmm8
-    vpaddq       zmm8, zmm5, zmm4                    ; layer 6
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm4, zmm5, zmm4
-    vpsrlq       zmm5, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57536] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 57408
-    vpmuludq     zmm10, zmm4, [rdx]
-    vpmuludq     zmm11, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpmullq      zmm4, zmm4, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm5
-    vpsubq       zmm5, zmm9, zmm14                   ; csub: before layer 6
-    vpminuq      zmm5, zmm9, zmm5
-    vpsubq       zmm9, zmm0, zmm14                   ; csub: before layer 6
-    vpminuq      zmm0, zmm0, zmm9
-    vpaddq       zmm9, zmm5, zmm0                    ; layer 6
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm0, zmm5, zmm0
-    vpsrlq       zmm5, zmm0, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57728] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 57600
-    vpmuludq     zmm10, zmm0, [rdx]
-    vpmuludq     zmm11, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpmullq      zmm0, zmm0, [rdx - 128]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm0, zmm0, zmm5
-    vpsubq       zmm5, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm5
-    vpsubq       zmm5, zmm6, zmm14                   ; csub: before layer 5
-    vpminuq      zmm5, zmm6, zmm5
-    vpsubq       zmm6, zmm7, zmm14                   ; csub: before layer 5
-    vpminuq      zmm6, zmm7, zmm6
-    vpaddq       zmm7, zmm5, zmm6                    ; layer 5
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm6
-    vpsrlq       zmm6, zmm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 57792
-    vpmuludq     zmm10, zmm5, [rdx]
-    vpmuludq     zmm11, zmm6, [rdx - 64]
-    vpmuludq     zmm6, zmm6, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm6, zmm6, zmm11
-    vpmullq      zmm5, zmm5, [rdx - 128]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm5, zmm5, zmm6
-    vpsubq       zmm6, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm1, zmm3                    ; layer 5
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm1, zmm1, zmm3
-    vpsrlq       zmm3, zmm1, 32
-    vpmuludq     zmm10, zmm1, [rdx]
-    vpmuludq     zmm11, zmm3, [rdx - 64]
-    vpmuludq     zmm3, zmm3, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm3, zmm3, zmm10
-    vpaddq       zmm3, zmm3, zmm11
-    vpmullq      zmm1, zmm1, [rdx - 128]
-    vpmullq      zmm3, zmm3, zmm2
-    vpsubq       zmm1, zmm1, zmm3
-    vpsubq       zmm3, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm3
-    vpsubq       zmm3, zmm8, zmm14                   ; csub: before layer 5
-    vpminuq      zmm3, zmm8, zmm3
-    vpsubq       zmm8, zmm9, zmm14                   ; csub: before layer 5
-    vpminuq      zmm8, zmm9, zmm8
-    vpaddq       zmm9, zmm3, zmm8                    ; layer 5
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm8
-    vpsrlq       zmm8, zmm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58112] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 57984
-    vpmuludq     zmm10, zmm3, [rdx]
-    vpmuludq     zmm11, zmm8, [rdx - 64]
-    vpmuludq     zmm8, zmm8, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm10
-    vpaddq       zmm8, zmm8, zmm11
-    vpmullq      zmm3, zmm3, [rdx - 128]
     vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm3, zmm3, zmm8
-    vpsubq       zmm8, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm8
-    vpaddq       zmm8, zmm4, zmm0                    ; layer 5
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm0, zmm4, zmm0
-    vpsrlq       zmm4, zmm0, 32
-    vpmuludq     zmm10, zmm0, [rdx]
-    vpmuludq     zmm11, zmm4, [rdx - 64]
-    vpmuludq     zmm4, zmm4, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm4, zmm4, zmm10
-    vpaddq       zmm4, zmm4, zmm11
-    vpmullq      zmm0, zmm0, [rdx - 128]
-    vpmullq      zmm4, zmm4, zmm2
-    vpsubq       zmm0, zmm0, zmm4
-    vpsubq       zmm4, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm4
-    vpsubq       zmm4, zmm7, zmm14                   ; csub: before layer 4
-    vpminuq      zmm4, zmm7, zmm4
-    vpsubq       zmm7, zmm9, zmm14                   ; csub: before layer 4
-    vpminuq      zmm7, zmm9, zmm7
-    vpaddq       zmm9, zmm4, zmm7                    ; layer 4
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm7
-    vpsrlq       zmm7, zmm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 58176
-    vpmuludq     zmm10, zmm4, [rdx]
-    vpmuludq     zmm11, zmm7, [rdx - 64]
-    vpmuludq     zmm7, zmm7, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpsubq       zmm1, zmm7, zmm1
+    vpsubq       zmm0, zmm0, zmm8
+    vpsubq       zmm7, zmm1, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm0, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm1, zmm1, zmm7
+    vpminuq      zmm0, zmm0, zmm8
+    vshufi64x2   zmm7, zmm13, zmm9, 68
+    vshufi64x2   zmm8, zmm14, zmm10, 68
+    vshufi64x2   zmm9, zmm13, zmm9, 238
+    vshufi64x2   zmm10, zmm14, zmm10, 238
+    vshufi64x2   zmm13, zmm15, zmm3, 68
+    vshufi64x2   zmm14, zmm16, zmm4, 68
+    vshufi64x2   zmm3, zmm15, zmm3, 238
+    vshufi64x2   zmm4, zmm16, zmm4, 238
+    vshufi64x2   zmm15, zmm17, zmm5, 68
+    vshufi64x2   zmm16, zmm18, zmm6, 68
+    vshufi64x2   zmm5, zmm17, zmm5, 238
+    vshufi64x2   zmm6, zmm18, zmm6, 238
+    vshufi64x2   zmm17, zmm11, zmm1, 68
+    vshufi64x2   zmm18, zmm12, zmm0, 68
+    vshufi64x2   zmm1, zmm11, zmm1, 238
+    vshufi64x2   zmm0, zmm12, zmm0, 238
+    vpsubq       zmm11, zmm7, zmm25                  ; csub: before layer 6
+    vpsubq       zmm12, zmm8, zmm25                  ; csub: before layer 6
+    vpminuq      zmm7, zmm7, zmm11
+    vpminuq      zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; csub: before layer 6
+    vpsubq       zmm12, zmm10, zmm25                 ; csub: before layer 6
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm7, zmm9                   ; layer 6
+    vpaddq       zmm12, zmm8, zmm10                  ; layer 6
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm9
+    vpsubq       zmm8, zmm8, zmm10
+    vpsrlq       zmm9, zmm7, 32
+    vpsrlq       zmm10, zmm8, 32
+    vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53504]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57152]
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53440]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57088]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53504]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57152]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm9, zmm9, zmm19
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53376]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57024]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm7, zmm7, zmm9
+    vpsubq       zmm8, zmm8, zmm10
+    vpsubq       zmm9, zmm7, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm9
+    vpminuq      zmm8, zmm8, zmm10
+    vpsubq       zmm9, zmm13, zmm25                  ; csub: before layer 6
+    vpsubq       zmm10, zmm14, zmm25                 ; csub: before layer 6
+    vpminuq      zmm9, zmm13, zmm9
+    vpminuq      zmm10, zmm14, zmm10
+    vpsubq       zmm13, zmm3, zmm25                  ; csub: before layer 6
+    vpsubq       zmm14, zmm4, zmm25                  ; csub: before layer 6
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpaddq       zmm13, zmm9, zmm3                   ; layer 6
+    vpaddq       zmm14, zmm10, zmm4                  ; layer 6
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm3, zmm9, zmm3
+    vpsubq       zmm4, zmm10, zmm4
+    vpsrlq       zmm9, zmm3, 32
+    vpsrlq       zmm10, zmm4, 32
+    vpmuludq     zmm19, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53696]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57344]
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53632]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57280]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53696]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57344]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm9, zmm9, zmm19
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53568]
+    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57216]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm3, zmm3, zmm9
+    vpsubq       zmm4, zmm4, zmm10
+    vpsubq       zmm9, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm9
+    vpminuq      zmm4, zmm4, zmm10
+    vpsubq       zmm9, zmm15, zmm25                  ; csub: before layer 6
+    vpsubq       zmm10, zmm16, zmm25                 ; csub: before layer 6
+    vpminuq      zmm9, zmm15, zmm9
+    vpminuq      zmm10, zmm16, zmm10
+    vpsubq       zmm15, zmm5, zmm25                  ; csub: before layer 6
+    vpsubq       zmm16, zmm6, zmm25                  ; csub: before layer 6
+    vpminuq      zmm5, zmm5, zmm15
+    vpminuq      zmm6, zmm6, zmm16
+    vpaddq       zmm15, zmm9, zmm5                   ; layer 6
+    vpaddq       zmm16, zmm10, zmm6                  ; layer 6
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm5, zmm9, zmm5
+    vpsubq       zmm6, zmm10, zmm6
+    vpsrlq       zmm9, zmm5, 32
+    vpsrlq       zmm10, zmm6, 32
+    vpmuludq     zmm19, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53888]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57536]
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53824]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57472]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53888]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57536]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm9, zmm9, zmm19
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53760]
+    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57408]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm5, zmm5, zmm9
+    vpsubq       zmm6, zmm6, zmm10
+    vpsubq       zmm9, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm9
+    vpminuq      zmm6, zmm6, zmm10
+    vpsubq       zmm9, zmm17, zmm25                  ; csub: before layer 6
+    vpsubq       zmm10, zmm18, zmm25                 ; csub: before layer 6
+    vpminuq      zmm9, zmm17, zmm9
+    vpminuq      zmm10, zmm18, zmm10
+    vpsubq       zmm17, zmm1, zmm25                  ; csub: before layer 6
+    vpsubq       zmm18, zmm0, zmm25                  ; csub: before layer 6
+    vpminuq      zmm1, zmm1, zmm17
+    vpminuq      zmm0, zmm0, zmm18
+    vpaddq       zmm17, zmm9, zmm1                   ; layer 6
+    vpaddq       zmm18, zmm10, zmm0                  ; layer 6
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm1, zmm9, zmm1
+    vpsubq       zmm0, zmm10, zmm0
+    vpsrlq       zmm9, zmm1, 32
+    vpsrlq       zmm10, zmm0, 32
+    vpmuludq     zmm19, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54080]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57728]
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54016]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57664]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54080]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57728]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm9, zmm9, zmm19
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53952]
+    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57600]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm1, zmm1, zmm9
+    vpsubq       zmm0, zmm0, zmm10
+    vpsubq       zmm9, zmm1, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm0, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm1, zmm1, zmm9
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm9, zmm11, zmm25                  ; csub: before layer 5
+    vpsubq       zmm10, zmm12, zmm25                 ; csub: before layer 5
+    vpminuq      zmm9, zmm11, zmm9
+    vpminuq      zmm10, zmm12, zmm10
+    vpsubq       zmm11, zmm13, zmm25                 ; csub: before layer 5
+    vpsubq       zmm12, zmm14, zmm25                 ; csub: before layer 5
+    vpminuq      zmm11, zmm13, zmm11
+    vpminuq      zmm12, zmm14, zmm12
+    vpaddq       zmm13, zmm9, zmm11                  ; layer 5
+    vpaddq       zmm14, zmm10, zmm12                 ; layer 5
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm19, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
+    vpmuludq     zmm20, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54208]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57856]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm19
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54144]
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57792]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm7, zmm3                   ; layer 5
+    vpaddq       zmm12, zmm8, zmm4                   ; layer 5
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm3, zmm7, zmm3
+    vpsubq       zmm4, zmm8, zmm4
+    vpsrlq       zmm7, zmm3, 32
+    vpsrlq       zmm8, zmm4, 32
+    vpmuludq     zmm19, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
+    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54208]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57856]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm7, zmm7, zmm19
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54144]
+    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57792]
     vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; csub: before layer 4
-    vpminuq      zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm8, zmm14                   ; csub: before layer 4
-    vpminuq      zmm7, zmm8, zmm7
-    vpaddq       zmm8, zmm6, zmm7                    ; layer 4
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm6, zmm6, zmm7
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm10, zmm6, [rdx]
-    vpmuludq     zmm11, zmm7, [rdx - 64]
-    vpmuludq     zmm7, zmm7, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm6, zmm6, [rdx - 128]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm5, zmm3                    ; layer 4
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm3, zmm5, zmm3
-    vpsrlq       zmm5, zmm3, 32
-    vpmuludq     zmm10, zmm3, [rdx]
-    vpmuludq     zmm11, zmm5, [rdx - 64]
-    vpmuludq     zmm5, zmm5, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm3, zmm3, zmm7
+    vpsubq       zmm4, zmm4, zmm8
+    vpsubq       zmm7, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm4, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm7
+    vpminuq      zmm4, zmm4, zmm8
+    vpsubq       zmm7, zmm15, zmm25                  ; csub: before layer 5
+    vpsubq       zmm8, zmm16, zmm25                  ; csub: before layer 5
+    vpminuq      zmm7, zmm15, zmm7
+    vpminuq      zmm8, zmm16, zmm8
+    vpsubq       zmm15, zmm17, zmm25                 ; csub: before layer 5
+    vpsubq       zmm16, zmm18, zmm25                 ; csub: before layer 5
+    vpminuq      zmm15, zmm17, zmm15
+    vpminuq      zmm16, zmm18, zmm16
+    vpaddq       zmm17, zmm7, zmm15                  ; layer 5
+    vpaddq       zmm18, zmm8, zmm16                  ; layer 5
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsrlq       zmm15, zmm7, 32
+    vpsrlq       zmm16, zmm8, 32
+    vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54464]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58112]
+    vpmuludq     zmm21, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54400]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58048]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54464]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58112]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54336]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57984]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm15
+    vpminuq      zmm8, zmm8, zmm16
+    vpaddq       zmm15, zmm5, zmm1                   ; layer 5
+    vpaddq       zmm16, zmm6, zmm0                   ; layer 5
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm1, zmm5, zmm1
+    vpsubq       zmm0, zmm6, zmm0
+    vpsrlq       zmm5, zmm1, 32
+    vpsrlq       zmm6, zmm0, 32
+    vpmuludq     zmm19, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54464]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58112]
+    vpmuludq     zmm21, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54400]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58048]
+    vpmuludq     zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54464]
+    vpmuludq     zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58112]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm5, zmm5, zmm19
+    vpaddq       zmm6, zmm6, zmm20
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpmullq      zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54336]
+    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57984]
     vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm1, zmm0                    ; layer 4
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm0, zmm1, zmm0
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm10, zmm0, [rdx]
-    vpmuludq     zmm11, zmm1, [rdx - 64]
-    vpmuludq     zmm1, zmm1, [rdx]
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm1, zmm1, zmm10
-    vpaddq       zmm1, zmm1, zmm11
-    vpmullq      zmm0, zmm0, [rdx - 128]
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 7680], zmm9
-    vmovdqu64    [rdi + 7744], zmm8
-    vmovdqu64    [rdi + 7808], zmm7
-    vmovdqu64    [rdi + 7872], zmm5
-    vmovdqu64    [rdi + 7936], zmm4
-    vmovdqu64    [rdi + 8000], zmm6
-    vmovdqu64    [rdi + 8064], zmm3
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm1, zmm1, zmm5
+    vpsubq       zmm0, zmm0, zmm6
+    vpsubq       zmm5, zmm1, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm6, zmm0, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm1, zmm1, zmm5
+    vpminuq      zmm0, zmm0, zmm6
+    vpsubq       zmm5, zmm13, zmm25                  ; csub: before layer 4
+    vpsubq       zmm6, zmm14, zmm25                  ; csub: before layer 4
+    vpminuq      zmm5, zmm13, zmm5
+    vpminuq      zmm6, zmm14, zmm6
+    vpsubq       zmm13, zmm17, zmm25                 ; csub: before layer 4
+    vpsubq       zmm14, zmm18, zmm25                 ; csub: before layer 4
+    vpminuq      zmm13, zmm17, zmm13
+    vpminuq      zmm14, zmm18, zmm14
+    vpaddq       zmm17, zmm5, zmm13                  ; layer 4
+    vpaddq       zmm18, zmm6, zmm14                  ; layer 4
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm13
+    vpsubq       zmm6, zmm6, zmm14
+    vpsrlq       zmm13, zmm5, 32
+    vpsrlq       zmm14, zmm6, 32
+    vpmuludq     zmm19, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54592]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58240]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54528]
+    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58176]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm5, zmm5, zmm13
+    vpsubq       zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm13
+    vpminuq      zmm6, zmm6, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; csub: before layer 4
+    vpsubq       zmm14, zmm12, zmm25                 ; csub: before layer 4
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 4
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 4
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpaddq       zmm15, zmm11, zmm13                 ; layer 4
+    vpaddq       zmm16, zmm12, zmm14                 ; layer 4
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsrlq       zmm13, zmm11, 32
+    vpsrlq       zmm14, zmm12, 32
+    vpmuludq     zmm19, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm20, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54592]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58240]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54528]
+    vpmullq      zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58176]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm9, zmm7                   ; layer 4
+    vpaddq       zmm14, zmm10, zmm8                  ; layer 4
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm7, zmm9, zmm7
+    vpsubq       zmm8, zmm10, zmm8
+    vpsrlq       zmm9, zmm7, 32
+    vpsrlq       zmm10, zmm8, 32
+    vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54592]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58240]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm9, zmm9, zmm19
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54528]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58176]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm7, zmm7, zmm9
+    vpsubq       zmm8, zmm8, zmm10
+    vpsubq       zmm9, zmm7, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm9
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm3, zmm1                    ; layer 4
+    vpaddq       zmm10, zmm4, zmm0                   ; layer 4
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm1, zmm3, zmm1
+    vpsubq       zmm0, zmm4, zmm0
+    vpsrlq       zmm3, zmm1, 32
+    vpsrlq       zmm4, zmm0, 32
+    vpmuludq     zmm19, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpmuludq     zmm21, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54592]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58240]
+    vpmuludq     zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm3, zmm3, zmm19
+    vpaddq       zmm4, zmm4, zmm20
+    vpaddq       zmm3, zmm3, zmm21
+    vpaddq       zmm4, zmm4, zmm22
+    vpmullq      zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54528]
+    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58176]
+    vpmullq      zmm3, zmm3, zmm2
+    vpmullq      zmm4, zmm4, zmm2
+    vpsubq       zmm1, zmm1, zmm3
+    vpsubq       zmm0, zmm0, zmm4
+    vpsubq       zmm3, zmm1, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm4, zmm0, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm1, zmm1, zmm3
+    vpminuq      zmm0, zmm0, zmm4
+    vmovdqu64    [rdi + 7168], zmm17
+    vmovdqu64    [rdi + 7680], zmm18
+    vmovdqu64    [rdi + 7232], zmm15
+    vmovdqu64    [rdi + 7744], zmm16
+    vmovdqu64    [rdi + 7296], zmm13
+    vmovdqu64    [rdi + 7808], zmm14
+    vmovdqu64    [rdi + 7360], zmm9
+    vmovdqu64    [rdi + 7872], zmm10
+    vmovdqu64    [rdi + 7424], zmm5
+    vmovdqu64    [rdi + 7936], zmm6
+    vmovdqu64    [rdi + 7488], zmm11
+    vmovdqu64    [rdi + 8000], zmm12
+    vmovdqu64    [rdi + 7552], zmm7
+    vmovdqu64    [rdi + 8064], zmm8
+    vmovdqu64    [rdi + 7616], zmm1
     vmovdqu64    [rdi + 8128], zmm0
-    mov          rax, 4
+    lea          rcx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58368] ; the loop's table pointer
+    mov          rax, 8
     .repeat2:
     vmovdqu64    zmm0, [rdi]
-    vmovdqu64    zmm1, [rdi + 512]
-    vpsubq       zmm3, zmm0, zmm14                   ; csub: before layer 3
-    vpminuq      zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm1, zmm14                   ; csub: before layer 3
-    vpminuq      zmm1, zmm1, zmm3
-    vpaddq       zmm3, zmm0, zmm1                    ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm4, zmm0, zmm31
-    vpmuludq     zmm5, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58432]
-    vpmuludq     zmm1, zmm1, zmm31
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm1, zmm1, zmm4
-    vpaddq       zmm1, zmm1, zmm5
-    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58368]
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vmovdqu64    [rdi], zmm3
-    vmovdqu64    [rdi + 512], zmm0
-    add          rdi, 64
-    dec          rax
-    jnz          .repeat2
-    add          rdi, -256                           ; back to the argument
-    vmovdqu64    zmm0, [rdi + 256]
-    vpaddq       zmm1, zmm0, [rdi + 768]             ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 768]
-    vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm4, zmm0, zmm31
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58496] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 58368
-    vpmuludq     zmm5, zmm3, [rdx - 64]
-    vpmuludq     zmm3, zmm3, zmm31
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm3, zmm3, zmm4
-    vpaddq       zmm3, zmm3, zmm5
-    vpmullq      zmm0, zmm0, [rdx - 128]
-    vpmullq      zmm3, zmm3, zmm2
+    vmovdqu64    zmm1, [rdi + 64]
+    vmovdqu64    zmm3, [rdi + 512]
+    vmovdqu64    zmm4, [rdi + 576]
+    vpsubq       zmm5, zmm0, zmm25                   ; csub: before layer 3
+    vpsubq       zmm6, zmm1, zmm25                   ; csub: before layer 3
+    vpminuq      zmm0, zmm0, zmm5
+    vpminuq      zmm1, zmm1, zmm6
+    vpsubq       zmm5, zmm3, zmm25                   ; csub: before layer 3
+    vpsubq       zmm6, zmm4, zmm25                   ; csub: before layer 3
+    vpminuq      zmm3, zmm3, zmm5
+    vpminuq      zmm4, zmm4, zmm6
+    vpaddq       zmm5, zmm0, zmm3                    ; layer 3
+    vpaddq       zmm6, zmm1, zmm4                    ; layer 3
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
     vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi + 256], zmm1
-    vmovdqu64    [rdi + 768], zmm0
-    vmovdqu64    zmm0, [rdi + 320]
-    vpaddq       zmm1, zmm0, [rdi + 832]             ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 832]
+    vpsubq       zmm1, zmm1, zmm4
     vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm4, zmm0, zmm31
-    vpmuludq     zmm5, zmm3, [rdx - 64]
-    vpmuludq     zmm3, zmm3, zmm31
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm3, zmm3, zmm4
-    vpaddq       zmm3, zmm3, zmm5
-    vpmullq      zmm0, zmm0, [rdx - 128]
-    vpmullq      zmm3, zmm3, zmm2
-    vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi + 320], zmm1
-    vmovdqu64    [rdi + 832], zmm0
-    vmovdqu64    zmm0, [rdi + 384]
-    vpaddq       zmm1, zmm0, [rdi + 896]             ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 896]
-    vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm4, zmm0, zmm31
-    vpmuludq     zmm5, zmm3, [rdx - 64]
-    vpmuludq     zmm3, zmm3, zmm31
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm3, zmm3, zmm4
-    vpaddq       zmm3, zmm3, zmm5
-    vpmullq      zmm0, zmm0, [rdx - 128]
-    vpmullq      zmm3, zmm3, zmm2
-    vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi + 384], zmm1
-    vmovdqu64    [rdi + 896], zmm0
-    vmovdqu64    zmm0, [rdi + 448]
-    vpaddq       zmm1, zmm0, [rdi + 960]             ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 960]
-    vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm4, zmm0, zmm31
-    vpmuludq     zmm5, zmm3, [rdx - 64]
-    vpmuludq     zmm3, zmm3, zmm31
-    lea          rcx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58368] ; the loop's table pointer
-    mov          rax, 7
-    .repeat3:
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm3, zmm3, zmm4
-    vpaddq       zmm3, zmm3, zmm5
+    vpsrlq       zmm4, zmm1, 32
+    vpmuludq     zmm7, zmm0, [rcx + 128]
+    vpmuludq     zmm8, zmm1, [rcx + 128]
+    vpmuludq     zmm9, zmm3, [rcx + 64]
+    vpmuludq     zmm10, zmm4, [rcx + 64]
+    vpmuludq     zmm3, zmm3, [rcx + 128]
+    vpmuludq     zmm4, zmm4, [rcx + 128]
+    vpsrlq       zmm7, zmm7, 32
+    vpsrlq       zmm8, zmm8, 32
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpaddq       zmm3, zmm3, zmm7
+    vpaddq       zmm4, zmm4, zmm8
+    vpaddq       zmm3, zmm3, zmm9
+    vpaddq       zmm4, zmm4, zmm10
     vpmullq      zmm0, zmm0, [rcx]
+    vpmullq      zmm1, zmm1, [rcx]
     vpmullq      zmm3, zmm3, zmm2
+    vpmullq      zmm4, zmm4, zmm2
     vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm4, zmm1, zmm25                   ; short quotient: below 2q
     vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi + 448], zmm1
-    vmovdqu64    [rdi + 960], zmm0
-    vmovdqu64    zmm0, [rdi + 1024]
-    vmovdqu64    zmm1, [rdi + 1536]
-    vpsubq       zmm3, zmm0, zmm14                   ; csub: before layer 3
-    vpminuq      zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm1, zmm14                   ; csub: before layer 3
-    vpminuq      zmm1, zmm1, zmm3
-    vpaddq       zmm3, zmm0, zmm1                    ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm4, zmm0, [rcx + 320]
-    vpmuludq     zmm5, zmm1, [rcx + 256]
-    vpmuludq     zmm1, zmm1, [rcx + 320]
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm1, zmm1, zmm4
-    vpaddq       zmm1, zmm1, zmm5
-    vpmullq      zmm0, zmm0, [rcx + 192]
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 1024], zmm3
-    vmovdqu64    [rdi + 1536], zmm0
-    vmovdqu64    zmm0, [rdi + 1088]
-    vmovdqu64    zmm1, [rdi + 1600]
-    vpsubq       zmm3, zmm0, zmm14                   ; csub: before layer 3
-    vpminuq      zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm1, zmm14                   ; csub: before layer 3
-    vpminuq      zmm1, zmm1, zmm3
-    vpaddq       zmm3, zmm0, zmm1                    ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm4, zmm0, [rcx + 320]
-    vpmuludq     zmm5, zmm1, [rcx + 256]
-    vpmuludq     zmm1, zmm1, [rcx + 320]
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm1, zmm1, zmm4
-    vpaddq       zmm1, zmm1, zmm5
-    vpmullq      zmm0, zmm0, [rcx + 192]
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 1088], zmm3
-    vmovdqu64    [rdi + 1600], zmm0
-    vmovdqu64    zmm0, [rdi + 1152]
-    vmovdqu64    zmm1, [rdi + 1664]
-    vpsubq       zmm3, zmm0, zmm14                   ; csub: before layer 3
-    vpminuq      zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm1, zmm14                   ; csub: before layer 3
-    vpminuq      zmm1, zmm1, zmm3
-    vpaddq       zmm3, zmm0, zmm1                    ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm4, zmm0, [rcx + 320]
-    vpmuludq     zmm5, zmm1, [rcx + 256]
-    vpmuludq     zmm1, zmm1, [rcx + 320]
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm1, zmm1, zmm4
-    vpaddq       zmm1, zmm1, zmm5
-    vpmullq      zmm0, zmm0, [rcx + 192]
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 1152], zmm3
-    vmovdqu64    [rdi + 1664], zmm0
-    vmovdqu64    zmm0, [rdi + 1216]
-    vmovdqu64    zmm1, [rdi + 1728]
-    vpsubq       zmm3, zmm0, zmm14                   ; csub: before layer 3
-    vpminuq      zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm1, zmm14                   ; csub: before layer 3
-    vpminuq      zmm1, zmm1, zmm3
-    vpaddq       zmm3, zmm0, zmm1                    ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm4, zmm0, [rcx + 320]
-    vpmuludq     zmm5, zmm1, [rcx + 256]
-    vpmuludq     zmm1, zmm1, [rcx + 320]
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm1, zmm1, zmm4
-    vpaddq       zmm1, zmm1, zmm5
-    vpmullq      zmm0, zmm0, [rcx + 192]
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 1216], zmm3
-    vmovdqu64    [rdi + 1728], zmm0
-    vmovdqu64    zmm0, [rdi + 1280]
-    vpaddq       zmm1, zmm0, [rdi + 1792]            ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 1792]
+    vpminuq      zmm1, zmm1, zmm4
+    vmovdqu64    [rdi], zmm5
+    vmovdqu64    [rdi + 64], zmm6
+    vmovdqu64    [rdi + 512], zmm0
+    vmovdqu64    [rdi + 576], zmm1
+    vmovdqu64    zmm0, [rdi + 128]
+    vmovdqu64    zmm1, [rdi + 192]
+    vmovdqu64    zmm3, [rdi + 640]
+    vmovdqu64    zmm4, [rdi + 704]
+    vpsubq       zmm5, zmm0, zmm25                   ; csub: before layer 3
+    vpsubq       zmm6, zmm1, zmm25                   ; csub: before layer 3
+    vpminuq      zmm0, zmm0, zmm5
+    vpminuq      zmm1, zmm1, zmm6
+    vpsubq       zmm5, zmm3, zmm25                   ; csub: before layer 3
+    vpsubq       zmm6, zmm4, zmm25                   ; csub: before layer 3
+    vpminuq      zmm3, zmm3, zmm5
+    vpminuq      zmm4, zmm4, zmm6
+    vpaddq       zmm5, zmm0, zmm3                    ; layer 3
+    vpaddq       zmm6, zmm1, zmm4                    ; layer 3
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, zmm3
+    vpsubq       zmm1, zmm1, zmm4
     vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm4, zmm0, [rcx + 320]
-    vpmuludq     zmm5, zmm3, [rcx + 256]
-    vpmuludq     zmm3, zmm3, [rcx + 320]
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm3, zmm3, zmm4
-    vpaddq       zmm3, zmm3, zmm5
-    vpmullq      zmm0, zmm0, [rcx + 192]
+    vpsrlq       zmm4, zmm1, 32
+    vpmuludq     zmm7, zmm0, [rcx + 128]
+    vpmuludq     zmm8, zmm1, [rcx + 128]
+    vpmuludq     zmm9, zmm3, [rcx + 64]
+    vpmuludq     zmm10, zmm4, [rcx + 64]
+    vpmuludq     zmm3, zmm3, [rcx + 128]
+    vpmuludq     zmm4, zmm4, [rcx + 128]
+    vpsrlq       zmm7, zmm7, 32
+    vpsrlq       zmm8, zmm8, 32
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpaddq       zmm3, zmm3, zmm7
+    vpaddq       zmm4, zmm4, zmm8
+    vpaddq       zmm3, zmm3, zmm9
+    vpaddq       zmm4, zmm4, zmm10
+    vpmullq      zmm0, zmm0, [rcx]
+    vpmullq      zmm1, zmm1, [rcx]
     vpmullq      zmm3, zmm3, zmm2
+    vpmullq      zmm4, zmm4, zmm2
     vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm4, zmm1, zmm25                   ; short quotient: below 2q
     vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi + 1280], zmm1
-    vmovdqu64    [rdi + 1792], zmm0
-    vmovdqu64    zmm0, [rdi + 1344]
-    vpaddq       zmm1, zmm0, [rdi + 1856]            ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 1856]
-    vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm4, zmm0, [rcx + 320]
-    vpmuludq     zmm5, zmm3, [rcx + 256]
-    vpmuludq     zmm3, zmm3, [rcx + 320]
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm3, zmm3, zmm4
-    vpaddq       zmm3, zmm3, zmm5
-    vpmullq      zmm0, zmm0, [rcx + 192]
-    vpmullq      zmm3, zmm3, zmm2
-    vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi + 1344], zmm1
-    vmovdqu64    [rdi + 1856], zmm0
-    vmovdqu64    zmm0, [rdi + 1408]
-    vpaddq       zmm1, zmm0, [rdi + 1920]            ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 1920]
-    vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm4, zmm0, [rcx + 320]
-    vpmuludq     zmm5, zmm3, [rcx + 256]
-    vpmuludq     zmm3, zmm3, [rcx + 320]
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm3, zmm3, zmm4
-    vpaddq       zmm3, zmm3, zmm5
-    vpmullq      zmm0, zmm0, [rcx + 192]
-    vpmullq      zmm3, zmm3, zmm2
-    vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi + 1408], zmm1
-    vmovdqu64    [rdi + 1920], zmm0
-    vmovdqu64    zmm0, [rdi + 1472]
-    vpaddq       zmm1, zmm0, [rdi + 1984]            ; layer 3
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 1984]
-    vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm4, zmm0, [rcx + 320]
-    vpmuludq     zmm5, zmm3, [rcx + 256]
-    vpmuludq     zmm3, zmm3, [rcx + 320]
+    vpminuq      zmm1, zmm1, zmm4
+    vmovdqu64    [rdi + 128], zmm5
+    vmovdqu64    [rdi + 192], zmm6
+    vmovdqu64    [rdi + 640], zmm0
+    vmovdqu64    [rdi + 704], zmm1
+    vmovdqu64    zmm0, [rdi + 256]
+    vmovdqu64    zmm1, [rdi + 320]
+    vpaddq       zmm3, zmm0, [rdi + 768]             ; layer 3
+    vpaddq       zmm4, zmm1, [rdi + 832]             ; layer 3
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, [rdi + 768]
+    vpsubq       zmm1, zmm1, [rdi + 832]
+    vpsrlq       zmm5, zmm0, 32
+    vpsrlq       zmm6, zmm1, 32
+    vpmuludq     zmm7, zmm0, [rcx + 128]
+    vpmuludq     zmm8, zmm1, [rcx + 128]
+    vpmuludq     zmm9, zmm5, [rcx + 64]
+    vpmuludq     zmm10, zmm6, [rcx + 64]
+    vpmuludq     zmm5, zmm5, [rcx + 128]
+    vpmuludq     zmm6, zmm6, [rcx + 128]
+    vpsrlq       zmm7, zmm7, 32
+    vpsrlq       zmm8, zmm8, 32
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpaddq       zmm5, zmm5, zmm7
+    vpaddq       zmm6, zmm6, zmm8
+    vpaddq       zmm5, zmm5, zmm9
+    vpaddq       zmm6, zmm6, zmm10
+    vpmullq      zmm0, zmm0, [rcx]
+    vpmullq      zmm1, zmm1, [rcx]
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm0, zmm0, zmm5
+    vpsubq       zmm1, zmm1, zmm6
+    vpsubq       zmm5, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm6, zmm1, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm0, zmm0, zmm5
+    vpminuq      zmm1, zmm1, zmm6
+    vmovdqu64    [rdi + 256], zmm3
+    vmovdqu64    [rdi + 320], zmm4
+    vmovdqu64    [rdi + 768], zmm0
+    vmovdqu64    [rdi + 832], zmm1
+    vmovdqu64    zmm0, [rdi + 384]
+    vmovdqu64    zmm1, [rdi + 448]
+    vpaddq       zmm3, zmm0, [rdi + 896]             ; layer 3
+    vpaddq       zmm4, zmm1, [rdi + 960]             ; layer 3
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, [rdi + 896]
+    vpsubq       zmm1, zmm1, [rdi + 960]
+    vpsrlq       zmm5, zmm0, 32
+    vpsrlq       zmm6, zmm1, 32
+    vpmuludq     zmm7, zmm0, [rcx + 128]
+    vpmuludq     zmm8, zmm1, [rcx + 128]
+    vpmuludq     zmm9, zmm5, [rcx + 64]
+    vpmuludq     zmm10, zmm6, [rcx + 64]
+    vpmuludq     zmm5, zmm5, [rcx + 128]
+    vpmuludq     zmm6, zmm6, [rcx + 128]
+    vpsrlq       zmm7, zmm7, 32
+    vpsrlq       zmm8, zmm8, 32
+    vpsrlq       zmm9, zmm9, 32
+    vpsrlq       zmm10, zmm10, 32
+    vpaddq       zmm5, zmm5, zmm7
+    vpaddq       zmm6, zmm6, zmm8
+    vpaddq       zmm5, zmm5, zmm9
+    vpaddq       zmm6, zmm6, zmm10
+    vpmullq      zmm0, zmm0, [rcx]
+    vpmullq      zmm1, zmm1, [rcx]
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm0, zmm0, zmm5
+    vpsubq       zmm1, zmm1, zmm6
+    vpsubq       zmm5, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm6, zmm1, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm0, zmm0, zmm5
+    vpminuq      zmm1, zmm1, zmm6
+    vmovdqu64    [rdi + 384], zmm3
+    vmovdqu64    [rdi + 448], zmm4
+    vmovdqu64    [rdi + 896], zmm0
+    vmovdqu64    [rdi + 960], zmm1
     add          rdi, 0x400
     add          rcx, 192
     dec          rax
-    jnz          .repeat3
-    add          rdi, -7168                          ; back to the argument
-    vpsrlq       zmm4, zmm4, 32
-    vpsrlq       zmm5, zmm5, 32
-    vpaddq       zmm3, zmm3, zmm4
-    vpaddq       zmm3, zmm3, zmm5
-    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 59712]
-    vpmullq      zmm3, zmm3, zmm2
-    vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi + 7616], zmm1
-    vmovdqu64    [rdi + 8128], zmm0
-    mov          rax, 8
-    .repeat4:
+    jnz          .repeat2
+    add          rdi, -8192                          ; back to the argument
+    mov          rax, 4
+    .repeat3:
     vmovdqu64    zmm0, [rdi]
-    vmovdqu64    zmm1, [rdi + 1024]
-    vmovdqu64    zmm3, [rdi + 2048]
-    vmovdqu64    zmm4, [rdi + 3072]
-    vmovdqu64    zmm5, [rdi + 4096]
-    vmovdqu64    zmm6, [rdi + 5120]
-    vmovdqu64    zmm7, [rdi + 6144]
-    vmovdqu64    zmm8, [rdi + 7168]
-    vpsubq       zmm9, zmm0, zmm14                   ; csub: before layer 2
-    vpminuq      zmm0, zmm0, zmm9
-    vpsubq       zmm9, zmm1, zmm14                   ; csub: before layer 2
-    vpminuq      zmm1, zmm1, zmm9
-    vpaddq       zmm9, zmm0, zmm1                    ; layer 2
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm10, zmm0, zmm23
-    vpmuludq     zmm11, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 59968]
-    vpmuludq     zmm1, zmm1, zmm23
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm1, zmm1, zmm10
-    vpaddq       zmm1, zmm1, zmm11
-    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 59904]
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm3, zmm14                   ; csub: before layer 2
-    vpminuq      zmm1, zmm3, zmm1
-    vpsubq       zmm3, zmm4, zmm14                   ; csub: before layer 2
-    vpminuq      zmm3, zmm4, zmm3
-    vpaddq       zmm4, zmm1, zmm3                    ; layer 2
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm1, zmm1, zmm3
-    vpsrlq       zmm3, zmm1, 32
-    vpmuludq     zmm10, zmm1, zmm24
-    vpmuludq     zmm11, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60160]
-    vpmuludq     zmm3, zmm3, zmm24
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm3, zmm3, zmm10
-    vpaddq       zmm3, zmm3, zmm11
-    vpmullq      zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60096]
-    vpmullq      zmm3, zmm3, zmm2
-    vpsubq       zmm1, zmm1, zmm3
-    vpsubq       zmm3, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm3
-    vpsubq       zmm3, zmm5, zmm14                   ; csub: before layer 2
-    vpminuq      zmm3, zmm5, zmm3
-    vpsubq       zmm5, zmm6, zmm14                   ; csub: before layer 2
-    vpminuq      zmm5, zmm6, zmm5
-    vpaddq       zmm6, zmm3, zmm5                    ; layer 2
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm3, 32
-    vpmuludq     zmm10, zmm3, zmm25
-    vpmuludq     zmm11, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60352]
-    vpmuludq     zmm5, zmm5, zmm25
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60288]
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm7, zmm14                   ; csub: before layer 2
-    vpminuq      zmm5, zmm7, zmm5
-    vpsubq       zmm7, zmm8, zmm14                   ; csub: before layer 2
-    vpminuq      zmm7, zmm8, zmm7
-    vpaddq       zmm8, zmm5, zmm7                    ; layer 2
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm7
-    vpsrlq       zmm7, zmm5, 32
-    vpmuludq     zmm10, zmm5, zmm26
-    vpmuludq     zmm11, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60544]
-    vpmuludq     zmm7, zmm7, zmm26
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60480]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm7
-    vpsubq       zmm7, zmm9, zmm14                   ; csub: before layer 1
-    vpminuq      zmm7, zmm9, zmm7
-    vpsubq       zmm9, zmm4, zmm14                   ; csub: before layer 1
-    vpminuq      zmm4, zmm4, zmm9
-    vpaddq       zmm9, zmm7, zmm4                    ; layer 1
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm4, zmm7, zmm4
-    vpsrlq       zmm7, zmm4, 32
-    vpmuludq     zmm10, zmm4, zmm19
-    vpmuludq     zmm11, zmm7, zmm27
-    vpmuludq     zmm7, zmm7, zmm19
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm4, zmm4, zmm28
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm4, zmm4, zmm7
-    vpsubq       zmm7, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm7
-    vpaddq       zmm7, zmm0, zmm1                    ; layer 1
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm10, zmm0, zmm19
-    vpmuludq     zmm11, zmm1, zmm27
-    vpmuludq     zmm1, zmm1, zmm19
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm1, zmm1, zmm10
-    vpaddq       zmm1, zmm1, zmm11
-    vpmullq      zmm0, zmm0, zmm28
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm6, zmm14                   ; csub: before layer 1
-    vpminuq      zmm1, zmm6, zmm1
-    vpsubq       zmm6, zmm8, zmm14                   ; csub: before layer 1
-    vpminuq      zmm6, zmm8, zmm6
-    vpaddq       zmm8, zmm1, zmm6                    ; layer 1
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm1, zmm1, zmm6
-    vpsrlq       zmm6, zmm1, 32
-    vpmuludq     zmm10, zmm1, zmm20
-    vpmuludq     zmm11, zmm6, zmm29
-    vpmuludq     zmm6, zmm6, zmm20
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm6, zmm6, zmm11
-    vpmullq      zmm1, zmm1, zmm30
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm1, zmm1, zmm6
-    vpsubq       zmm6, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm3, zmm5                    ; layer 1
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm5
-    vpsrlq       zmm5, zmm3, 32
-    vpmuludq     zmm10, zmm3, zmm20
-    vpmuludq     zmm11, zmm5, zmm29
-    vpmuludq     zmm5, zmm5, zmm20
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpmullq      zmm3, zmm3, zmm30
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm5
-    vpsubq       zmm5, zmm9, zmm14                   ; csub: before layer 0
-    vpminuq      zmm5, zmm9, zmm5
-    vpsubq       zmm9, zmm8, zmm14                   ; csub: before layer 0
-    vpminuq      zmm8, zmm8, zmm9
-    vpaddq       zmm9, zmm5, zmm8                    ; layer 0
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm8
-    vpsrlq       zmm8, zmm5, 32
-    vpmuludq     zmm10, zmm5, zmm16
-    vpmuludq     zmm11, zmm8, zmm21
-    vpmuludq     zmm8, zmm8, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm10
-    vpaddq       zmm8, zmm8, zmm11
-    vpmullq      zmm5, zmm5, zmm22
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm8
-    vpsubq       zmm8, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm8
-    vpsubq       zmm8, zmm7, zmm14                   ; csub: before layer 0
-    vpminuq      zmm7, zmm7, zmm8
-    vpsubq       zmm8, zmm6, zmm14                   ; csub: before layer 0
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm8, zmm7, zmm6                    ; layer 0
-    vpaddq       zmm7, zmm7, zmm14
-    vpsubq       zmm6, zmm7, zmm6
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm10, zmm6, zmm16
-    vpmuludq     zmm11, zmm7, zmm21
-    vpmuludq     zmm7, zmm7, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm6, zmm6, zmm22
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm4, zmm1                    ; layer 0
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm1, zmm4, zmm1
-    vpsrlq       zmm4, zmm1, 32
-    vpmuludq     zmm10, zmm1, zmm16
-    vpmuludq     zmm11, zmm4, zmm21
-    vpmuludq     zmm4, zmm4, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm4, zmm4, zmm10
-    vpaddq       zmm4, zmm4, zmm11
-    vpmullq      zmm1, zmm1, zmm22
-    vpmullq      zmm4, zmm4, zmm2
+    vmovdqu64    zmm1, [rdi + 64]
+    vmovdqu64    zmm3, [rdi + 1024]
+    vmovdqu64    zmm4, [rdi + 1088]
+    vmovdqu64    zmm5, [rdi + 2048]
+    vmovdqu64    zmm6, [rdi + 2112]
+    vmovdqu64    zmm7, [rdi + 3072]
+    vmovdqu64    zmm8, [rdi + 3136]
+    vmovdqu64    zmm9, [rdi + 4096]
+    vmovdqu64    zmm10, [rdi + 4160]
+    vmovdqu64    zmm11, [rdi + 5120]
+    vmovdqu64    zmm12, [rdi + 5184]
+    vmovdqu64    zmm13, [rdi + 6144]
+    vmovdqu64    zmm14, [rdi + 6208]
+    vmovdqu64    zmm15, [rdi + 7168]
+    vmovdqu64    zmm16, [rdi + 7232]
+    vpsubq       zmm17, zmm0, zmm25                  ; csub: before layer 2
+    vpsubq       zmm18, zmm1, zmm25                  ; csub: before layer 2
+    vpminuq      zmm0, zmm0, zmm17
+    vpminuq      zmm1, zmm1, zmm18
+    vpsubq       zmm17, zmm3, zmm25                  ; csub: before layer 2
+    vpsubq       zmm18, zmm4, zmm25                  ; csub: before layer 2
+    vpminuq      zmm3, zmm3, zmm17
+    vpminuq      zmm4, zmm4, zmm18
+    vpaddq       zmm17, zmm0, zmm3                   ; layer 2
+    vpaddq       zmm18, zmm1, zmm4                   ; layer 2
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, zmm3
     vpsubq       zmm1, zmm1, zmm4
-    vpsubq       zmm4, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm4
-    vpaddq       zmm4, zmm0, zmm3                    ; layer 0
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm3
     vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm10, zmm0, zmm16
-    vpmuludq     zmm11, zmm3, zmm21
-    vpmuludq     zmm3, zmm3, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm3, zmm3, zmm10
-    vpaddq       zmm3, zmm3, zmm11
-    vpmullq      zmm0, zmm0, zmm22
+    vpsrlq       zmm4, zmm1, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60032] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 59904
+    vpmuludq     zmm19, zmm0, [rdx]
+    vpmuludq     zmm20, zmm1, [rdx]
+    vpmuludq     zmm21, zmm3, [rdx - 64]
+    vpmuludq     zmm22, zmm4, [rdx - 64]
+    vpmuludq     zmm3, zmm3, [rdx]
+    vpmuludq     zmm4, zmm4, [rdx]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm3, zmm3, zmm19
+    vpaddq       zmm4, zmm4, zmm20
+    vpaddq       zmm3, zmm3, zmm21
+    vpaddq       zmm4, zmm4, zmm22
+    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpmullq      zmm1, zmm1, [rdx - 128]
     vpmullq      zmm3, zmm3, zmm2
+    vpmullq      zmm4, zmm4, zmm2
     vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm4, zmm1, zmm25                   ; short quotient: below 2q
     vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi], zmm9
-    vmovdqu64    [rdi + 1024], zmm8
-    vmovdqu64    [rdi + 2048], zmm7
-    vmovdqu64    [rdi + 3072], zmm4
-    vmovdqu64    [rdi + 4096], zmm5
-    vmovdqu64    [rdi + 5120], zmm6
-    vmovdqu64    [rdi + 6144], zmm1
+    vpminuq      zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm5, zmm25                   ; csub: before layer 2
+    vpsubq       zmm4, zmm6, zmm25                   ; csub: before layer 2
+    vpminuq      zmm3, zmm5, zmm3
+    vpminuq      zmm4, zmm6, zmm4
+    vpsubq       zmm5, zmm7, zmm25                   ; csub: before layer 2
+    vpsubq       zmm6, zmm8, zmm25                   ; csub: before layer 2
+    vpminuq      zmm5, zmm7, zmm5
+    vpminuq      zmm6, zmm8, zmm6
+    vpaddq       zmm7, zmm3, zmm5                    ; layer 2
+    vpaddq       zmm8, zmm4, zmm6                    ; layer 2
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vpsrlq       zmm5, zmm3, 32
+    vpsrlq       zmm6, zmm4, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60224] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60096
+    vpmuludq     zmm19, zmm3, [rdx]
+    vpmuludq     zmm20, zmm4, [rdx]
+    vpmuludq     zmm21, zmm5, [rdx - 64]
+    vpmuludq     zmm22, zmm6, [rdx - 64]
+    vpmuludq     zmm5, zmm5, [rdx]
+    vpmuludq     zmm6, zmm6, [rdx]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm5, zmm5, zmm19
+    vpaddq       zmm6, zmm6, zmm20
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vpsubq       zmm5, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm6, zmm4, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm5
+    vpminuq      zmm4, zmm4, zmm6
+    vpsubq       zmm5, zmm9, zmm25                   ; csub: before layer 2
+    vpsubq       zmm6, zmm10, zmm25                  ; csub: before layer 2
+    vpminuq      zmm5, zmm9, zmm5
+    vpminuq      zmm6, zmm10, zmm6
+    vpsubq       zmm9, zmm11, zmm25                  ; csub: before layer 2
+    vpsubq       zmm10, zmm12, zmm25                 ; csub: before layer 2
+    vpminuq      zmm9, zmm11, zmm9
+    vpminuq      zmm10, zmm12, zmm10
+    vpaddq       zmm11, zmm5, zmm9                   ; layer 2
+    vpaddq       zmm12, zmm6, zmm10                  ; layer 2
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm9
+    vpsubq       zmm6, zmm6, zmm10
+    vpsrlq       zmm9, zmm5, 32
+    vpsrlq       zmm10, zmm6, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60416] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60288
+    vpmuludq     zmm19, zmm5, [rdx]
+    vpmuludq     zmm20, zmm6, [rdx]
+    vpmuludq     zmm21, zmm9, [rdx - 64]
+    vpmuludq     zmm22, zmm10, [rdx - 64]
+    vpmuludq     zmm9, zmm9, [rdx]
+    vpmuludq     zmm10, zmm10, [rdx]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm9, zmm9, zmm19
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm5, zmm5, [rdx - 128]
+    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm5, zmm5, zmm9
+    vpsubq       zmm6, zmm6, zmm10
+    vpsubq       zmm9, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm9
+    vpminuq      zmm6, zmm6, zmm10
+    vpsubq       zmm9, zmm13, zmm25                  ; csub: before layer 2
+    vpsubq       zmm10, zmm14, zmm25                 ; csub: before layer 2
+    vpminuq      zmm9, zmm13, zmm9
+    vpminuq      zmm10, zmm14, zmm10
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 2
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 2
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpaddq       zmm15, zmm9, zmm13                  ; layer 2
+    vpaddq       zmm16, zmm10, zmm14                 ; layer 2
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm13
+    vpsubq       zmm10, zmm10, zmm14
+    vpsrlq       zmm13, zmm9, 32
+    vpsrlq       zmm14, zmm10, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60608] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60480
+    vpmuludq     zmm19, zmm9, [rdx]
+    vpmuludq     zmm20, zmm10, [rdx]
+    vpmuludq     zmm21, zmm13, [rdx - 64]
+    vpmuludq     zmm22, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, [rdx]
+    vpmuludq     zmm14, zmm14, [rdx]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm9, zmm9, [rdx - 128]
+    vpmullq      zmm10, zmm10, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm9, zmm9, zmm13
+    vpsubq       zmm10, zmm10, zmm14
+    vpsubq       zmm13, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm13
+    vpminuq      zmm10, zmm10, zmm14
+    vpsubq       zmm13, zmm17, zmm25                 ; csub: before layer 1
+    vpsubq       zmm14, zmm18, zmm25                 ; csub: before layer 1
+    vpminuq      zmm13, zmm17, zmm13
+    vpminuq      zmm14, zmm18, zmm14
+    vpsubq       zmm17, zmm7, zmm25                  ; csub: before layer 1
+    vpsubq       zmm18, zmm8, zmm25                  ; csub: before layer 1
+    vpminuq      zmm7, zmm7, zmm17
+    vpminuq      zmm8, zmm8, zmm18
+    vpaddq       zmm17, zmm13, zmm7                  ; layer 1
+    vpaddq       zmm18, zmm14, zmm8                  ; layer 1
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm7, zmm13, zmm7
+    vpsubq       zmm8, zmm14, zmm8
+    vpsrlq       zmm13, zmm7, 32
+    vpsrlq       zmm14, zmm8, 32
+    vpmuludq     zmm19, zmm7, zmm30
+    vpmuludq     zmm20, zmm8, zmm30
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60800] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60672
+    vpmuludq     zmm21, zmm13, [rdx - 64]
+    vpmuludq     zmm22, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, zmm30
+    vpmuludq     zmm14, zmm14, zmm30
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm7, zmm7, [rdx - 128]
+    vpmullq      zmm8, zmm8, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm7, zmm7, zmm13
+    vpsubq       zmm8, zmm8, zmm14
+    vpsubq       zmm13, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm13
+    vpminuq      zmm8, zmm8, zmm14
+    vpaddq       zmm13, zmm0, zmm3                   ; layer 1
+    vpaddq       zmm14, zmm1, zmm4                   ; layer 1
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, zmm3
+    vpsubq       zmm1, zmm1, zmm4
+    vpsrlq       zmm3, zmm0, 32
+    vpsrlq       zmm4, zmm1, 32
+    vpmuludq     zmm19, zmm0, zmm30
+    vpmuludq     zmm20, zmm1, zmm30
+    vpmuludq     zmm21, zmm3, [rdx - 64]
+    vpmuludq     zmm22, zmm4, [rdx - 64]
+    vpmuludq     zmm3, zmm3, zmm30
+    vpmuludq     zmm4, zmm4, zmm30
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm3, zmm3, zmm19
+    vpaddq       zmm4, zmm4, zmm20
+    vpaddq       zmm3, zmm3, zmm21
+    vpaddq       zmm4, zmm4, zmm22
+    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpmullq      zmm1, zmm1, [rdx - 128]
+    vpmullq      zmm3, zmm3, zmm2
+    vpmullq      zmm4, zmm4, zmm2
+    vpsubq       zmm0, zmm0, zmm3
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm4, zmm1, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm0, zmm0, zmm3
+    vpminuq      zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm11, zmm25                  ; csub: before layer 1
+    vpsubq       zmm4, zmm12, zmm25                  ; csub: before layer 1
+    vpminuq      zmm3, zmm11, zmm3
+    vpminuq      zmm4, zmm12, zmm4
+    vpsubq       zmm11, zmm15, zmm25                 ; csub: before layer 1
+    vpsubq       zmm12, zmm16, zmm25                 ; csub: before layer 1
+    vpminuq      zmm11, zmm15, zmm11
+    vpminuq      zmm12, zmm16, zmm12
+    vpaddq       zmm15, zmm3, zmm11                  ; layer 1
+    vpaddq       zmm16, zmm4, zmm12                  ; layer 1
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsrlq       zmm11, zmm3, 32
+    vpsrlq       zmm12, zmm4, 32
+    vpmuludq     zmm19, zmm3, zmm31
+    vpmuludq     zmm20, zmm4, zmm31
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60992] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60864
+    vpmuludq     zmm21, zmm11, [rdx - 64]
+    vpmuludq     zmm22, zmm12, [rdx - 64]
+    vpmuludq     zmm11, zmm11, zmm31
+    vpmuludq     zmm12, zmm12, zmm31
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm19
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm11
+    vpminuq      zmm4, zmm4, zmm12
+    vpaddq       zmm11, zmm5, zmm9                   ; layer 1
+    vpaddq       zmm12, zmm6, zmm10                  ; layer 1
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm9
+    vpsubq       zmm6, zmm6, zmm10
+    vpsrlq       zmm9, zmm5, 32
+    vpsrlq       zmm10, zmm6, 32
+    vpmuludq     zmm19, zmm5, zmm31
+    vpmuludq     zmm20, zmm6, zmm31
+    vpmuludq     zmm21, zmm9, [rdx - 64]
+    vpmuludq     zmm22, zmm10, [rdx - 64]
+    vpmuludq     zmm9, zmm9, zmm31
+    vpmuludq     zmm10, zmm10, zmm31
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm9, zmm9, zmm19
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm5, zmm5, [rdx - 128]
+    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm5, zmm5, zmm9
+    vpsubq       zmm6, zmm6, zmm10
+    vpsubq       zmm9, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm9
+    vpminuq      zmm6, zmm6, zmm10
+    vpsubq       zmm9, zmm17, zmm25                  ; csub: before layer 0
+    vpsubq       zmm10, zmm18, zmm25                 ; csub: before layer 0
+    vpminuq      zmm9, zmm17, zmm9
+    vpminuq      zmm10, zmm18, zmm10
+    vpsubq       zmm17, zmm15, zmm25                 ; csub: before layer 0
+    vpsubq       zmm18, zmm16, zmm25                 ; csub: before layer 0
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm9, zmm15                  ; layer 0
+    vpaddq       zmm18, zmm10, zmm16                 ; layer 0
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm15
+    vpsubq       zmm10, zmm10, zmm16
+    vpsrlq       zmm15, zmm9, 32
+    vpsrlq       zmm16, zmm10, 32
+    vpmuludq     zmm19, zmm9, zmm27
+    vpmuludq     zmm20, zmm10, zmm27
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 61184] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 61056
+    vpmuludq     zmm21, zmm15, [rdx - 64]
+    vpmuludq     zmm22, zmm16, [rdx - 64]
+    vpmuludq     zmm15, zmm15, zmm27
+    vpmuludq     zmm16, zmm16, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpmullq      zmm9, zmm9, [rdx - 128]
+    vpmullq      zmm10, zmm10, [rdx - 128]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm9, zmm9, zmm15
+    vpsubq       zmm10, zmm10, zmm16
+    vpsubq       zmm15, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm15
+    vpminuq      zmm10, zmm10, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; csub: before layer 0
+    vpsubq       zmm16, zmm14, zmm25                 ; csub: before layer 0
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm11, zmm25                 ; csub: before layer 0
+    vpsubq       zmm16, zmm12, zmm25                 ; csub: before layer 0
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpaddq       zmm15, zmm13, zmm11                 ; layer 0
+    vpaddq       zmm16, zmm14, zmm12                 ; layer 0
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm11, zmm13, zmm11
+    vpsubq       zmm12, zmm14, zmm12
+    vpsrlq       zmm13, zmm11, 32
+    vpsrlq       zmm14, zmm12, 32
+    vpmuludq     zmm19, zmm11, zmm27
+    vpmuludq     zmm20, zmm12, zmm27
+    vpmuludq     zmm21, zmm13, [rdx - 64]
+    vpmuludq     zmm22, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, zmm27
+    vpmuludq     zmm14, zmm14, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm11, zmm11, [rdx - 128]
+    vpmullq      zmm12, zmm12, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm7, zmm3                   ; layer 0
+    vpaddq       zmm14, zmm8, zmm4                   ; layer 0
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm3, zmm7, zmm3
+    vpsubq       zmm4, zmm8, zmm4
+    vpsrlq       zmm7, zmm3, 32
+    vpsrlq       zmm8, zmm4, 32
+    vpmuludq     zmm19, zmm3, zmm27
+    vpmuludq     zmm20, zmm4, zmm27
+    vpmuludq     zmm21, zmm7, [rdx - 64]
+    vpmuludq     zmm22, zmm8, [rdx - 64]
+    vpmuludq     zmm7, zmm7, zmm27
+    vpmuludq     zmm8, zmm8, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm7, zmm7, zmm19
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm3, zmm3, zmm7
+    vpsubq       zmm4, zmm4, zmm8
+    vpsubq       zmm7, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm4, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm7
+    vpminuq      zmm4, zmm4, zmm8
+    vpaddq       zmm7, zmm0, zmm5                    ; layer 0
+    vpaddq       zmm8, zmm1, zmm6                    ; layer 0
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, zmm5
+    vpsubq       zmm1, zmm1, zmm6
+    vpsrlq       zmm5, zmm0, 32
+    vpsrlq       zmm6, zmm1, 32
+    vpmuludq     zmm19, zmm0, zmm27
+    vpmuludq     zmm20, zmm1, zmm27
+    vpmuludq     zmm21, zmm5, [rdx - 64]
+    vpmuludq     zmm22, zmm6, [rdx - 64]
+    vpmuludq     zmm5, zmm5, zmm27
+    vpmuludq     zmm6, zmm6, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm5, zmm5, zmm19
+    vpaddq       zmm6, zmm6, zmm20
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpmullq      zmm1, zmm1, [rdx - 128]
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm0, zmm0, zmm5
+    vpsubq       zmm1, zmm1, zmm6
+    vpsubq       zmm5, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm6, zmm1, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm0, zmm0, zmm5
+    vpminuq      zmm1, zmm1, zmm6
+    vmovdqu64    [rdi], zmm17
+    vmovdqu64    [rdi + 64], zmm18
+    vmovdqu64    [rdi + 1024], zmm15
+    vmovdqu64    [rdi + 1088], zmm16
+    vmovdqu64    [rdi + 2048], zmm13
+    vmovdqu64    [rdi + 2112], zmm14
+    vmovdqu64    [rdi + 3072], zmm7
+    vmovdqu64    [rdi + 3136], zmm8
+    vmovdqu64    [rdi + 4096], zmm9
+    vmovdqu64    [rdi + 4160], zmm10
+    vmovdqu64    [rdi + 5120], zmm11
+    vmovdqu64    [rdi + 5184], zmm12
+    vmovdqu64    [rdi + 6144], zmm3
+    vmovdqu64    [rdi + 6208], zmm4
     vmovdqu64    [rdi + 7168], zmm0
-    add          rdi, 64
+    vmovdqu64    [rdi + 7232], zmm1
+    add          rdi, 128
+    dec          rax
+    jnz          .repeat3
+    add          rdi, -512                           ; back to the argument
+    mov          rax, 3
+    .repeat4:
+    vmovdqu64    zmm0, [rdi + 512]
+    vmovdqu64    zmm1, [rdi + 576]
+    vmovdqu64    zmm3, [rdi + 2560]
+    vmovdqu64    zmm4, [rdi + 2624]
+    vmovdqu64    zmm5, [rdi + 4608]
+    vmovdqu64    zmm6, [rdi + 4672]
+    vmovdqu64    zmm7, [rdi + 6656]
+    vmovdqu64    zmm8, [rdi + 6720]
+    vpaddq       zmm9, zmm0, [rdi + 1536]            ; layer 2
+    vpaddq       zmm10, zmm1, [rdi + 1600]           ; layer 2
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, [rdi + 1536]
+    vpsubq       zmm1, zmm1, [rdi + 1600]
+    vpsrlq       zmm11, zmm0, 32
+    vpsrlq       zmm12, zmm1, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60032] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 59904
+    vpmuludq     zmm13, zmm0, [rdx]
+    vpmuludq     zmm14, zmm1, [rdx]
+    vpmuludq     zmm15, zmm11, [rdx - 64]
+    vpmuludq     zmm16, zmm12, [rdx - 64]
+    vpmuludq     zmm11, zmm11, [rdx]
+    vpmuludq     zmm12, zmm12, [rdx]
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpaddq       zmm11, zmm11, zmm15
+    vpaddq       zmm12, zmm12, zmm16
+    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpmullq      zmm1, zmm1, [rdx - 128]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm0, zmm0, zmm11
+    vpsubq       zmm1, zmm1, zmm12
+    vpsubq       zmm11, zmm0, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm1, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm0, zmm0, zmm11
+    vpminuq      zmm1, zmm1, zmm12
+    vpaddq       zmm11, zmm3, [rdi + 3584]           ; layer 2
+    vpaddq       zmm12, zmm4, [rdi + 3648]           ; layer 2
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, [rdi + 3584]
+    vpsubq       zmm4, zmm4, [rdi + 3648]
+    vpsrlq       zmm13, zmm3, 32
+    vpsrlq       zmm14, zmm4, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60224] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60096
+    vpmuludq     zmm15, zmm3, [rdx]
+    vpmuludq     zmm16, zmm4, [rdx]
+    vpmuludq     zmm17, zmm13, [rdx - 64]
+    vpmuludq     zmm18, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, [rdx]
+    vpmuludq     zmm14, zmm14, [rdx]
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpaddq       zmm13, zmm13, zmm15
+    vpaddq       zmm14, zmm14, zmm16
+    vpaddq       zmm13, zmm13, zmm17
+    vpaddq       zmm14, zmm14, zmm18
+    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpaddq       zmm13, zmm5, [rdi + 5632]           ; layer 2
+    vpaddq       zmm14, zmm6, [rdi + 5696]           ; layer 2
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, [rdi + 5632]
+    vpsubq       zmm6, zmm6, [rdi + 5696]
+    vpsrlq       zmm15, zmm5, 32
+    vpsrlq       zmm16, zmm6, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60416] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60288
+    vpmuludq     zmm17, zmm5, [rdx]
+    vpmuludq     zmm18, zmm6, [rdx]
+    vpmuludq     zmm19, zmm15, [rdx - 64]
+    vpmuludq     zmm20, zmm16, [rdx - 64]
+    vpmuludq     zmm15, zmm15, [rdx]
+    vpmuludq     zmm16, zmm16, [rdx]
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpmullq      zmm5, zmm5, [rdx - 128]
+    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm5, zmm5, zmm15
+    vpsubq       zmm6, zmm6, zmm16
+    vpsubq       zmm15, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm15
+    vpminuq      zmm6, zmm6, zmm16
+    vpaddq       zmm15, zmm7, [rdi + 7680]           ; layer 2
+    vpaddq       zmm16, zmm8, [rdi + 7744]           ; layer 2
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, [rdi + 7680]
+    vpsubq       zmm8, zmm8, [rdi + 7744]
+    vpsrlq       zmm17, zmm7, 32
+    vpsrlq       zmm18, zmm8, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60608] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60480
+    vpmuludq     zmm19, zmm7, [rdx]
+    vpmuludq     zmm20, zmm8, [rdx]
+    vpmuludq     zmm21, zmm17, [rdx - 64]
+    vpmuludq     zmm22, zmm18, [rdx - 64]
+    vpmuludq     zmm17, zmm17, [rdx]
+    vpmuludq     zmm18, zmm18, [rdx]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm17, zmm17, zmm19
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpmullq      zmm7, zmm7, [rdx - 128]
+    vpmullq      zmm8, zmm8, [rdx - 128]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm7, zmm7, zmm17
+    vpsubq       zmm8, zmm8, zmm18
+    vpsubq       zmm17, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm17
+    vpminuq      zmm8, zmm8, zmm18
+    vpsubq       zmm17, zmm9, zmm25                  ; csub: before layer 1
+    vpsubq       zmm18, zmm10, zmm25                 ; csub: before layer 1
+    vpminuq      zmm9, zmm9, zmm17
+    vpminuq      zmm10, zmm10, zmm18
+    vpsubq       zmm17, zmm11, zmm25                 ; csub: before layer 1
+    vpsubq       zmm18, zmm12, zmm25                 ; csub: before layer 1
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpaddq       zmm17, zmm9, zmm11                  ; layer 1
+    vpaddq       zmm18, zmm10, zmm12                 ; layer 1
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm19, zmm9, zmm30
+    vpmuludq     zmm20, zmm10, zmm30
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60800] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60672
+    vpmuludq     zmm21, zmm11, [rdx - 64]
+    vpmuludq     zmm22, zmm12, [rdx - 64]
+    vpmuludq     zmm11, zmm11, zmm30
+    vpmuludq     zmm12, zmm12, zmm30
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm19
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm9, zmm9, [rdx - 128]
+    vpmullq      zmm10, zmm10, [rdx - 128]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm0, zmm3                   ; layer 1
+    vpaddq       zmm12, zmm1, zmm4                   ; layer 1
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, zmm3
+    vpsubq       zmm1, zmm1, zmm4
+    vpsrlq       zmm3, zmm0, 32
+    vpsrlq       zmm4, zmm1, 32
+    vpmuludq     zmm19, zmm0, zmm30
+    vpmuludq     zmm20, zmm1, zmm30
+    vpmuludq     zmm21, zmm3, [rdx - 64]
+    vpmuludq     zmm22, zmm4, [rdx - 64]
+    vpmuludq     zmm3, zmm3, zmm30
+    vpmuludq     zmm4, zmm4, zmm30
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm3, zmm3, zmm19
+    vpaddq       zmm4, zmm4, zmm20
+    vpaddq       zmm3, zmm3, zmm21
+    vpaddq       zmm4, zmm4, zmm22
+    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpmullq      zmm1, zmm1, [rdx - 128]
+    vpmullq      zmm3, zmm3, zmm2
+    vpmullq      zmm4, zmm4, zmm2
+    vpsubq       zmm0, zmm0, zmm3
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm4, zmm1, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm0, zmm0, zmm3
+    vpminuq      zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm13, zmm25                  ; csub: before layer 1
+    vpsubq       zmm4, zmm14, zmm25                  ; csub: before layer 1
+    vpminuq      zmm3, zmm13, zmm3
+    vpminuq      zmm4, zmm14, zmm4
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 1
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 1
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpaddq       zmm15, zmm3, zmm13                  ; layer 1
+    vpaddq       zmm16, zmm4, zmm14                  ; layer 1
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsrlq       zmm13, zmm3, 32
+    vpsrlq       zmm14, zmm4, 32
+    vpmuludq     zmm19, zmm3, zmm31
+    vpmuludq     zmm20, zmm4, zmm31
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60992] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60864
+    vpmuludq     zmm21, zmm13, [rdx - 64]
+    vpmuludq     zmm22, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, zmm31
+    vpmuludq     zmm14, zmm14, zmm31
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpaddq       zmm13, zmm5, zmm7                   ; layer 1
+    vpaddq       zmm14, zmm6, zmm8                   ; layer 1
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
+    vpmuludq     zmm19, zmm5, zmm31
+    vpmuludq     zmm20, zmm6, zmm31
+    vpmuludq     zmm21, zmm7, [rdx - 64]
+    vpmuludq     zmm22, zmm8, [rdx - 64]
+    vpmuludq     zmm7, zmm7, zmm31
+    vpmuludq     zmm8, zmm8, zmm31
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm7, zmm7, zmm19
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpmullq      zmm5, zmm5, [rdx - 128]
+    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm17, zmm25                  ; csub: before layer 0
+    vpsubq       zmm8, zmm18, zmm25                  ; csub: before layer 0
+    vpminuq      zmm7, zmm17, zmm7
+    vpminuq      zmm8, zmm18, zmm8
+    vpsubq       zmm17, zmm15, zmm25                 ; csub: before layer 0
+    vpsubq       zmm18, zmm16, zmm25                 ; csub: before layer 0
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm7, zmm15                  ; layer 0
+    vpaddq       zmm18, zmm8, zmm16                  ; layer 0
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsrlq       zmm15, zmm7, 32
+    vpsrlq       zmm16, zmm8, 32
+    vpmuludq     zmm19, zmm7, zmm27
+    vpmuludq     zmm20, zmm8, zmm27
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 61184] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 61056
+    vpmuludq     zmm21, zmm15, [rdx - 64]
+    vpmuludq     zmm22, zmm16, [rdx - 64]
+    vpmuludq     zmm15, zmm15, zmm27
+    vpmuludq     zmm16, zmm16, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpmullq      zmm7, zmm7, [rdx - 128]
+    vpmullq      zmm8, zmm8, [rdx - 128]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm15
+    vpminuq      zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm11, zmm25                 ; csub: before layer 0
+    vpsubq       zmm16, zmm12, zmm25                 ; csub: before layer 0
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; csub: before layer 0
+    vpsubq       zmm16, zmm14, zmm25                 ; csub: before layer 0
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm11, zmm13                 ; layer 0
+    vpaddq       zmm16, zmm12, zmm14                 ; layer 0
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsrlq       zmm13, zmm11, 32
+    vpsrlq       zmm14, zmm12, 32
+    vpmuludq     zmm19, zmm11, zmm27
+    vpmuludq     zmm20, zmm12, zmm27
+    vpmuludq     zmm21, zmm13, [rdx - 64]
+    vpmuludq     zmm22, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, zmm27
+    vpmuludq     zmm14, zmm14, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm11, zmm11, [rdx - 128]
+    vpmullq      zmm12, zmm12, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm9, zmm3                   ; layer 0
+    vpaddq       zmm14, zmm10, zmm4                  ; layer 0
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm3, zmm9, zmm3
+    vpsubq       zmm4, zmm10, zmm4
+    vpsrlq       zmm9, zmm3, 32
+    vpsrlq       zmm10, zmm4, 32
+    vpmuludq     zmm19, zmm3, zmm27
+    vpmuludq     zmm20, zmm4, zmm27
+    vpmuludq     zmm21, zmm9, [rdx - 64]
+    vpmuludq     zmm22, zmm10, [rdx - 64]
+    vpmuludq     zmm9, zmm9, zmm27
+    vpmuludq     zmm10, zmm10, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm9, zmm9, zmm19
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm3, zmm3, zmm9
+    vpsubq       zmm4, zmm4, zmm10
+    vpsubq       zmm9, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm9
+    vpminuq      zmm4, zmm4, zmm10
+    vpaddq       zmm9, zmm0, zmm5                    ; layer 0
+    vpaddq       zmm10, zmm1, zmm6                   ; layer 0
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, zmm5
+    vpsubq       zmm1, zmm1, zmm6
+    vpsrlq       zmm5, zmm0, 32
+    vpsrlq       zmm6, zmm1, 32
+    vpmuludq     zmm19, zmm0, zmm27
+    vpmuludq     zmm20, zmm1, zmm27
+    vpmuludq     zmm21, zmm5, [rdx - 64]
+    vpmuludq     zmm22, zmm6, [rdx - 64]
+    vpmuludq     zmm5, zmm5, zmm27
+    vpmuludq     zmm6, zmm6, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm5, zmm5, zmm19
+    vpaddq       zmm6, zmm6, zmm20
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpmullq      zmm1, zmm1, [rdx - 128]
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm0, zmm0, zmm5
+    vpsubq       zmm1, zmm1, zmm6
+    vpsubq       zmm5, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm6, zmm1, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm0, zmm0, zmm5
+    vpminuq      zmm1, zmm1, zmm6
+    vmovdqu64    [rdi + 512], zmm17
+    vmovdqu64    [rdi + 576], zmm18
+    vmovdqu64    [rdi + 1536], zmm15
+    vmovdqu64    [rdi + 1600], zmm16
+    vmovdqu64    [rdi + 2560], zmm13
+    vmovdqu64    [rdi + 2624], zmm14
+    vmovdqu64    [rdi + 3584], zmm9
+    vmovdqu64    [rdi + 3648], zmm10
+    vmovdqu64    [rdi + 4608], zmm7
+    vmovdqu64    [rdi + 4672], zmm8
+    vmovdqu64    [rdi + 5632], zmm11
+    vmovdqu64    [rdi + 5696], zmm12
+    vmovdqu64    [rdi + 6656], zmm3
+    vmovdqu64    [rdi + 6720], zmm4
+    vmovdqu64    [rdi + 7680], zmm0
+    vmovdqu64    [rdi + 7744], zmm1
+    add          rdi, 128
     dec          rax
     jnz          .repeat4
-    add          rdi, -512                           ; back to the argument
-    mov          rax, 7
-    .repeat5:
-    vmovdqu64    zmm0, [rdi + 512]
-    vmovdqu64    zmm1, [rdi + 2560]
-    vmovdqu64    zmm3, [rdi + 4608]
-    vmovdqu64    zmm4, [rdi + 6656]
-    vpaddq       zmm5, zmm0, [rdi + 1536]            ; layer 2
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 1536]
-    vpsrlq       zmm6, zmm0, 32
-    vpmuludq     zmm7, zmm0, zmm23
-    vpmuludq     zmm8, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 59968]
-    vpmuludq     zmm6, zmm6, zmm23
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm6, zmm6, zmm7
-    vpaddq       zmm6, zmm6, zmm8
-    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 59904]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm0, zmm0, zmm6
-    vpsubq       zmm6, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm6
-    vpaddq       zmm6, zmm1, [rdi + 3584]            ; layer 2
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm1, zmm1, [rdi + 3584]
-    vpsrlq       zmm7, zmm1, 32
-    vpmuludq     zmm8, zmm1, zmm24
-    vpmuludq     zmm9, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60160]
-    vpmuludq     zmm7, zmm7, zmm24
-    vpsrlq       zmm8, zmm8, 32
-    vpsrlq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm8
-    vpaddq       zmm7, zmm7, zmm9
-    vpmullq      zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60096]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm1, zmm1, zmm7
-    vpsubq       zmm7, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm7
-    vpaddq       zmm7, zmm3, [rdi + 5632]            ; layer 2
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, [rdi + 5632]
-    vpsrlq       zmm8, zmm3, 32
-    vpmuludq     zmm9, zmm3, zmm25
-    vpmuludq     zmm10, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60352]
-    vpmuludq     zmm8, zmm8, zmm25
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpaddq       zmm8, zmm8, zmm10
-    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60288]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm3, zmm3, zmm8
-    vpsubq       zmm8, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm8
-    vpaddq       zmm8, zmm4, [rdi + 7680]            ; layer 2
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, [rdi + 7680]
-    vpsrlq       zmm9, zmm4, 32
-    vpmuludq     zmm10, zmm4, zmm26
-    vpmuludq     zmm11, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60544]
-    vpmuludq     zmm9, zmm9, zmm26
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm10
-    vpaddq       zmm9, zmm9, zmm11
-    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60480]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm4, zmm4, zmm9
-    vpsubq       zmm9, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm9
-    vpsubq       zmm9, zmm5, zmm14                   ; csub: before layer 1
-    vpminuq      zmm5, zmm5, zmm9
-    vpsubq       zmm9, zmm6, zmm14                   ; csub: before layer 1
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm5, zmm6                    ; layer 1
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm6
-    vpsrlq       zmm6, zmm5, 32
-    vpmuludq     zmm10, zmm5, zmm19
-    vpmuludq     zmm11, zmm6, zmm27
-    vpmuludq     zmm6, zmm6, zmm19
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm6, zmm6, zmm11
-    vpmullq      zmm5, zmm5, zmm28
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm5, zmm5, zmm6
-    vpsubq       zmm6, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm0, zmm1                    ; layer 1
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm10, zmm0, zmm19
-    vpmuludq     zmm11, zmm1, zmm27
-    vpmuludq     zmm1, zmm1, zmm19
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm1, zmm1, zmm10
-    vpaddq       zmm1, zmm1, zmm11
-    vpmullq      zmm0, zmm0, zmm28
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm7, zmm14                   ; csub: before layer 1
-    vpminuq      zmm1, zmm7, zmm1
-    vpsubq       zmm7, zmm8, zmm14                   ; csub: before layer 1
-    vpminuq      zmm7, zmm8, zmm7
-    vpaddq       zmm8, zmm1, zmm7                    ; layer 1
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm1, zmm1, zmm7
-    vpsrlq       zmm7, zmm1, 32
-    vpmuludq     zmm10, zmm1, zmm20
-    vpmuludq     zmm11, zmm7, zmm29
-    vpmuludq     zmm7, zmm7, zmm20
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm1, zmm1, zmm30
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm1, zmm1, zmm7
-    vpsubq       zmm7, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm7
-    vpaddq       zmm7, zmm3, zmm4                    ; layer 1
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vpsrlq       zmm4, zmm3, 32
-    vpmuludq     zmm10, zmm3, zmm20
-    vpmuludq     zmm11, zmm4, zmm29
-    vpmuludq     zmm4, zmm4, zmm20
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm4, zmm4, zmm10
-    vpaddq       zmm4, zmm4, zmm11
-    vpmullq      zmm3, zmm3, zmm30
-    vpmullq      zmm4, zmm4, zmm2
-    vpsubq       zmm3, zmm3, zmm4
-    vpsubq       zmm4, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm4
-    vpsubq       zmm4, zmm9, zmm14                   ; csub: before layer 0
-    vpminuq      zmm4, zmm9, zmm4
-    vpsubq       zmm9, zmm8, zmm14                   ; csub: before layer 0
-    vpminuq      zmm8, zmm8, zmm9
-    vpaddq       zmm9, zmm4, zmm8                    ; layer 0
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm8
-    vpsrlq       zmm8, zmm4, 32
-    vpmuludq     zmm10, zmm4, zmm16
-    vpmuludq     zmm11, zmm8, zmm21
-    vpmuludq     zmm8, zmm8, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm10
-    vpaddq       zmm8, zmm8, zmm11
-    vpmullq      zmm4, zmm4, zmm22
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm6, zmm14                   ; csub: before layer 0
-    vpminuq      zmm6, zmm6, zmm8
-    vpsubq       zmm8, zmm7, zmm14                   ; csub: before layer 0
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm6, zmm7                    ; layer 0
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm6, zmm6, zmm7
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm10, zmm6, zmm16
-    vpmuludq     zmm11, zmm7, zmm21
-    vpmuludq     zmm7, zmm7, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm6, zmm6, zmm22
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm5, zmm1                    ; layer 0
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm1, zmm5, zmm1
-    vpsrlq       zmm5, zmm1, 32
-    vpmuludq     zmm10, zmm1, zmm16
-    vpmuludq     zmm11, zmm5, zmm21
-    vpmuludq     zmm5, zmm5, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpmullq      zmm1, zmm1, zmm22
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm1, zmm1, zmm5
-    vpsubq       zmm5, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm0, zmm3                    ; layer 0
-    vpaddq       zmm0, zmm0, zmm14
+    add          rdi, -384                           ; back to the argument
+    vmovdqu64    zmm0, [rdi + 896]
+    vmovdqu64    zmm1, [rdi + 960]
+    vmovdqu64    zmm3, [rdi + 2944]
+    vmovdqu64    zmm4, [rdi + 3008]
+    vmovdqu64    zmm5, [rdi + 4992]
+    vmovdqu64    zmm6, [rdi + 5056]
+    vmovdqu64    zmm7, [rdi + 7040]
+    vmovdqu64    zmm8, [rdi + 7104]
+    vpaddq       zmm9, zmm0, [rdi + 1920]            ; layer 2
+    vpaddq       zmm10, zmm1, [rdi + 1984]           ; layer 2
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, [rdi + 1920]
+    vpsubq       zmm1, zmm1, [rdi + 1984]
+    vpsrlq       zmm11, zmm0, 32
+    vpsrlq       zmm12, zmm1, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60032] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 59904
+    vpmuludq     zmm13, zmm0, [rdx]
+    vpmuludq     zmm14, zmm1, [rdx]
+    vpmuludq     zmm15, zmm11, [rdx - 64]
+    vpmuludq     zmm16, zmm12, [rdx - 64]
+    vpmuludq     zmm11, zmm11, [rdx]
+    vpmuludq     zmm12, zmm12, [rdx]
+    vpsrlq       zmm13, zmm13, 32
+    vpsrlq       zmm14, zmm14, 32
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpaddq       zmm11, zmm11, zmm15
+    vpaddq       zmm12, zmm12, zmm16
+    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpmullq      zmm1, zmm1, [rdx - 128]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm0, zmm0, zmm11
+    vpsubq       zmm1, zmm1, zmm12
+    vpsubq       zmm11, zmm0, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm1, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm0, zmm0, zmm11
+    vpminuq      zmm1, zmm1, zmm12
+    vpaddq       zmm11, zmm3, [rdi + 3968]           ; layer 2
+    vpaddq       zmm12, zmm4, [rdi + 4032]           ; layer 2
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, [rdi + 3968]
+    vpsubq       zmm4, zmm4, [rdi + 4032]
+    vpsrlq       zmm13, zmm3, 32
+    vpsrlq       zmm14, zmm4, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60224] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60096
+    vpmuludq     zmm15, zmm3, [rdx]
+    vpmuludq     zmm16, zmm4, [rdx]
+    vpmuludq     zmm17, zmm13, [rdx - 64]
+    vpmuludq     zmm18, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, [rdx]
+    vpmuludq     zmm14, zmm14, [rdx]
+    vpsrlq       zmm15, zmm15, 32
+    vpsrlq       zmm16, zmm16, 32
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpaddq       zmm13, zmm13, zmm15
+    vpaddq       zmm14, zmm14, zmm16
+    vpaddq       zmm13, zmm13, zmm17
+    vpaddq       zmm14, zmm14, zmm18
+    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpaddq       zmm13, zmm5, [rdi + 6016]           ; layer 2
+    vpaddq       zmm14, zmm6, [rdi + 6080]           ; layer 2
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, [rdi + 6016]
+    vpsubq       zmm6, zmm6, [rdi + 6080]
+    vpsrlq       zmm15, zmm5, 32
+    vpsrlq       zmm16, zmm6, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60416] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60288
+    vpmuludq     zmm17, zmm5, [rdx]
+    vpmuludq     zmm18, zmm6, [rdx]
+    vpmuludq     zmm19, zmm15, [rdx - 64]
+    vpmuludq     zmm20, zmm16, [rdx - 64]
+    vpmuludq     zmm15, zmm15, [rdx]
+    vpmuludq     zmm16, zmm16, [rdx]
+    vpsrlq       zmm17, zmm17, 32
+    vpsrlq       zmm18, zmm18, 32
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpmullq      zmm5, zmm5, [rdx - 128]
+    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm5, zmm5, zmm15
+    vpsubq       zmm6, zmm6, zmm16
+    vpsubq       zmm15, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm15
+    vpminuq      zmm6, zmm6, zmm16
+    vpaddq       zmm15, zmm7, [rdi + 8064]           ; layer 2
+    vpaddq       zmm16, zmm8, [rdi + 8128]           ; layer 2
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, [rdi + 8064]
+    vpsubq       zmm8, zmm8, [rdi + 8128]
+    vpsrlq       zmm17, zmm7, 32
+    vpsrlq       zmm18, zmm8, 32
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60608] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60480
+    vpmuludq     zmm19, zmm7, [rdx]
+    vpmuludq     zmm20, zmm8, [rdx]
+    vpmuludq     zmm21, zmm17, [rdx - 64]
+    vpmuludq     zmm22, zmm18, [rdx - 64]
+    vpmuludq     zmm17, zmm17, [rdx]
+    vpmuludq     zmm18, zmm18, [rdx]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm17, zmm17, zmm19
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpmullq      zmm7, zmm7, [rdx - 128]
+    vpmullq      zmm8, zmm8, [rdx - 128]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm7, zmm7, zmm17
+    vpsubq       zmm8, zmm8, zmm18
+    vpsubq       zmm17, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm17
+    vpminuq      zmm8, zmm8, zmm18
+    vpsubq       zmm17, zmm9, zmm25                  ; csub: before layer 1
+    vpsubq       zmm18, zmm10, zmm25                 ; csub: before layer 1
+    vpminuq      zmm9, zmm9, zmm17
+    vpminuq      zmm10, zmm10, zmm18
+    vpsubq       zmm17, zmm11, zmm25                 ; csub: before layer 1
+    vpsubq       zmm18, zmm12, zmm25                 ; csub: before layer 1
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpaddq       zmm17, zmm9, zmm11                  ; layer 1
+    vpaddq       zmm18, zmm10, zmm12                 ; layer 1
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm19, zmm9, zmm30
+    vpmuludq     zmm20, zmm10, zmm30
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60800] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60672
+    vpmuludq     zmm21, zmm11, [rdx - 64]
+    vpmuludq     zmm22, zmm12, [rdx - 64]
+    vpmuludq     zmm11, zmm11, zmm30
+    vpmuludq     zmm12, zmm12, zmm30
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm11, zmm11, zmm19
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
+    vpmullq      zmm9, zmm9, [rdx - 128]
+    vpmullq      zmm10, zmm10, [rdx - 128]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm0, zmm3                   ; layer 1
+    vpaddq       zmm12, zmm1, zmm4                   ; layer 1
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
     vpsubq       zmm0, zmm0, zmm3
+    vpsubq       zmm1, zmm1, zmm4
     vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm10, zmm0, zmm16
-    vpmuludq     zmm11, zmm3, zmm21
-    vpmuludq     zmm3, zmm3, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm3, zmm3, zmm10
-    vpaddq       zmm3, zmm3, zmm11
-    vpmullq      zmm0, zmm0, zmm22
+    vpsrlq       zmm4, zmm1, 32
+    vpmuludq     zmm19, zmm0, zmm30
+    vpmuludq     zmm20, zmm1, zmm30
+    vpmuludq     zmm21, zmm3, [rdx - 64]
+    vpmuludq     zmm22, zmm4, [rdx - 64]
+    vpmuludq     zmm3, zmm3, zmm30
+    vpmuludq     zmm4, zmm4, zmm30
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm3, zmm3, zmm19
+    vpaddq       zmm4, zmm4, zmm20
+    vpaddq       zmm3, zmm3, zmm21
+    vpaddq       zmm4, zmm4, zmm22
+    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpmullq      zmm1, zmm1, [rdx - 128]
     vpmullq      zmm3, zmm3, zmm2
-    vpsubq       zmm0, zmm0, zmm3
-    vpsubq       zmm3, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm3
-    vmovdqu64    [rdi + 512], zmm9
-    vmovdqu64    [rdi + 1536], zmm8
-    vmovdqu64    [rdi + 2560], zmm7
-    vmovdqu64    [rdi + 3584], zmm5
-    vmovdqu64    [rdi + 4608], zmm4
-    vmovdqu64    [rdi + 5632], zmm6
-    vmovdqu64    [rdi + 6656], zmm1
-    vmovdqu64    [rdi + 7680], zmm0
-    add          rdi, 64
-    dec          rax
-    jnz          .repeat5
-    add          rdi, -448                           ; back to the argument
-    vmovdqu64    zmm0, [rdi + 960]
-    vmovdqu64    zmm1, [rdi + 3008]
-    vmovdqu64    zmm3, [rdi + 5056]
-    vmovdqu64    zmm4, [rdi + 7104]
-    vpaddq       zmm5, zmm0, [rdi + 1984]            ; layer 2
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, [rdi + 1984]
-    vpsrlq       zmm6, zmm0, 32
-    vpmuludq     zmm7, zmm0, zmm23
-    vpmuludq     zmm8, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 59968]
-    vpmuludq     zmm6, zmm6, zmm23
-    vpsrlq       zmm7, zmm7, 32
-    vpsrlq       zmm8, zmm8, 32
-    vpaddq       zmm6, zmm6, zmm7
-    vpaddq       zmm6, zmm6, zmm8
-    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 59904]
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm0, zmm0, zmm6
-    vpsubq       zmm6, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm6
-    vpaddq       zmm6, zmm1, [rdi + 4032]            ; layer 2
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm1, zmm1, [rdi + 4032]
-    vpsrlq       zmm7, zmm1, 32
-    vpmuludq     zmm8, zmm1, zmm24
-    vpmuludq     zmm9, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60160]
-    vpmuludq     zmm7, zmm7, zmm24
-    vpsrlq       zmm8, zmm8, 32
-    vpsrlq       zmm9, zmm9, 32
-    vpaddq       zmm7, zmm7, zmm8
-    vpaddq       zmm7, zmm7, zmm9
-    vpmullq      zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60096]
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm1, zmm1, zmm7
-    vpsubq       zmm7, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm7
-    vpaddq       zmm7, zmm3, [rdi + 6080]            ; layer 2
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, [rdi + 6080]
-    vpsrlq       zmm8, zmm3, 32
-    vpmuludq     zmm9, zmm3, zmm25
-    vpmuludq     zmm10, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60352]
-    vpmuludq     zmm8, zmm8, zmm25
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpaddq       zmm8, zmm8, zmm9
-    vpaddq       zmm8, zmm8, zmm10
-    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60288]
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm3, zmm3, zmm8
-    vpsubq       zmm8, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm8
-    vpaddq       zmm8, zmm4, [rdi + 8128]            ; layer 2
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, [rdi + 8128]
-    vpsrlq       zmm9, zmm4, 32
-    vpmuludq     zmm10, zmm4, zmm26
-    vpmuludq     zmm11, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60544]
-    vpmuludq     zmm9, zmm9, zmm26
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm9, zmm9, zmm10
-    vpaddq       zmm9, zmm9, zmm11
-    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60480]
-    vpmullq      zmm9, zmm9, zmm2
-    vpsubq       zmm4, zmm4, zmm9
-    vpsubq       zmm9, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm9
-    vpsubq       zmm9, zmm5, zmm14                   ; csub: before layer 1
-    vpminuq      zmm5, zmm5, zmm9
-    vpsubq       zmm9, zmm6, zmm14                   ; csub: before layer 1
-    vpminuq      zmm6, zmm6, zmm9
-    vpaddq       zmm9, zmm5, zmm6                    ; layer 1
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm5, zmm5, zmm6
-    vpsrlq       zmm6, zmm5, 32
-    vpmuludq     zmm10, zmm5, zmm19
-    vpmuludq     zmm11, zmm6, zmm27
-    vpmuludq     zmm6, zmm6, zmm19
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm6, zmm6, zmm11
-    vpmullq      zmm5, zmm5, zmm28
-    vpmullq      zmm6, zmm6, zmm2
-    vpsubq       zmm5, zmm5, zmm6
-    vpsubq       zmm6, zmm5, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm0, zmm1                    ; layer 1
-    vpaddq       zmm0, zmm0, zmm14
-    vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm0, 32
-    vpmuludq     zmm10, zmm0, zmm19
-    vpmuludq     zmm11, zmm1, zmm27
-    vpmuludq     zmm1, zmm1, zmm19
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm1, zmm1, zmm10
-    vpaddq       zmm1, zmm1, zmm11
-    vpmullq      zmm0, zmm0, zmm28
-    vpmullq      zmm1, zmm1, zmm2
-    vpsubq       zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm0, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm0, zmm0, zmm1
-    vpsubq       zmm1, zmm7, zmm14                   ; csub: before layer 1
-    vpminuq      zmm1, zmm7, zmm1
-    vpsubq       zmm7, zmm8, zmm14                   ; csub: before layer 1
-    vpminuq      zmm7, zmm8, zmm7
-    vpaddq       zmm8, zmm1, zmm7                    ; layer 1
-    vpaddq       zmm1, zmm1, zmm14
-    vpsubq       zmm1, zmm1, zmm7
-    vpsrlq       zmm7, zmm1, 32
-    vpmuludq     zmm10, zmm1, zmm20
-    vpmuludq     zmm11, zmm7, zmm29
-    vpmuludq     zmm7, zmm7, zmm20
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm1, zmm1, zmm30
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm1, zmm1, zmm7
-    vpsubq       zmm7, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm7
-    vpaddq       zmm7, zmm3, zmm4                    ; layer 1
-    vpaddq       zmm3, zmm3, zmm14
-    vpsubq       zmm3, zmm3, zmm4
-    vpsrlq       zmm4, zmm3, 32
-    vpmuludq     zmm10, zmm3, zmm20
-    vpmuludq     zmm11, zmm4, zmm29
-    vpmuludq     zmm4, zmm4, zmm20
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm4, zmm4, zmm10
-    vpaddq       zmm4, zmm4, zmm11
-    vpmullq      zmm3, zmm3, zmm30
     vpmullq      zmm4, zmm4, zmm2
-    vpsubq       zmm3, zmm3, zmm4
-    vpsubq       zmm4, zmm3, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm4
-    vpsubq       zmm4, zmm9, zmm14                   ; csub: before layer 0
-    vpminuq      zmm4, zmm9, zmm4
-    vpsubq       zmm9, zmm8, zmm14                   ; csub: before layer 0
-    vpminuq      zmm8, zmm8, zmm9
-    vpaddq       zmm9, zmm4, zmm8                    ; layer 0
-    vpaddq       zmm4, zmm4, zmm14
-    vpsubq       zmm4, zmm4, zmm8
-    vpsrlq       zmm8, zmm4, 32
-    vpmuludq     zmm10, zmm4, zmm16
-    vpmuludq     zmm11, zmm8, zmm21
-    vpmuludq     zmm8, zmm8, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm8, zmm8, zmm10
-    vpaddq       zmm8, zmm8, zmm11
-    vpmullq      zmm4, zmm4, zmm22
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm4, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm4, zmm4, zmm8
-    vpsubq       zmm8, zmm6, zmm14                   ; csub: before layer 0
-    vpminuq      zmm6, zmm6, zmm8
-    vpsubq       zmm8, zmm7, zmm14                   ; csub: before layer 0
-    vpminuq      zmm7, zmm7, zmm8
-    vpaddq       zmm8, zmm6, zmm7                    ; layer 0
-    vpaddq       zmm6, zmm6, zmm14
-    vpsubq       zmm6, zmm6, zmm7
-    vpsrlq       zmm7, zmm6, 32
-    vpmuludq     zmm10, zmm6, zmm16
-    vpmuludq     zmm11, zmm7, zmm21
-    vpmuludq     zmm7, zmm7, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm7, zmm7, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpmullq      zmm6, zmm6, zmm22
-    vpmullq      zmm7, zmm7, zmm2
-    vpsubq       zmm6, zmm6, zmm7
-    vpsubq       zmm7, zmm6, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm6, zmm6, zmm7
-    vpaddq       zmm7, zmm5, zmm1                    ; layer 0
-    vpaddq       zmm5, zmm5, zmm14
-    vpsubq       zmm1, zmm5, zmm1
-    vpsrlq       zmm5, zmm1, 32
-    vpmuludq     zmm10, zmm1, zmm16
-    vpmuludq     zmm11, zmm5, zmm21
-    vpmuludq     zmm5, zmm5, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm5, zmm5, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpmullq      zmm1, zmm1, zmm22
-    vpmullq      zmm5, zmm5, zmm2
-    vpsubq       zmm1, zmm1, zmm5
-    vpsubq       zmm5, zmm1, zmm14                   ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm5
-    vpaddq       zmm5, zmm0, zmm3                    ; layer 0
-    vpaddq       zmm0, zmm0, zmm14
     vpsubq       zmm0, zmm0, zmm3
-    vpsrlq       zmm3, zmm0, 32
-    vpmuludq     zmm10, zmm0, zmm16
-    vpmuludq     zmm11, zmm3, zmm21
-    vpmuludq     zmm3, zmm3, zmm16
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpaddq       zmm3, zmm3, zmm10
-    vpaddq       zmm3, zmm3, zmm11
-    vpmullq      zmm0, zmm0, zmm22
-    vpmullq      zmm2, zmm3, zmm2
-    vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm0, zmm14                   ; short quotient: below 2q
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm4, zmm1, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm0, zmm0, zmm3
+    vpminuq      zmm1, zmm1, zmm4
+    vpsubq       zmm3, zmm13, zmm25                  ; csub: before layer 1
+    vpsubq       zmm4, zmm14, zmm25                  ; csub: before layer 1
+    vpminuq      zmm3, zmm13, zmm3
+    vpminuq      zmm4, zmm14, zmm4
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 1
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 1
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpaddq       zmm15, zmm3, zmm13                  ; layer 1
+    vpaddq       zmm16, zmm4, zmm14                  ; layer 1
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsrlq       zmm13, zmm3, 32
+    vpsrlq       zmm14, zmm4, 32
+    vpmuludq     zmm19, zmm3, zmm31
+    vpmuludq     zmm20, zmm4, zmm31
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 60992] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 60864
+    vpmuludq     zmm21, zmm13, [rdx - 64]
+    vpmuludq     zmm22, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, zmm31
+    vpmuludq     zmm14, zmm14, zmm31
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpaddq       zmm13, zmm5, zmm7                   ; layer 1
+    vpaddq       zmm14, zmm6, zmm8                   ; layer 1
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
+    vpmuludq     zmm19, zmm5, zmm31
+    vpmuludq     zmm20, zmm6, zmm31
+    vpmuludq     zmm21, zmm7, [rdx - 64]
+    vpmuludq     zmm22, zmm8, [rdx - 64]
+    vpmuludq     zmm7, zmm7, zmm31
+    vpmuludq     zmm8, zmm8, zmm31
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm7, zmm7, zmm19
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpmullq      zmm5, zmm5, [rdx - 128]
+    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm17, zmm25                  ; csub: before layer 0
+    vpsubq       zmm8, zmm18, zmm25                  ; csub: before layer 0
+    vpminuq      zmm7, zmm17, zmm7
+    vpminuq      zmm8, zmm18, zmm8
+    vpsubq       zmm17, zmm15, zmm25                 ; csub: before layer 0
+    vpsubq       zmm18, zmm16, zmm25                 ; csub: before layer 0
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm7, zmm15                  ; layer 0
+    vpaddq       zmm18, zmm8, zmm16                  ; layer 0
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsrlq       zmm15, zmm7, 32
+    vpsrlq       zmm16, zmm8, 32
+    vpmuludq     zmm19, zmm7, zmm27
+    vpmuludq     zmm20, zmm8, zmm27
+    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 61184] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 near byte 61056
+    vpmuludq     zmm21, zmm15, [rdx - 64]
+    vpmuludq     zmm22, zmm16, [rdx - 64]
+    vpmuludq     zmm15, zmm15, zmm27
+    vpmuludq     zmm16, zmm16, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpmullq      zmm7, zmm7, [rdx - 128]
+    vpmullq      zmm8, zmm8, [rdx - 128]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm7, zmm7, zmm15
+    vpsubq       zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm15
+    vpminuq      zmm8, zmm8, zmm16
+    vpsubq       zmm15, zmm11, zmm25                 ; csub: before layer 0
+    vpsubq       zmm16, zmm12, zmm25                 ; csub: before layer 0
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; csub: before layer 0
+    vpsubq       zmm16, zmm14, zmm25                 ; csub: before layer 0
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm11, zmm13                 ; layer 0
+    vpaddq       zmm16, zmm12, zmm14                 ; layer 0
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsrlq       zmm13, zmm11, 32
+    vpsrlq       zmm14, zmm12, 32
+    vpmuludq     zmm19, zmm11, zmm27
+    vpmuludq     zmm20, zmm12, zmm27
+    vpmuludq     zmm21, zmm13, [rdx - 64]
+    vpmuludq     zmm22, zmm14, [rdx - 64]
+    vpmuludq     zmm13, zmm13, zmm27
+    vpmuludq     zmm14, zmm14, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm11, zmm11, [rdx - 128]
+    vpmullq      zmm12, zmm12, [rdx - 128]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm9, zmm3                   ; layer 0
+    vpaddq       zmm14, zmm10, zmm4                  ; layer 0
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm3, zmm9, zmm3
+    vpsubq       zmm4, zmm10, zmm4
+    vpsrlq       zmm9, zmm3, 32
+    vpsrlq       zmm10, zmm4, 32
+    vpmuludq     zmm19, zmm3, zmm27
+    vpmuludq     zmm20, zmm4, zmm27
+    vpmuludq     zmm21, zmm9, [rdx - 64]
+    vpmuludq     zmm22, zmm10, [rdx - 64]
+    vpmuludq     zmm9, zmm9, zmm27
+    vpmuludq     zmm10, zmm10, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm9, zmm9, zmm19
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm3, zmm3, [rdx - 128]
+    vpmullq      zmm4, zmm4, [rdx - 128]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm3, zmm3, zmm9
+    vpsubq       zmm4, zmm4, zmm10
+    vpsubq       zmm9, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm9
+    vpminuq      zmm4, zmm4, zmm10
+    vpaddq       zmm9, zmm0, zmm5                    ; layer 0
+    vpaddq       zmm10, zmm1, zmm6                   ; layer 0
+    vpaddq       zmm0, zmm0, zmm25
+    vpaddq       zmm1, zmm1, zmm25
+    vpsubq       zmm0, zmm0, zmm5
+    vpsubq       zmm1, zmm1, zmm6
+    vpsrlq       zmm5, zmm0, 32
+    vpsrlq       zmm6, zmm1, 32
+    vpmuludq     zmm19, zmm0, zmm27
+    vpmuludq     zmm20, zmm1, zmm27
+    vpmuludq     zmm21, zmm5, [rdx - 64]
+    vpmuludq     zmm22, zmm6, [rdx - 64]
+    vpmuludq     zmm5, zmm5, zmm27
+    vpmuludq     zmm6, zmm6, zmm27
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm5, zmm5, zmm19
+    vpaddq       zmm6, zmm6, zmm20
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpmullq      zmm0, zmm0, [rdx - 128]
+    vpmullq      zmm1, zmm1, [rdx - 128]
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm2, zmm6, zmm2
+    vpsubq       zmm0, zmm0, zmm5
+    vpsubq       zmm1, zmm1, zmm2
+    vpsubq       zmm2, zmm0, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm5, zmm1, zmm25                   ; short quotient: below 2q
     vpminuq      zmm0, zmm0, zmm2
-    vmovdqu64    [rdi + 960], zmm9
-    vmovdqu64    [rdi + 1984], zmm8
-    vmovdqu64    [rdi + 3008], zmm7
-    vmovdqu64    [rdi + 4032], zmm5
-    vmovdqu64    [rdi + 5056], zmm4
-    vmovdqu64    [rdi + 6080], zmm6
-    vmovdqu64    [rdi + 7104], zmm1
-    vmovdqu64    [rdi + 8128], zmm0
+    vpminuq      zmm1, zmm1, zmm5
+    vmovdqu64    [rdi + 896], zmm17
+    vmovdqu64    [rdi + 960], zmm18
+    vmovdqu64    [rdi + 1920], zmm15
+    vmovdqu64    [rdi + 1984], zmm16
+    vmovdqu64    [rdi + 2944], zmm13
+    vmovdqu64    [rdi + 3008], zmm14
+    vmovdqu64    [rdi + 3968], zmm9
+    vmovdqu64    [rdi + 4032], zmm10
+    vmovdqu64    [rdi + 4992], zmm7
+    vmovdqu64    [rdi + 5056], zmm8
+    vmovdqu64    [rdi + 6016], zmm11
+    vmovdqu64    [rdi + 6080], zmm12
+    vmovdqu64    [rdi + 7040], zmm3
+    vmovdqu64    [rdi + 7104], zmm4
+    vmovdqu64    [rdi + 8064], zmm0
+    vmovdqu64    [rdi + 8128], zmm1
     vzeroupper
     ret
 .end:

@@ -6,8 +6,8 @@ undoes the frame and ends code that wrote a ymm register with vzeroupper. The fr
 renders these fields, in one of two layouts.
 
 System V (no unwind tables): when the kernel spills, rbp is pushed and
-becomes the frame pointer, and rsp is aligned down to 32 bytes to hold the
-spill slots.
+becomes the frame pointer, and rsp is aligned down to the slot size (32
+bytes, 64 where the slots hold zmm registers) to hold the spill slots.
 
 Win64 (`ObjectFormat.unwind_tables`): the frame must be one the unwind codes
 of its .pdata/.xdata entry describe, so after the pushes a fixed allocation
@@ -15,7 +15,7 @@ of its .pdata/.xdata entry describe, so after the pushes a fixed allocation
 writes (plus 8 bytes of padding when the pushes leave rsp 8 mod 16: it is 8
 mod 16 at entry), then the saves themselves; only a kernel that spills also
 pushes rbp and sets it to rsp (UWOP_SET_FPREG, offset 0), after which the
-body aligns rsp down to 32 bytes and allocates the spill slots, which the
+body aligns rsp down to the slot size and allocates the spill slots, which the
 unwinder need not know about. The epilogue restores the xmm registers
 (relative to rbp when there is a frame pointer), then takes the canonical
 Win64 form `lea rsp, [rbp + alloc]` or `add rsp, alloc`, pops, ret.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.instr import SLOT_BYTES, Kernel, registers_in
+from ..ir.instr import Kernel, registers_in
 from ..machine.ops import spec
 from ..machine.abi import RBP
 from ..machine.registers import GENERAL, GPR_NAMES, VECTOR
@@ -66,7 +66,8 @@ class Frame:
     unwind: bool = False  # Win64: the frame is described by unwind codes (the fields below)
     alloc: int = 0  # Win64: the fixed allocation below the pushes: xmm saves and alignment padding
     frame_pointer: bool = False  # Win64: rbp = rsp after the fixed allocation (the kernel spills)
-    spill_bytes: int = 0  # Win64: the spill slots below the 32-byte aligned frame pointer
+    spill_bytes: int = 0  # Win64: the spill slots below the frame pointer, aligned down to `align`
+    align: int = 32  # the alignment of the spill area (a slot's bytes)
 
     @property
     def has_frame(self) -> bool:
@@ -121,19 +122,20 @@ def frame_of(kernel: Kernel) -> Frame:
     stack_args = tuple((GPR_NAMES[r], off) for r, off in abi.stack_args(len(kernel.args)))
     moves = tuple((GPR_NAMES[h], GPR_NAMES[a]) for h, a in abi.entry_moves(len(kernel.args)))
     pushes = tuple(GPR_NAMES[r] for r in registers_used(kernel, GENERAL) if r in abi.saved(GENERAL))
-    spill = SLOT_BYTES * kernel.spill_slots
+    slot = kernel.target.isa.spill_slot_bytes
+    spill = slot * kernel.spill_slots
     saved = [r for r in registers_used(kernel, VECTOR) if r in abi.saved(VECTOR)]
     save_move = spec("store_aligned").form(kernel.target.isa.encoding, SAVE_BYTES * 8).mnemonic
     if kernel.target.fmt.unwind_tables:
-        return _win64_frame(kernel, stack_args, moves, pushes, spill, saved, save_move)
+        return _win64_frame(kernel, stack_args, moves, pushes, spill, saved, save_move, slot)
     saves = tuple((f"xmm{r}", spill + SAVE_BYTES * k) for k, r in enumerate(saved))
     area = spill + SAVE_BYTES * len(saves)
-    area += -area % SLOT_BYTES
-    return Frame(stack_args, moves, pushes, area, saves, save_move, kernel.dirty_upper)
+    area += -area % slot
+    return Frame(stack_args, moves, pushes, area, saves, save_move, kernel.dirty_upper, align=slot)
 
 
 def _win64_frame(kernel: Kernel, stack_args: tuple[tuple[str, int], ...], moves: tuple[tuple[str, str], ...],
-                 pushes: tuple[str, ...], spill: int, saved: list[int], save_move: str) -> Frame:
+                 pushes: tuple[str, ...], spill: int, saved: list[int], save_move: str, slot: int) -> Frame:
     frame_pointer = spill > 0
     if frame_pointer and "rbp" not in pushes:
         pushes += ("rbp",)
@@ -143,10 +145,10 @@ def _win64_frame(kernel: Kernel, stack_args: tuple[tuple[str, int], ...], moves:
     if alloc and len(pushes) % 2 == 0:
         alloc += 8
     # the worst case below the return address: pushes, the fixed allocation,
-    # then the spill slots after rsp (8-aligned there) is aligned down to 32
-    size = 8 * len(pushes) + alloc + (spill + SLOT_BYTES - 8 if spill else 0)
+    # then the spill slots after rsp (8-aligned there) is aligned down to a slot
+    size = 8 * len(pushes) + alloc + (spill + slot - 8 if spill else 0)
     if size >= PAGE_BYTES:
         raise ValueError(f"{kernel.symbol}: a Win64 frame of {size} bytes (4 KiB or more) would need stack "
                          "probes (__chkstk), which kerngen does not emit")
     return Frame(stack_args, moves, pushes, 0, saves, save_move, kernel.dirty_upper, unwind=True, alloc=alloc,
-                 frame_pointer=frame_pointer, spill_bytes=spill)
+                 frame_pointer=frame_pointer, spill_bytes=spill, align=slot)

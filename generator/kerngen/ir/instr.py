@@ -64,9 +64,6 @@ class TableBase:
     label: str
 
 
-SLOT_BYTES = 32  # one spill slot holds the widest vector register
-
-
 @dataclass(frozen=True)
 class StackBase:
     """The kernel's stack area (32-byte aligned): spill slots, then saved registers."""

@@ -22,6 +22,8 @@ from .encoding import EVEX, LEGACY, VEX, Encoding
 from .ops import BLEND_SCRATCH, TABLE, InstructionTable
 from .registers import GENERAL, GPR_NAMES, MASK, MASKS, VECTOR, RegisterFamily, general_family, vector_family
 
+MIN_SPILL_SLOT_BYTES = 32  # a ymm register: the spill slots of every ISA up to AVX2 (SSE kernels' frames too)
+
 X86_64_V2 = frozenset({"SSE2", "SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT"})
 # every AVX2 processor also has PCLMULQDQ
 X86_64_V3 = X86_64_V2 | frozenset({"AVX", "AVX2", "BMI1", "BMI2", "FMA", "LZCNT", "MOVBE", "PCLMULQDQ"})
@@ -75,6 +77,12 @@ class Isa:
             if f.name == name:
                 return f
         raise KeyError(f"{self.name} has no {name} registers")
+
+    @property
+    def spill_slot_bytes(self) -> int:
+        """The bytes of one spill slot, and the alignment of the spill area: the widest vector register
+        (a zmm register's 64 on AVX-512; 32 below, which the frames of AVX2 and SSE kernels keep)."""
+        return max(MIN_SPILL_SLOT_BYTES, self.vector_bits // 8)
 
     def has_family(self, name: str) -> bool:
         return any(f.name == name for f in self.families)

@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..errors import AllocationError
-from ..ir.instr import SLOT_BYTES, GReg, Instr, KReg, Mem, Operand, PhysReg, StackBase, TableBase, VReg
+from ..ir.instr import GReg, Instr, KReg, Mem, Operand, PhysReg, StackBase, TableBase, VReg
 from ..machine.ops import spec
 from ..machine.registers import GENERAL, MASK, VECTOR
 
@@ -46,6 +46,7 @@ class RegisterPools:
     # whether a general register's value may go to the stack (lanes on general registers); else running
     # out of them is an AllocationError, on which a family may retry with more registers or another plan
     spill_gprs: bool = False
+    slot_bytes: int = 32  # one spill slot: the widest vector register the kernel may spill (`Isa.spill_slot_bytes`)
 
 
 def _virtual(op: Operand) -> bool:
@@ -101,7 +102,7 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
         else:
             s = n_slots
             n_slots += 1
-        return Mem(StackBase(), SLOT_BYTES * s, SLOT_BYTES)
+        return Mem(StackBase(), pools.slot_bytes * s, pools.slot_bytes)
 
     def evict(k: str, now: int, pinned: set[Operand]) -> int:
         best, best_use = None, -1
@@ -176,7 +177,7 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             if _virtual(v) and next_use(v, i + 1) == 1 << 60 and v not in ins.written:
                 release(v)
                 if v in home and home[v][1].base == StackBase():
-                    dying_slots.append(home[v][1].offset // SLOT_BYTES)
+                    dying_slots.append(home[v][1].offset // pools.slot_bytes)
                 home.pop(v, None)
         for idx in s.written:
             v = ins.operands[idx]
@@ -187,7 +188,7 @@ def allocate(body: tuple[Instr, ...] | list[Instr], pools: RegisterPools) -> All
             if v in home:
                 _, mem = home.pop(v)
                 if mem.base == StackBase():
-                    free_slots.append(mem.offset // SLOT_BYTES)
+                    free_slots.append(mem.offset // pools.slot_bytes)
             new_ops[idx] = phys(v)
             if _loads_constant(ins, s):
                 home[v] = (ins.op, ins.operands[1])

@@ -10,7 +10,7 @@ kernels are static, so this is a complete check of memory safety.
 from __future__ import annotations
 
 from ..errors import CheckError
-from ..ir.instr import (SLOT_BYTES, ArgBase, ArgSpec, GReg, Imm, Instr, KReg, Mem, PhysReg, StackBase, Table, TableBase,
+from ..ir.instr import (ArgBase, ArgSpec, GReg, Imm, Instr, KReg, Mem, PhysReg, StackBase, Table, TableBase,
                         VReg)
 from ..machine.ops import spec
 from ..ir.stream import run_stream
@@ -67,8 +67,9 @@ def check_encoding(encoded: list[Instr], verified: tuple[Instr, ...], abi: Abi, 
 
 
 def check_memory(body: tuple[Instr, ...], args: tuple[ArgSpec, ...], tables: tuple[Table, ...],
-                 spill_slots: int) -> None:
-    """Every access inside its buffer; stores only into out/inout arguments and the stack."""
+                 spill_slots: int, slot_bytes: int) -> None:
+    """Every access inside its buffer; stores only into out/inout arguments and the stack, where each
+    access starts a slot of `slot_bytes` and stays inside it, whatever register it moves."""
     sizes = {t.label: t.elem_bytes * len(t.values) for t in tables}
     for i, ins in enumerate(body):
         s = spec(ins.op)
@@ -86,7 +87,12 @@ def check_memory(body: tuple[Instr, ...], args: tuple[ArgSpec, ...], tables: tup
                 if writes:
                     raise CheckError(f"{_where(i, ins)}: writes constant {name}")
             elif isinstance(op.base, StackBase):
-                limit, name = SLOT_BYTES * spill_slots, "the spill area"
+                limit, name = slot_bytes * spill_slots, "the spill area"
+                moved = max((r.bits // 8 for r in ins.operands if isinstance(r, PhysReg) and r.kind == VECTOR),
+                            default=0)
+                if op.offset % slot_bytes or op.size > slot_bytes or moved > slot_bytes:
+                    raise CheckError(f"{_where(i, ins)}: moves {moved} bytes through bytes {op.offset}.."
+                                     f"{op.offset + op.size - 1} of the spill area, whose slots are {slot_bytes}")
             else:  # pragma: no cover - the IR has no other bases
                 raise TypeError(op.base)
             if op.offset < 0 or op.offset + op.size > limit:

@@ -83,7 +83,7 @@ def _allocate(u: Unit) -> None:
     extra = tuple(r for r in saved if r != RBP) if u.callee_saved or use.callee_saved_general else ()
     scratch = abi.scratch_gprs(len(u.args))[use.roll_general:]
     pools = RegisterPools(vector=u.target.pool(VECTOR), gpr=scratch + extra, mask=u.target.pool(MASK),
-                          spill_gprs=use.spill_general)
+                          spill_gprs=use.spill_general, slot_bytes=u.target.isa.spill_slot_bytes)
     result = allocate(u.body, pools)
     u.body, u.spill_slots = list(result.body), result.spill_slots
 
@@ -94,7 +94,8 @@ def _promote_constants(u: Unit) -> None:
 
 def _check_allocated(u: Unit) -> None:
     check_operands(u.body, len(u.args), allocated=True)
-    check_memory(tuple(u.body), u.args, tuple(u.builder.tables.values()), u.spill_slots)
+    check_memory(tuple(u.body), u.args, tuple(u.builder.tables.values()), u.spill_slots,
+                 u.target.isa.spill_slot_bytes)
 
 
 def _required_isa(u: Unit) -> None:

@@ -101,7 +101,7 @@ class _Machine:
         self.defs: dict[int, Def] = {}  # value -> the instruction that made it
         self.products: dict[int, tuple] = {}  # checked Montgomery product -> its (x, w) leaves lane by lane
         self.regs: dict[tuple[str, int], Value] = {}
-        self.stack: dict[int, Value] = {}
+        self.stack: dict[int, tuple[int, Value]] = {}  # offset -> (bytes stored, the value)
         self.memory: dict[int, list[tuple[Interval, int, Form | None] | None]] = {}
         bases, at = [], 0
         for i, a in enumerate(kernel.args):
@@ -161,7 +161,11 @@ class _Machine:
             zero = not any(vals) if self.gf2 else all(lo % self.v.modulus == 0 for lo, _ in lanes)
             return self.new(lanes, [0] * n, frozenset() if zero else frozenset({()}))
         if isinstance(op.base, StackBase):
-            return self.stack[op.offset]
+            size, val = self.stack.get(op.offset, (0, None))
+            if size < op.size:
+                self.fail(index, ins, f"reads stack bytes {op.offset}..{op.offset + op.size - 1}, which no store "
+                                      "wrote whole since")
+            return val
         elems = self.memory[op.base.index]
         first = op.offset // self.lane_bytes
         if op.offset % self.lane_bytes or first + n > len(elems):
@@ -188,8 +192,12 @@ class _Machine:
             if s.elem != self.bits:
                 self.fail(index, ins, f"stores a {s.elem}-bit element of {self.bits}-bit lanes")
             lanes, deps = lanes[ins.operands[2].value:], deps[ins.operands[2].value:]
-        if isinstance(m.base, StackBase):
-            self.stack[m.offset] = val
+        if isinstance(m.base, StackBase):  # a store overwrites every slot whose bytes it touches
+            wrote = max(m.size, src.bits // 8 if isinstance(src, PhysReg) and src.kind == VECTOR else 0)
+            for offset, (size, _) in list(self.stack.items()):
+                if offset < m.offset + wrote and m.offset < offset + size:
+                    del self.stack[offset]
+            self.stack[m.offset] = (wrote, val)
             return
         if not isinstance(m.base, ArgBase):
             self.fail(index, ins, "stores into constant memory")

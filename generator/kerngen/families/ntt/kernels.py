@@ -26,7 +26,7 @@ from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, TableBase, VReg
 from ...machine.ops import by_width, sized_load, sized_store, spec
 from ...passes.idioms.karatsuba import KARATSUBA
 from ...passes.idioms.pair import PAIR
-from .layout import Butterflies, NttLayout, block_units, pairs, register_key, unit_pairs
+from .layout import Butterflies, NttLayout, Pass, block_units, pairs, register_key, unit_pairs
 from .montgomery import broadcast_operands
 from .reducers import Reducer, broadcast_const
 from .schedule import Arithmetic, ReductionSchedule
@@ -128,10 +128,13 @@ def _reduce_bounded(b: Builder, x: VReg, reducer, bound: int, why: str) -> tuple
 
 
 def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label: str,
-              finish: Reducer | None = None) -> None:
+              finish: Reducer | None = None, interleave: int = 1) -> None:
     """Forward (sched.direction == "forward") or inverse NTT on argument 0, in
     place; `finish` reduces every output (the range the caller asked for), or,
-    given as `WhereAbove`, the outputs the schedule bounds at its limit or above."""
+    given as `WhereAbove`, the outputs the schedule bounds at its limit or above.
+    `interleave` groups of a pass at a time have their instructions merged
+    (`_interleaved`): one group's layers are a chain of multiplications as
+    deep as the layers, which a second group's independent one fills."""
     finish, finish_limit = (finish.reducer, finish.limit) if isinstance(finish, WhereAbove) else (finish, 0)
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
@@ -148,40 +151,43 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
     ends = passes[-1:] if sched.scale_last else passes[:1]
     scaled_layer = next(st.layer for p in ends for st in (reversed(p.steps) if sched.scale_last else p.steps)
                         if isinstance(st, Butterflies)) if inverse else None
+
+    def run_group(pass_no: int, p: Pass, group: tuple[int, ...]) -> None:
+        regs = [_load(b, _vector(layout, v)) for v in group]
+        idx = [memory[v] for v in group]
+        for st in p.steps:
+            for lo, hi in pairs(len(regs), st.slot_bit):
+                if not isinstance(st, Butterflies):
+                    regs[lo], regs[hi] = layout.shuffles.emit(b, regs[lo], regs[hi], st)
+                    idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
+                    continue
+                due, before = sched.reduced_before(st.layer), sched.bounds_before(st.layer)
+                bounds = [max(before[i] for i in idx[s]) for s in (lo, hi)]
+                for k, s in enumerate((lo, hi)):
+                    if register_key(idx[s]) in due:
+                        regs[s], bounds[k] = _reduce_bounded(b, regs[s], ar.reducer, bounds[k],
+                                                             f"before layer {st.layer}")
+                scaled = st.layer == scaled_layer
+                factor = tuple(map(table.operand, mul.operands(
+                    math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1), table.vector)))
+                by_scale = broadcast_operands(mul, b, scale, bits) if scaled else None
+                regs[lo], regs[hi] = mul.butterfly(b, regs[lo], regs[hi], factor, qv, inverse, by_scale,
+                                                   bounds[1], f"layer {st.layer}")
+        last = pass_no == len(passes) - 1
+        if last and (sched.at_end or finish is not None):
+            final = sched.per_index[-1]
+            for k, ix in enumerate(idx):
+                bound = max(final[i] for i in ix)
+                if sched.at_end:
+                    regs[k], bound = _reduce_bounded(b, regs[k], ar.reducer, bound, "eager, after the last layer")
+                if finish is not None and bound >= finish_limit:
+                    regs[k], bound = _reduce_bounded(b, regs[k], finish, bound, "the output range asked for")
+        for v, r, ix in zip(group, regs, idx):
+            _store(b, _vector(layout, v), r)
+            memory[v] = ix
     for pass_no, p in enumerate(passes):
-        for group in p.groups:
-            regs = [_load(b, _vector(layout, v)) for v in group]
-            idx = [memory[v] for v in group]
-            for st in p.steps:
-                for lo, hi in pairs(len(regs), st.slot_bit):
-                    if not isinstance(st, Butterflies):
-                        regs[lo], regs[hi] = layout.shuffles.emit(b, regs[lo], regs[hi], st)
-                        idx[lo], idx[hi] = layout.move(st, idx[lo], idx[hi])
-                        continue
-                    due, before = sched.reduced_before(st.layer), sched.bounds_before(st.layer)
-                    bounds = [max(before[i] for i in idx[s]) for s in (lo, hi)]
-                    for k, s in enumerate((lo, hi)):
-                        if register_key(idx[s]) in due:
-                            regs[s], bounds[k] = _reduce_bounded(b, regs[s], ar.reducer, bounds[k],
-                                                                 f"before layer {st.layer}")
-                    scaled = st.layer == scaled_layer
-                    factor = tuple(map(table.operand, mul.operands(
-                        math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1), table.vector)))
-                    by_scale = broadcast_operands(mul, b, scale, bits) if scaled else None
-                    regs[lo], regs[hi] = mul.butterfly(b, regs[lo], regs[hi], factor, qv, inverse, by_scale,
-                                                       bounds[1], f"layer {st.layer}")
-            last = pass_no == len(passes) - 1
-            if last and (sched.at_end or finish is not None):
-                final = sched.per_index[-1]
-                for k, ix in enumerate(idx):
-                    bound = max(final[i] for i in ix)
-                    if sched.at_end:
-                        regs[k], bound = _reduce_bounded(b, regs[k], ar.reducer, bound, "eager, after the last layer")
-                    if finish is not None and bound >= finish_limit:
-                        regs[k], bound = _reduce_bounded(b, regs[k], finish, bound, "the output range asked for")
-            for v, r, ix in zip(group, regs, idx):
-                _store(b, _vector(layout, v), r)
-                memory[v] = ix
+        for k in range(0, len(p.groups), interleave):
+            _interleaved(b, [partial(run_group, pass_no, p, g) for g in p.groups[k:k + interleave]])
     expect = list(range(layout.n)) if inverse else list(layout.output_order)
     if [i for reg in memory for i in reg] != expect:
         raise AssertionError("NTT builder left coefficients where the layout does not say")
