@@ -3,13 +3,19 @@
 They use SymPy's dense GF(p)[x] routines with p = 2 (products, remainders,
 inverses) on the field polynomial read from each function's manifest;
 nothing from the family's own plan or kernels is used, so a wrong fold
-plan cannot hide behind a reference computed the same way.
+plan cannot hide behind a reference computed the same way. Products,
+remainders and inverses are memoised: each ISA's twin of a kernel is checked
+on the same inputs, so every ISA after the first costs SymPy nothing.
 """
 
 from __future__ import annotations
 
 from sympy.polys.domains import ZZ
 from sympy.polys.galoistools import gf_add, gf_gcdex, gf_lshift, gf_mul, gf_rem
+
+from ...core.compile_cache import memo
+
+_REFERENCES = 8192  # results kept per reference function: a bundle's checks, all its ISAs
 
 def _dense(x: int) -> list:
     """Integer whose bit i is the coefficient of x^i -> SymPy dense list (highest first)."""
@@ -26,11 +32,17 @@ def _fpoly(poly) -> list:
     return _dense(sum(1 << e for e in poly))
 
 
+@memo(maxsize=_REFERENCES)
 def ref_mul(a: int, b: int) -> int:
     return _int(gf_mul(_dense(a), _dense(b), 2, ZZ))
 
 
 def ref_rem(c: int, poly) -> int:
+    return _rem(c, tuple(poly))
+
+
+@memo(maxsize=_REFERENCES)
+def _rem(c: int, poly: tuple[int, ...]) -> int:
     return _int(gf_rem(_dense(c), _fpoly(poly), 2, ZZ))
 
 
@@ -63,6 +75,11 @@ def ref_ladder_step(st: tuple[int, int, int, int], x: int, c: int, swap: bool, p
 
 
 def ref_inv(a: int, poly) -> int:
+    return _inv(a, tuple(poly))
+
+
+@memo(maxsize=_REFERENCES)
+def _inv(a: int, poly: tuple[int, ...]) -> int:
     if a == 0:
         return 0
     s, _, g = gf_gcdex(_dense(a), _fpoly(poly), 2, ZZ)
