@@ -40,7 +40,7 @@ from kerngen.emission.render import render
 from kerngen.machine.isa import AVX512
 from kerngen.machine.target import make_target
 
-from conftest import REPO
+from conftest import REPO, STORE
 
 AVX2_16, SSE_16 = make_target("avx2", 16), make_target("sse", 16)
 needs_tools = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None,
@@ -184,8 +184,9 @@ def test_extensions_are_derived_from_the_instructions():
         expect = {"AVX", "AVX2"} if f.isa == "avx2" else {"SSE2", "SSE4.1"} if sse41 else {"SSE2"}
         assert f.kernel.extensions == expect, f.symbol
     p = load(REPO / "params/gf2m-233.toml")
-    by = {f.symbol: f.kernel for f in gf2m_build(p, msqr_steps=()).functions}
+    by = {f.symbol: f.kernel for f in STORE.bundle(p).functions}
     assert by["kg_gf2m233_mul_avx2"].extensions == {"AVX", "PCLMULQDQ"}
+    assert by["kg_gf2m233_mul_avx512"].extensions == {"AVX512F", "AVX512VL", "AVX512BW", "VPCLMULQDQ", "AVX512VBMI2"}
     assert "VPCLMULQDQ" in by["kg_gf2m233_ladder_step2_avx2"].extensions
     assert by["kg_gf2m233_reduce_gpr_avx2"].extensions == frozenset()
     assert not by["kg_gf2m233_reduce_gpr_avx2"].dirty_upper  # so no vzeroupper

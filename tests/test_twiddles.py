@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kerngen.families import load
-from kerngen.families.ntt.kernels import L1_BYTES, TwiddleTable
+from kerngen.families.ntt.design import design
+from kerngen.families.ntt.kernels import L1_BYTES, TwiddleTable, build_ntt, kernel_builder
+from kerngen.families.ntt.schedule import schedule
 from kerngen.ir.instr import Builder, Mem, TableBase
-
-from conftest import STORE
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,11 +32,12 @@ def test_a_shared_row_is_one_value_in_the_second_table():
 
 
 def _tables(name: str, isa: str) -> dict[str, tuple[int, ...]]:
-    """The twiddle tables of the shipped set's forward NTT for `isa`, by label without its prefix."""
-    forward = next(fn for fn in STORE.bundle(load(REPO / "params" / f"{name}.toml")).functions
-                   if fn.kind == "ntt_forward" and fn.isa == isa)
-    prefix = f"{forward.symbol.removesuffix('_' + isa)}_twiddles_{isa}"  # kg_NAME_ntt_forward_twiddles_ISA
-    return {t.label.replace(prefix, "tw"): t.values for t in forward.kernel.tables if t.label.startswith(prefix)}
+    """The twiddle tables of the set's forward NTT for `isa`, as the kernel builder lays them out (no passes)."""
+    p = load(REPO / "params" / f"{name}.toml")
+    ar = design(p, next(t for t in p.targets if t.isa.name == isa))
+    b = kernel_builder(ar.layout)
+    build_ntt(b, ar, schedule(ar, p.policy, "forward", p.q - 1), "tw")
+    return {label: t.values for label, t in b.tables.items() if label.startswith("tw")}
 
 
 def test_only_twiddles_beyond_l1_are_stored_once():
