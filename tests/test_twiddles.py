@@ -8,7 +8,8 @@ from pathlib import Path
 
 from kerngen.families import load
 from kerngen.families.ntt.design import design
-from kerngen.families.ntt.kernels import L1_BYTES, TwiddleTable, build_ntt, kernel_builder
+from kerngen.families.ntt.kernels import build_ntt, kernel_builder
+from kerngen.families.ntt.twiddles import L1_BYTES, TwiddleTable
 from kerngen.families.ntt.schedule import schedule
 from kerngen.ir.instr import Builder, Mem, TableBase
 
