@@ -12,7 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kerngen.commands import on_model
 from kerngen.commands.test import test_bundle as run_bundle_tests
+from kerngen.core.family import Calls, native
 from kerngen.errors import HarnessError, ParamError
 from kerngen.core.params import Overrides
 from kerngen.families import from_mapping, load
@@ -328,3 +330,24 @@ def test_reduce_has_xmm_and_gpr_forms():
         assert not any(getattr(op, "kind", None) == "vec" for ins in red["gpr"].kernel.body for op in ins.operands)
         cases = gf2m_checks.checks(json.loads(render(bundle, "test")["manifest.json"]), seed=1)
         assert any(c.case.symbol == red["gpr"].kernel.symbol for c in cases)
+
+
+def test_a_wrong_pair_of_basis_monomials_is_named_from_its_row():
+    """A product's basis proof runs every pair of monomials in one batch and,
+    where an image is wrong, names the product and the pair of that row."""
+    bundle = STORE.bundle(native(load(Path(__file__).parents[1] / "params/gf2m-163.toml")))
+    mul = bundle.function("gf2m_mul")
+    fn = mul.manifest()
+    calls = on_model.Model({fn["symbol"]: mul.kernel}).calls()
+    bits = fn["input"]["bits"]
+
+    def one_bit_off(function: dict, inputs: dict) -> dict:
+        out = dict(calls.batch(function, inputs))
+        out[0] = out[0].copy()
+        out[0][5 * bits + 7, 0] ^= 1  # the image of the pair (x^5, x^7)
+        return out
+
+    manifest = {"params": bundle.params_manifest, "functions": [fn]}
+    assert [msg for _, msg in gf2m_checks.basis_proofs(manifest, Calls(calls.run, calls.batch))] == [None]
+    [(name, message)] = gf2m_checks.basis_proofs(manifest, Calls(calls.run, one_bit_off))
+    assert f"{bits * bits} pairs" in name and message.startswith(f"basis input ({fn['proof']['monomials'][0]}, 5, 7)")

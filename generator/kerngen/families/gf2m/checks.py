@@ -288,7 +288,7 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                 else:
                     want = _bits_to_limbs(_square_power(table, m, fn.get("k", 1)), n_out)
                 got = calls.batch(fn, {1: units})[0]
-                label, cases = f"{bits} basis monomials", [(i,) for i in range(bits)]
+                label, case = f"{bits} basis monomials", lambda row: (row,)
             else:  # products: pairs of basis monomials, one product at a time
                 units = _bits_to_limbs(np.eye(bits, dtype=np.uint64), counts[1])
                 i, j = np.divmod(np.arange(bits * bits), bits)
@@ -297,21 +297,23 @@ def basis_proofs(manifest: dict, calls: Calls) -> list[tuple[str, str | None]]:
                     pair_want = _limbs([1 << s for s in range(2 * m - 1)], n_out)
                 else:
                     pair_want = _limbs(table, n_out)
-                gots, wants, cases = [], [], []
-                for p, product in enumerate(mono):
+                gots, wants = [], []
+                for p in range(len(mono)):
                     inputs = {k: zero for k in range(1, len(counts))}
                     first, second = (1 + 2 * p, 2 + 2 * p)
                     inputs[first], inputs[second] = units[i], units[j]
                     gots.append(calls.batch(fn, inputs)[0])
                     wants.append(pair_want[i + j])
-                    cases += [(product, a, b) for a, b in zip(i.tolist(), j.tolist())]
                 got, want = np.concatenate(gots), np.concatenate(wants)
-                label = f"{len(cases)} pairs of basis monomials"
+                label = f"{len(got)} pairs of basis monomials"
+
+                def case(row: int, pairs: int = bits * bits) -> tuple:  # the product and the pair of a row
+                    return mono[row // pairs], int(i[row % pairs]), int(j[row % pairs])
             if fn["output"]["representation"] == "lazy":
                 got = _canonical(got, table, m)
             bad = np.argwhere(got != want)
             out.append((f"{name} ({label})", None if not len(bad) else
-                        f"basis input {cases[bad[0][0]]}: limb {bad[0][1]} is {int(got[tuple(bad[0])]):#x}, "
+                        f"basis input {case(int(bad[0][0]))}: limb {bad[0][1]} is {int(got[tuple(bad[0])]):#x}, "
                         f"want {int(want[tuple(bad[0])]):#x}"))
         except protocol.KernelFault as e:  # a failed check of this kernel: the others are still proven
             out.append((f"basis proof of {fn['symbol']}", str(e)))

@@ -328,7 +328,7 @@ def _mismatches(got: np.ndarray, want: np.ndarray, scale: int, q: int) -> np.nda
         return np.argwhere((got - scale * want) % q)
     want = want.astype(np.uint64)  # residues, in [0, q) whatever their type
     residues = got % np.uint64(q) if got.dtype == np.uint64 else (got.astype(np.int64) % q).astype(np.uint64)
-    return np.argwhere(residues != mulmod(want, np.uint64(scale % q), q))
+    return np.argwhere(residues != (want if scale % q == 1 else mulmod(want, np.uint64(scale % q), q)))
 
 
 def _integers(a: np.ndarray) -> np.ndarray:
