@@ -4,6 +4,8 @@ dispatch unit testing exactly the extensions they use and the zmm state."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kerngen.commands.test import test_bundle as run_kerngen_bundle
@@ -64,6 +66,40 @@ def test_avx512_kernels_pass_against_sympy_on_this_cpu(name, tmp_path):
     outcome = run_kerngen_bundle(tmp_path / p.name, 3, lambda s: None, tmp_path, reemit=False)
     assert outcome.failed == 0, outcome.failures
     assert outcome.passed >= 2 * 20  # both ISAs' kernels ran
+
+
+# 256-bit EVEX (AVX-512VL): AVX2's vector width, so AVX2's fastest order, with 32 registers, opmasks and IFMA
+VL_SETS = {**SETS, "ifma": {"n": 64, "q": 1125899906826241, "width": 64}}
+
+
+def _vl_params(name: str):
+    return from_mapping({"name": f"{name}vl", "family": "ntt", **VL_SETS[name], "isa": ["avx512vl", "avx2"]},
+                        "test_avx512")
+
+
+@pytest.mark.parametrize("name", VL_SETS)
+def test_avx512vl_kernels_are_evex_on_ymm_and_pass_every_check(name, tmp_path):
+    """ymm registers only, the NTTs reaching past ymm15 (EVEX alone encodes those) and, on 64-bit lanes,
+    taking IFMA's products; AVX512VL required and checked first by the dispatch unit; every check passes (on
+    this CPU, or on the model where it lacks them)."""
+    p = _vl_params(name)
+    bundle = STORE.bundle(p)
+    files = render(STORE.bundles(p), "test")
+    text = files[f"{p.name}.asm"]
+    kernels = [f for f in bundle.functions if f.isa == "avx512vl"]
+    assert {f.kind for f in kernels} == {f.kind for f in bundle.functions if f.isa == "avx2"}
+    for f in kernels:
+        body = text[text.index(f"{f.symbol}:"):]
+        body = body[:body.index("\n    ret")]
+        assert "ymm" in body and "zmm" not in body and {"avx512f", "avx512vl"} <= set(f.cpu), f.symbol
+        if f.kind in ("ntt_forward", "ntt_inverse"):
+            assert re.search(r"\bymm(1[6-9]|2\d|3[01])\b", body) and (name != "ifma") == ("avx512ifma" not in f.cpu)
+    unit = files[f"{p.name}_dispatch.c"]
+    assert "avx512vl:" in unit[unit.index("case 0:"):unit.index("case 1:")]
+    write(files, tmp_path / p.name)
+    outcome = run_kerngen_bundle(tmp_path / p.name, 3, lambda s: None, tmp_path, reemit=False)
+    assert outcome.failed == 0, outcome.failures
+    assert outcome.passed >= 2 * 20
 
 
 # the fastest order with ISAs of two vector widths: 32-bit lanes (Shoup below q) and 64-bit ones (IFMA on zmm)

@@ -215,7 +215,7 @@ def test_quotient_ranges_agree_with_running_every_input_and_with_the_solver():
         for idiom in (barrett_idiom(q, 16), freeze_idiom(q, 16)):
             exhaustive, quotient = prove(idiom, "exhaustive"), prove(idiom, "smt")
             assert isinstance(quotient, QuotientLemma) or idiom.steps[-1][0] == "minu"
-            for _ in range(20):
+            for _ in range(20 if isinstance(quotient, QuotientLemma) else 6):  # an optimiser's range: ~0.1 s each
                 lo = rng.randint(-32768, 32767)
                 box = (lo, rng.randint(lo, 32767))
                 assert quotient.range_for(*box) == exhaustive.range_for(*box), (q, idiom.kind, box)

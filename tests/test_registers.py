@@ -11,7 +11,7 @@ from kerngen.emission.frame import frame_of
 from kerngen.emission.printer import body_text, register_text
 from kerngen.ir.instr import ArgBase, Instr, Kernel, Mem, PhysReg
 from kerngen.machine.encoding import EVEX
-from kerngen.machine.isa import AVX2
+from kerngen.machine.isa import AVX2, AVX512VL
 from kerngen.machine.registers import MASK, MASKS, VECTOR, general_family, vector_family
 from kerngen.machine.target import PLATFORMS, Target
 from kerngen.passes.allocate import RegisterPools, allocate
@@ -71,6 +71,11 @@ def test_win64_prefers_volatile_registers_and_saves_xmm6_to_15_only_when_used():
     assert frame_of(_kernel(_target(AVX2, "win64"), 4)).saves == ()
     assert [x for x, _ in frame_of(_kernel(_target(AVX2, "win64"), 8)).saves] == ["xmm6", "xmm7", "xmm8"]
     assert frame_of(_kernel(_target(AVX2, "sysv"), 8)).saves == ()
+    # 256-bit EVEX takes ymm16-31 before the callee-saved ones, as zmm does
+    vl = _target(AVX512VL, "win64")
+    assert vl.pool(VECTOR) == wide.pool(VECTOR) and frame_of(_kernel(vl, 20)).saves == ()
+    text = "\n".join(body_text(_kernel(vl, 20).body, vl))
+    assert "ymm16" in text and "zmm" not in text
 
 
 def test_k0_is_never_allocated():

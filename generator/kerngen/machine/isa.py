@@ -116,7 +116,14 @@ AVX512 = Isa("avx512", 512, EVEX, X86_64_V4, "x86-64-v4",
              (vector_family(32, EVEX.widths), general_family(implicit=(GPR_NAMES.index(_SCRATCH_GPR),)),
               RegisterFamily(MASK, MASKS.count, names=MASKS.names,
                              unallocated=MASKS.unallocated + (MASKS.names.index(_SCRATCH_MASK),))),
-             legalisation="rewrite", preference=-1, written_bits=512)
+             legalisation="rewrite", preference=-2, written_bits=512)
+# the same EVEX rows on ymm: AVX-512VL's 32 registers, opmasks and IFMA at AVX2's vector width (the builders
+# write 256-bit vectors, so its NTTs are AVX2's twins); where 512-bit work has fewer ports than 256-bit work
+AVX512VL = Isa("avx512vl", 256, EVEX, X86_64_V4, "x86-64-v4",
+               (vector_family(32, (128, 256)), general_family(implicit=(GPR_NAMES.index(_SCRATCH_GPR),)),
+                RegisterFamily(MASK, MASKS.count, names=MASKS.names,
+                               unallocated=MASKS.unallocated + (MASKS.names.index(_SCRATCH_MASK),))),
+               legalisation="rewrite", preference=-1)
 AVX2 = Isa("avx2", 256, VEX, X86_64_V3, "native")
 # preferred where several run: AVX2, then scalar (64-bit lanes only, where SSE's two lanes are level
 # with plain C and general registers beat them: README, "64-bit lanes"), then SSE
@@ -130,7 +137,7 @@ SCALAR = Isa("scalar", 256, LEGACY, frozenset({"BMI2"}), "native", (general_fami
              legalisation="onto_gprs", register_use=RegisterUse(GENERAL, callee_saved_general=True, roll_general=2),
              preference=1)
 
-ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX512, AVX2, SSE, SCALAR)}
+ISAS: dict[str, Isa] = {isa.name: isa for isa in (AVX512, AVX512VL, AVX2, SSE, SCALAR)}
 
 
 def cpuinfo_name(extension: str) -> str:

@@ -9,7 +9,7 @@ import sympy
 from ...core.contract import Bound
 from ...errors import ParamError, toml_value
 from ...core.params import COMMON_KEYS, Common, Option, Overrides, check_keys, choose_isas, option_value, require
-from ...machine.isa import AVX2, AVX512, SCALAR, SSE
+from ...machine.isa import AVX2, AVX512, AVX512VL, SCALAR, SSE
 from ...machine.target import Target
 from ...passes.special64 import MAX_B, special_form
 from .maths import EXTRA_ROOT_BITS, RINGS, max_layers
@@ -25,7 +25,7 @@ MONTGOMERY_WIDTHS = (16, 32)  # lanes with the high-half or widening signed prod
 # on 32-bit lanes, which Montgomery's signed sums leave; on 16-bit lanes Montgomery's keep q up to 2^15
 SHOUP_BELOW_Q_WIDTHS = (32,)
 AUTO_ISA = "auto"
-ISAS = (AVX2.name, AVX512.name, SSE.name, SCALAR.name, AUTO_ISA)  # the first is the default
+ISAS = (AVX2.name, AVX512.name, AVX512VL.name, SSE.name, SCALAR.name, AUTO_ISA)  # the first is the default
 SCALAR_MIN_N = 4  # n = 2 has vectors of one lane, which the scalar legalisation reads past (not built)
 SCALAR_WIDTHS = (64,)  # general registers hold one lane each: only 64-bit lanes fill them
 # what isa = "auto" builds, per lane width, best first (the dispatch unit calls the first the CPU runs), as
