@@ -112,18 +112,16 @@ class Isa:
 # AVX2 wherever it runs. Blends by an immediate go through a general register and an opmask it keeps from
 # allocation (`ops.BLEND_SCRATCH`); legalisation rewrites the VEX rows EVEX lacks (blends) into EVEX ones
 _SCRATCH_GPR, _SCRATCH_MASK = BLEND_SCRATCH
-AVX512 = Isa("avx512", 512, EVEX, X86_64_V4, "x86-64-v4",
-             (vector_family(32, EVEX.widths), general_family(implicit=(GPR_NAMES.index(_SCRATCH_GPR),)),
-              RegisterFamily(MASK, MASKS.count, names=MASKS.names,
-                             unallocated=MASKS.unallocated + (MASKS.names.index(_SCRATCH_MASK),))),
+_EVEX_GENERAL = general_family(implicit=(GPR_NAMES.index(_SCRATCH_GPR),))
+_EVEX_MASKS = RegisterFamily(MASK, MASKS.count, names=MASKS.names,
+                             unallocated=MASKS.unallocated + (MASKS.names.index(_SCRATCH_MASK),))
+AVX512 = Isa("avx512", 512, EVEX, X86_64_V4, "x86-64-v4", (vector_family(32, EVEX.widths), _EVEX_GENERAL, _EVEX_MASKS),
              legalisation="rewrite", preference=-2, written_bits=512)
 # the same EVEX rows on ymm: AVX-512VL's 32 registers, opmasks and IFMA at AVX2's vector width (the builders
-# write 256-bit vectors, so its NTTs are AVX2's twins); where 512-bit work has fewer ports than 256-bit work
+# write 256-bit vectors, so its NTTs are AVX2's twins), for CPUs where 512-bit work has fewer ports than
+# 256-bit work; after avx512 where both run (README, "256-bit EVEX": zmm measured faster)
 AVX512VL = Isa("avx512vl", 256, EVEX, X86_64_V4, "x86-64-v4",
-               (vector_family(32, (128, 256)), general_family(implicit=(GPR_NAMES.index(_SCRATCH_GPR),)),
-                RegisterFamily(MASK, MASKS.count, names=MASKS.names,
-                               unallocated=MASKS.unallocated + (MASKS.names.index(_SCRATCH_MASK),))),
-               legalisation="rewrite", preference=-1)
+               (vector_family(32, (128, 256)), _EVEX_GENERAL, _EVEX_MASKS), legalisation="rewrite", preference=-1)
 AVX2 = Isa("avx2", 256, VEX, X86_64_V3, "native")
 # preferred where several run: AVX2, then scalar (64-bit lanes only, where SSE's two lanes are level
 # with plain C and general registers beat them: README, "64-bit lanes"), then SSE
