@@ -30,6 +30,20 @@ def _params(name: str):
                          "order": "standard"}, "test_avx512")
 
 
+def _body(text: str, symbol: str) -> str:
+    """A function's lines in a bundle's assembly, from its label to its `ret`."""
+    body = text[text.index(f"{symbol}:"):]
+    return body[:body.index("\n    ret")]
+
+
+def _passes_every_check(files: dict[str, str], name: str, tmp_path) -> None:
+    """The rendered bundle written out passes `kerngen test`, both ISAs' kernels run (or modelled)."""
+    write(files, tmp_path / name)
+    outcome = run_kerngen_bundle(tmp_path / name, 3, lambda s: None, tmp_path, reemit=False)
+    assert outcome.failed == 0, outcome.failures
+    assert outcome.passed >= 2 * 20  # both ISAs' kernels ran
+
+
 @pytest.mark.parametrize("name", SETS)
 def test_avx512_kernels_use_zmm_and_vzeroupper(name):
     bundle = STORE.bundle(_params(name))
@@ -37,8 +51,7 @@ def test_avx512_kernels_use_zmm_and_vzeroupper(name):
     assert {f.kind for f in kernels} == {f.kind for f in bundle.functions if f.isa == "avx2"}
     text = render(bundle, "test")[f"{bundle.name}.asm"]
     for f in kernels:
-        body = text[text.index(f"{f.symbol}:"):]
-        body = body[:body.index("\n    ret")]
+        body = _body(text, f.symbol)
         assert "zmm" in body and "vzeroupper" in body, f.symbol
         # the extensions of the forms chosen, no more: byte and word lanes need AVX512BW, zmm alone no VL
         assert "avx512f" in f.cpu and "avx512vl" not in f.cpu
@@ -62,10 +75,7 @@ def test_avx512_kernels_pass_against_sympy_on_this_cpu(name, tmp_path):
     lacks = sorted({e for f in STORE.bundle(p).functions if f.isa == "avx512" for e in f.cpu} - cpu_flags())
     if lacks:
         pytest.skip(f"this CPU lacks {', '.join(lacks)}: runs on the model once `kerngen test` has it")
-    write(render(STORE.bundles(p), "test"), tmp_path / p.name)
-    outcome = run_kerngen_bundle(tmp_path / p.name, 3, lambda s: None, tmp_path, reemit=False)
-    assert outcome.failed == 0, outcome.failures
-    assert outcome.passed >= 2 * 20  # both ISAs' kernels ran
+    _passes_every_check(render(STORE.bundles(p), "test"), p.name, tmp_path)
 
 
 # 256-bit EVEX (AVX-512VL): AVX2's vector width, so AVX2's fastest order, with 32 registers, opmasks and IFMA
@@ -89,17 +99,13 @@ def test_avx512vl_kernels_are_evex_on_ymm_and_pass_every_check(name, tmp_path):
     kernels = [f for f in bundle.functions if f.isa == "avx512vl"]
     assert {f.kind for f in kernels} == {f.kind for f in bundle.functions if f.isa == "avx2"}
     for f in kernels:
-        body = text[text.index(f"{f.symbol}:"):]
-        body = body[:body.index("\n    ret")]
+        body = _body(text, f.symbol)
         assert "ymm" in body and "zmm" not in body and {"avx512f", "avx512vl"} <= set(f.cpu), f.symbol
         if f.kind in ("ntt_forward", "ntt_inverse"):
             assert re.search(r"\bymm(1[6-9]|2\d|3[01])\b", body) and (name != "ifma") == ("avx512ifma" not in f.cpu)
     unit = files[f"{p.name}_dispatch.c"]
     assert "avx512vl:" in unit[unit.index("case 0:"):unit.index("case 1:")]
-    write(files, tmp_path / p.name)
-    outcome = run_kerngen_bundle(tmp_path / p.name, 3, lambda s: None, tmp_path, reemit=False)
-    assert outcome.failed == 0, outcome.failures
-    assert outcome.passed >= 2 * 20
+    _passes_every_check(files, p.name, tmp_path)
 
 
 # the fastest order with ISAs of two vector widths: 32-bit lanes (Shoup below q) and 64-bit ones (IFMA on zmm)

@@ -335,7 +335,7 @@ def test_reduce_has_xmm_and_gpr_forms():
 def test_a_wrong_pair_of_basis_monomials_is_named_from_its_row():
     """A product's basis proof runs every pair of monomials in one batch and,
     where an image is wrong, names the product and the pair of that row."""
-    bundle = STORE.bundle(native(load(Path(__file__).parents[1] / "params/gf2m-163.toml")))
+    bundle = STORE.bundle(native(load(ROOT / "params/gf2m-163.toml")))
     mul = bundle.function("gf2m_mul")
     fn = mul.manifest()
     calls = on_model.Model({fn["symbol"]: mul.kernel}).calls()
