@@ -11,6 +11,7 @@ import pytest
 from kerngen.commands.test import test_bundle as run_kerngen_bundle
 from kerngen.emission.files import write
 from kerngen.emission.render import render
+from kerngen.errors import ParamError
 from kerngen.families import from_mapping
 from kerngen.families.ntt.design import design
 from kerngen.harness.cpu import cpu_flags
@@ -115,8 +116,8 @@ MIXED = {
 }
 
 
-def _fastest(bits: int, isas: list[str]):
-    return from_mapping({"name": f"mixed{bits}", "family": "ntt", **MIXED[bits], "isa": isas}, "test_avx512")
+def _fastest(bits: int, isas: list[str], **more):
+    return from_mapping({"name": f"mixed{bits}", "family": "ntt", **MIXED[bits], "isa": isas, **more}, "test_avx512")
 
 
 @pytest.mark.parametrize("bits", MIXED)
@@ -135,10 +136,39 @@ def test_isas_of_several_widths_share_the_narrower_ones_fastest_order(bits):
 
 
 @pytest.mark.parametrize("bits", MIXED)
-def test_isas_of_several_widths_in_the_fastest_order_pass_against_sympy(bits, tmp_path):
+def test_order_isa_makes_the_named_isas_fastest_order_the_domain(bits):
+    """`order_isa = "avx512"`: the zmm kernels leave their own order and the AVX2 ones reach it, so the
+    AVX-512 kernels are those of a set built for AVX-512 alone."""
+    p = _fastest(bits, ["avx512", "avx2"], order_isa="avx512")
+    alone = _fastest(bits, ["avx512"])
+    assert [design(p, t).layout.output_order for t in p.targets] == [design(alone).layout.output_order] * 2
+    bundle, solo = STORE.bundle(p), STORE.bundle(alone)
+    assert bundle.params_manifest["order_isa"] == "avx512" and "order_isa" not in solo.params_manifest
+    text, solo_text = render(bundle, "test")[f"{p.name}.asm"], render(solo, "test")[f"{p.name}.asm"]
+    def instructions(asm: str, symbol: str) -> list[str]:  # the contract comments hold the hull of both ISAs'
+        return [line.split(";")[0].rstrip() for line in _body(asm, symbol).splitlines() if line.split(";")[0].strip()]
+    for f in solo.functions:
+        if f.kind.startswith("ntt_"):
+            assert instructions(text, f.symbol) == instructions(solo_text, f.symbol)
+
+
+@pytest.mark.parametrize(("more", "message"), [
+    ({"order_isa": "sse"}, 'must name one of the ISAs built ("avx512", "avx2"), got "sse"'),
+    ({"order_isa": 512}, "got 512"),
+    ({"order_isa": "avx512", "order": "standard"}, 'order = "standard" fixes the NTT domain'),
+])
+def test_order_isa_names_a_built_isa_of_the_fastest_order(more, message):
+    with pytest.raises(ParamError, match="order_isa") as refused:
+        _fastest(32, ["avx512", "avx2"], **more)
+    assert message in str(refused.value)
+
+
+@pytest.mark.parametrize("order_isa", [None, "avx512"])
+@pytest.mark.parametrize("bits", MIXED)
+def test_isas_of_several_widths_in_the_fastest_order_pass_against_sympy(bits, order_isa, tmp_path):
     """Every ISA's kernels checked against the one layout of the manifest (on
-    the machine model where this CPU lacks AVX-512)."""
-    p = _fastest(bits, ["avx512", "avx2"])
+    the machine model where this CPU lacks AVX-512), whichever ISA's order it is."""
+    p = _fastest(bits, ["avx512", "avx2"], **({} if order_isa is None else {"order_isa": order_isa}))
     built = STORE.bundles(p)
     write(render(built, "test"), tmp_path / p.name)
     outcome = run_kerngen_bundle(tmp_path / p.name, 3, lambda s: None, tmp_path, reemit=False, built=built)

@@ -21,7 +21,8 @@ from kerngen.families import from_mapping, load
 from kerngen.families.ntt import checks as ntt_checks
 from kerngen.harness import protocol, toolchain
 from kerngen.harness.cpu import cpu_flags
-from kerngen.ir.instr import Imm, Instr, PhysReg
+from kerngen.emission.printer import instr_text
+from kerngen.ir.instr import Imm, Instr, Mem, PhysReg, TableBase
 from kerngen.machine.ops import MULHI, MULHU, MINU, OPS, SRL
 from kerngen.machine.registers import MASK
 from kerngen.passes.interpret import compile_kernel
@@ -108,6 +109,25 @@ def test_the_model_computes_the_verifier_s_constants_on_evex_rows():
     for arg, lanes in proof.outputs.items():
         assert all(lo == hi for lo, hi in lanes)
         assert after[arg].view(np.int64)[0].tolist() == [lo for lo, _ in lanes], arg
+
+
+def test_a_broadcast_memory_source_is_its_element_in_every_lane():
+    """EVEX's {1to4}: an addition and a multiply-add each read one table
+    element into every lane; the verifier, the model and the printer agree."""
+    element = Mem(TableBase("C"), 16, 8, broadcast=True)  # C[2] = 300
+    body = [_load(0, "A"), _load(1, "B"),
+            Instr("vpaddq_evex", (_ymm(2), _ymm(0), element)),
+            Instr("zero", (_ymm(3),)),
+            Instr("vpmadd52luq", (_ymm(3), _ymm(1), element)),
+            _store(0, 2), _store(1, 3)]
+    kernel = _kernel({"A": A, "B": B, "C": C}, body, 0, 2)
+    expected = {0: [a + 300 for a in A], 1: [b * 300 for b in B]}
+    proof = verify_kernel(kernel, {}, (1 << 61) - 1)
+    after = compile_kernel(kernel).run({})
+    for arg, lanes in proof.outputs.items():
+        assert [lo for lo, _ in lanes] == [hi for _, hi in lanes] == expected[arg], arg
+        assert after[arg].view(np.int64)[0].tolist() == expected[arg], arg
+    assert " ".join(instr_text(body[2], kernel.target).split()) == "vpaddq ymm2, ymm0, qword [rel C + 16]{1to4}"
 
 
 def _words(kind: np.dtype, rows: int, count: int, rng) -> np.ndarray:

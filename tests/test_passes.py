@@ -31,7 +31,8 @@ from kerngen.passes.lemmas import LemmaError, ScalarIdiom, SmtLemma, prove
 from kerngen.passes.shapes import QuotientLemma
 from kerngen.passes import roll as roll_pass
 from kerngen.passes.check import check_encoding
-from kerngen.passes.encoding import fold_loads
+from kerngen.passes.encoding import fold_broadcasts, fold_loads
+from kerngen.machine.encoding import EVEX, VEX
 from kerngen.passes import pipeline
 from kerngen.passes.pipeline import compile_kernel
 from kerngen.emission.files import write
@@ -288,6 +289,22 @@ def test_loads_read_only_by_memory_capable_slots_are_folded_into_them():
     b.emit("store", Mem(ArgBase(0), 32, 32), b.op("vpaddw", y, x))  # read after the first store
     b.emit("store", Mem(ArgBase(0), 64, 32), b.op("vpsubw", b.op("vpsubw", x, y), y))
     assert fold_loads(b.instrs) == b.instrs
+
+
+def test_table_broadcasts_read_by_elementwise_rows_fold_into_them_where_the_encoding_broadcasts():
+    """EVEX, 64-bit lanes: the broadcast an addition reads goes into the
+    addition's memory slot (its sources swapped), broadcast there; one a store
+    reads stays loaded. VEX, or lanes of another width: nothing changes."""
+    b = Builder(512)
+    x = b.op("load", Mem(ArgBase(1), 0, 64))
+    total = b.op("vpaddq_evex", b.op("vpbroadcastq", Mem(TableBase("w"), 8, 8)), x)
+    kept = b.op("vpbroadcastq", Mem(TableBase("w"), 0, 8))
+    b.emit("store", Mem(ArgBase(0), 0, 64), total)
+    b.emit("store", Mem(ArgBase(0), 64, 64), kept)
+    body = fold_broadcasts(b.instrs, EVEX, 64)
+    assert [ins.op for ins in body] == ["load", "vpaddq_evex", "vpbroadcastq", "store", "store"]
+    assert body[1].operands[1:] == (x, Mem(TableBase("w"), 8, 8, broadcast=True))
+    assert fold_broadcasts(b.instrs, VEX, 64) == b.instrs == fold_broadcasts(b.instrs, EVEX, 32)
 
 
 def test_folded_loads_on_vex_only_and_the_kernel_stays_proven():

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.instr import ArgBase, Imm, Instr, Mem, PhysReg, StackBase, TableBase
+from ..machine.encoding import Form
 from ..machine.ops import spec
 from ..machine.registers import GPR_NAMES, VECTOR
 from ..machine.target import Target
@@ -76,6 +77,15 @@ def _spelt_lines(ins: Instr, target: Target, dialect: Dialect) -> list[str]:
             (line.format(*texts).partition(" ") for line in spec(ins.op).lines)]
 
 
+def _broadcast_text(op, dst, form: Form) -> str:
+    """EVEX's {1toN} after a memory source broadcast into the destination's N elements."""
+    if not isinstance(op, Mem) or not op.broadcast:
+        return ""
+    if op.size * 8 not in form.encoding.broadcast_elems:
+        raise AssertionError(f"{form.mnemonic}: {form.encoding.name} broadcasts no {op.size * 8}-bit element")
+    return f"{{1to{dst.bits // (8 * op.size)}}}"
+
+
 def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     s = spec(ins.op)
     if s.cls == "control":
@@ -96,7 +106,7 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     if s.selector_first:
         operands = operands + (operands[1],)
     parts = s.spelt([operand_text(o, target, isinstance(o, Mem) and o.size < 16 and s.cls != "address", dialect)
-                     for o in operands])
+                     + _broadcast_text(o, operands[0], form) for o in operands])
     line = f"{form.mnemonic:<12} " + ", ".join(parts)
     if ins.comment and dialect is NASM:
         line = f"{line:<48} ; {ins.comment}"

@@ -85,6 +85,9 @@ class Mem:
     offset: int
     size: int  # bytes accessed
     pointer: Pointer | None = None  # how a table access is encoded (None: RIP-relative); the address is the same
+    # one element of `size` bytes read into every lane of the instruction's vector (EVEX's {1toN}): a
+    # memory source of rows whose encoding broadcasts it (`passes.encoding.fold_broadcasts`)
+    broadcast: bool = False
 
     @property
     def buffer(self) -> tuple:

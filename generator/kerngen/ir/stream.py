@@ -10,6 +10,7 @@ the verifier proves and the figures count.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from ..errors import CheckError
@@ -50,7 +51,7 @@ def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> t
         key, disp = holds.get(register, (None, 0))
         if key != op.buffer:
             fail(wrong)
-        return Mem(op.base, disp + op.offset - bias, op.size)
+        return dataclasses.replace(op, offset=disp + op.offset - bias, pointer=None)
 
     while pc < len(body):
         ins = body[pc]

@@ -32,11 +32,15 @@ class Encoding:
     # whether a shorter prefix exists only where the last source (the r/m operand) is a register below 8:
     # a commutative operation's sources are then swapped to get it (VEX's two-byte prefix)
     short_prefix_low_rm: bool
+    # element widths a memory source may be broadcast from into every lane, in the instruction itself
+    # (EVEX's {1toN} on 32- and 64-bit elements); () where a broadcast is a load of its own
+    broadcast_elems: tuple[int, ...] = ()
 
 
 LEGACY = Encoding("legacy", 2, 16, (128,), unaligned_memory=False, zeroes_upper=False, short_prefix_low_rm=False)
 VEX = Encoding("VEX", 3, 16, (128, 256), unaligned_memory=True, zeroes_upper=True, short_prefix_low_rm=True)
-EVEX = Encoding("EVEX", 3, 32, (128, 256, 512), unaligned_memory=True, zeroes_upper=True, short_prefix_low_rm=False)
+EVEX = Encoding("EVEX", 3, 32, (128, 256, 512), unaligned_memory=True, zeroes_upper=True, short_prefix_low_rm=False,
+                broadcast_elems=(32, 64))
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,18 @@
 
 Past the decoded-µop cache the front end decodes about 16 bytes and at most
 four instructions a cycle, so a large kernel's bytes and instructions are its
-time (`passes.roll` says more). Three passes take them out without changing
+time (`passes.roll` says more). Four passes take them out without changing
 what any instruction computes:
 
 - `fold_loads` (before allocation, VEX targets): a vector loaded from an
   argument and read a few times only by instructions that can take it as
   their memory operand is not loaded at all; each of them reads it from
   memory (a load µop, no instruction).
+- `fold_broadcasts` (before allocation, where the encoding broadcasts a
+  memory source: EVEX): a table element broadcast into a register that
+  element-wise instructions on elements of its width read is not loaded;
+  each of them reads the element itself, broadcast in the instruction
+  ({1toN}: a load µop, no instruction).
 - `promote_constants` (after allocation, before verification): a table
   vector read many times as a memory operand is loaded once into a vector
   register the allocation left unused, and read from there: a register
@@ -28,6 +33,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..ir.instr import ArgBase, Instr, Mem, PhysReg, Pointer, TableBase, VReg, registers_in
+from ..machine.encoding import Encoding
 from ..machine.ops import spec
 from ..machine.registers import GENERAL, VECTOR
 
@@ -52,11 +58,7 @@ def fold_loads(body: list[Instr]) -> list[Instr]:
     store anywhere between the load and its last read (an output may alias
     the input). Loads are taken in order, each as far as the operands the
     earlier ones took leave room: of x*y, x + y the first load gets both."""
-    reads: dict[VReg, list[int]] = defaultdict(list)
-    for i, ins in enumerate(body):
-        for op in ins.read:
-            if isinstance(op, VReg):
-                reads[op].append(i)
+    reads = _reads(body)
     stores = [i for i, ins in enumerate(body) if any(isinstance(op, Mem) for op in ins.written)]
     taken: dict[int, tuple] = {}  # instruction -> its operands with a load folded in, the register it replaced
     dropped: set[int] = set()
@@ -73,14 +75,54 @@ def fold_loads(body: list[Instr]) -> list[Instr]:
             continue
         taken.update((j, (ops, dst)) for j, ops in placed.items())
         dropped.add(i)
-    out = []
+    return _folded(body, taken, dropped)
+
+
+def fold_broadcasts(body: list[Instr], encoding: Encoding, lane_bits: int) -> list[Instr]:
+    """Drop the broadcasts of table elements (one constant in every lane) whose
+    every read, at most `_MAX_FOLDED_READS`, is by an element-wise row on
+    elements of the broadcast's width, the lanes' (unmasked, with known lane
+    semantics), that `encoding` broadcasts memory sources of: each read takes
+    the element as its memory operand, broadcast in the instruction."""
+    reads = _reads(body)
+    taken: dict[int, tuple] = {}
+    dropped: set[int] = set()
     for i, ins in enumerate(body):
-        if i in dropped:
+        s = spec(ins.op)
+        if s.generic != "broadcast" or s.elem != lane_bits or s.elem not in encoding.broadcast_elems:
             continue
-        if i in taken:
-            ins = _retagged(ins, *taken[i])
-        out.append(ins)
-    return out
+        dst, mem = ins.operands
+        if not isinstance(mem, Mem) or not isinstance(mem.base, TableBase) or mem.size * 8 != s.elem:
+            continue
+        uses = reads.get(dst, [])
+        if not uses or len(uses) > _MAX_FOLDED_READS or not all(_elementwise_on(body[j], s.elem) for j in uses):
+            continue
+        element = dataclasses.replace(mem, broadcast=True)
+        placed = {j: _with_memory(body[j], dst, element) if j not in taken else None for j in set(uses)}
+        if any(ops is None for ops in placed.values()):
+            continue
+        taken.update((j, (ops, dst)) for j, ops in placed.items())
+        dropped.add(i)
+    return _folded(body, taken, dropped)
+
+
+def _reads(body: list[Instr]) -> dict[VReg, list[int]]:
+    reads: dict[VReg, list[int]] = defaultdict(list)
+    for i, ins in enumerate(body):
+        for op in ins.read:
+            if isinstance(op, VReg):
+                reads[op].append(i)
+    return reads
+
+
+def _elementwise_on(ins: Instr, elem: int) -> bool:
+    s = spec(ins.op)
+    return s.elem == elem and s.cls in ("alu", "mul") and s.arith is not None and s.masking is None
+
+
+def _folded(body: list[Instr], taken: dict[int, tuple], dropped: set[int]) -> list[Instr]:
+    """`body` without the instructions `dropped`, those `taken` with their new operands."""
+    return [_retagged(ins, *taken[i]) if i in taken else ins for i, ins in enumerate(body) if i not in dropped]
 
 
 def _with_memory(ins: Instr, reg: VReg, mem: Mem) -> tuple | None:
@@ -207,7 +249,7 @@ def point_tables(body: list[Instr], scratch: tuple[int, ...]) -> list[Instr]:
     for n, (i, k, op, region) in enumerate(accesses):
         label = op.base.label
         if at is not None and at[0] == label and at[2] == region and op.offset - at[1] in DISP8:
-            rewritten[i, k] = Mem(op.base, op.offset, op.size, Pointer(reg, at[1]))
+            rewritten[i, k] = dataclasses.replace(op, pointer=Pointer(reg, at[1]))
             continue
         lo = hi = op.offset
         count = 0
@@ -220,7 +262,7 @@ def point_tables(body: list[Instr], scratch: tuple[int, ...]) -> list[Instr]:
             continue
         at = (label, lo - DISP8.start, region)
         leas[i] = Instr("lea", (PhysReg(GENERAL, reg, 64), Mem(op.base, at[1], 1)), f"addresses {label} near byte {lo}")
-        rewritten[i, k] = Mem(op.base, op.offset, op.size, Pointer(reg, at[1]))
+        rewritten[i, k] = dataclasses.replace(op, pointer=Pointer(reg, at[1]))
     out: list[Instr] = []
     for i, ins in enumerate(body):
         if i in leas:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
@@ -147,6 +148,10 @@ class _Compiler:
     def reader(self, op, size: int | None = None) -> tuple[Read, bool]:
         """How to read `size` bytes of an operand, and whether what it gives is contiguous."""
         size = self.width(op) if size is None else size
+        if isinstance(op, Mem) and op.broadcast:  # one element into each of the instruction's elements
+            element, _ = self.reader(dataclasses.replace(op, broadcast=False))
+            times = size // op.size
+            return (lambda state: np.tile(element(state), (1, times))), True
         if isinstance(op, PhysReg):
             key, whole = (op.kind, op.number), size == self.held(op)
 

@@ -29,7 +29,7 @@ from ..machine.registers import GENERAL, MASK, VECTOR
 from ..machine.target import Target
 from .allocate import RegisterPools, allocate
 from .check import check_encoding, check_memory, check_operands
-from .encoding import fold_loads, point_tables, promote_constants
+from .encoding import fold_broadcasts, fold_loads, point_tables, promote_constants
 from .constant_time import prove_constant_time
 from .fuse import fuse_bitwise
 from .roll import roll
@@ -71,6 +71,10 @@ def _fold_loads(u: Unit) -> None:
     SSE's, 16-byte aligned): arguments need not be."""
     if u.target.isa.encoding.unaligned_memory:
         u.body = fold_loads(u.body)
+
+
+def _fold_broadcasts(u: Unit) -> None:
+    u.body = fold_broadcasts(u.body, u.target.isa.encoding, u.target.lane_bits)
 
 
 def _allocate(u: Unit) -> None:
@@ -137,6 +141,7 @@ PASSES = (
     ("check", _check),
     ("legalise", _legalise),
     ("fold loads", _fold_loads),
+    ("fold broadcasts", _fold_broadcasts),
     ("fuse bitwise", _fuse_bitwise),
     ("allocate", _allocate),
     ("promote constants", _promote_constants),

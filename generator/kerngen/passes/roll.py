@@ -15,6 +15,7 @@ runs the result and compares it with the verified stream.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +34,7 @@ _MIN_SAVED = 64  # a loop must take out at least this many instructions
 
 def _shape(ins: Instr) -> tuple:
     """An instruction with its addresses left out: segments of equal shapes may differ in those alone."""
-    return (ins.op,) + tuple((op.buffer, op.size, op.pointer) if isinstance(op, Mem) else op
+    return (ins.op,) + tuple((op.buffer, op.size, op.pointer, op.broadcast) if isinstance(op, Mem) else op
                              for op in ins.operands)
 
 
@@ -171,7 +172,7 @@ def roll(body: list[Instr], abi: Abi, nargs: int) -> list[Instr]:
                 for key, r in pointers.items()]
         out.append(Instr("repeat", (counter, Imm(run.count), Imm(loop)), f"{run.count} times"))
         for ins in segment:
-            ops = tuple(Mem(op.base, op.offset, op.size, Pointer(pointers[op.buffer], bias[op.buffer]))
+            ops = tuple(dataclasses.replace(op, pointer=Pointer(pointers[op.buffer], bias[op.buffer]))
                         if isinstance(op, Mem) and op.buffer in pointers else op for op in ins.operands)
             out.append(Instr(ins.op, ops, ins.comment, ins.idiom))
         moved = [(PhysReg(GENERAL, abi.arg_home(key[1]), 64), step) for key, step in strides.items()

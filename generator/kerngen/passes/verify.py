@@ -29,6 +29,7 @@ stays linear), so linear and bilinear kernels get basis-vector proofs too.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from itertools import count
 from itertools import product as product_of
@@ -148,6 +149,9 @@ class _Machine:
             return self.regs[key]
         if not isinstance(op, Mem):
             raise TypeError(op)
+        if op.broadcast:  # one lane's element read into every lane (fold_broadcasts: the lanes' width)
+            one = self.value(dataclasses.replace(op, broadcast=False), index, ins, 1)
+            return self.new(one.lanes * count_, one.deps * count_, one.form)
         n = max(1, min(count_, op.size // self.lane_bytes))
         if isinstance(op.base, TableBase):
             t = self.tables[op.base.label]

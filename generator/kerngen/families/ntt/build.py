@@ -66,6 +66,7 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
                        "reducer": p.reducer, "reducer_used": red.kind, "mul": p.mul, "mul_used": mul.name,
                        "order": p.order, **({"ring": p.ring} if p.ring != RINGS[0] else {}),
                        **({"coset": p.coset} if p.coset != 1 else {}),
+                       **({"order_isa": p.order_isa} if p.order_isa is not None else {}),
                        "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
     special = isinstance(mul, SpecialForm64)
     notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",

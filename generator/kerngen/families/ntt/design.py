@@ -77,15 +77,18 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
 def fastest_arrangement(p: NttParams, t: Target) -> tuple[int, ...] | None:
     """The fastest order `t`'s kernels leave, as an arrangement of index bits
     (None: whatever its passes leave). Where the set's ISAs write vectors of
-    several widths, one NTT domain for all is the narrowest vectors' fastest
-    order: a wider ISA's final pass holds every index bit a narrower one's
-    does and more, so it reaches that order with a few more lane moves at its
-    end (and as many at the inverse's start), while the narrower kernels, the
-    ones a CPU without the wider vectors runs, pay nothing."""
-    narrowest = min(p.targets, key=lambda u: u.vector_bits)
-    if p.order != ORDERS[0] or narrowest.vector_bits == t.vector_bits:
+    several widths, one NTT domain for all is the fastest order of the ISA
+    `order_isa` names, by default the narrowest vectors': a wider ISA's final
+    pass holds every index bit a narrower one's does and more, so it reaches
+    that order with a few more lane moves at its end (and as many at the
+    inverse's start), while the narrower kernels, the ones a CPU without the
+    wider vectors runs, pay nothing. Naming the widest ISA moves those lane
+    moves into the narrower kernels instead."""
+    chosen = (next(u for u in p.targets if u.isa.name == p.order_isa) if p.order_isa is not None
+              else min(p.targets, key=lambda u: u.vector_bits))
+    if p.order != ORDERS[0] or chosen.vector_bits == t.vector_bits:
         return None
-    return design(p, narrowest).layout.arrangement
+    return design(p, chosen).layout.arrangement
 
 
 def prove_lemmas(p: NttParams, ar: Arithmetic) -> None:

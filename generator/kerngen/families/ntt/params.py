@@ -35,6 +35,7 @@ AUTO_ISAS = {16: (AVX2.name, SSE.name), 32: (AVX2.name, SSE.name), 64: (AVX2.nam
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
 KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "mul", "order", "basemul_acc", "output"}
 KEYS |= {"ring", "coset"}  # the ring x^n + 1 or x^n - 1, and a coset to evaluate on (`_ring_and_coset`)
+KEYS |= {"order_isa"}  # the ISA whose fastest order is the NTT domain (`_order_isa`)
 NARROW_LANES = 16  # lanes this wide take inverse inputs in half the signed range (inverse_input_top)
 ACC_COUNTS = range(2, 9)  # basemul_acc: sums of 2 to 8 products
 OUTPUTS = ("lazy", "centred", "canonical")  # what a kernel promises of its output: proven bound, (-q, q), [0, q)
@@ -79,6 +80,7 @@ class NttParams:
     abis: tuple[str, ...]  # calling conventions (object files) the bundle is emitted for
     ring: str = RINGS[0]  # "negacyclic" or "cyclic" (maths.RINGS)
     coset: int = 1  # g: the NTT evaluates on g times the ring's points (1: no coset)
+    order_isa: str | None = None  # the ISA whose fastest order is the NTT domain (None: the narrowest vectors')
 
     family = "ntt"
 
@@ -208,7 +210,22 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                         "only as far as the inverse needs)")
     return NttParams(c.name, n, q, width, isas, layers, pol, red, mul, order, tuple(acc), outputs,
                      c.prefix, src,
-                     c.targets(isas, width), c.abis, ring, coset)
+                     c.targets(isas, width), c.abis, ring, coset, _order_isa(src, table, order, isas))
+
+
+def _order_isa(src: str, table: dict, order: str, isas: tuple[str, ...]) -> str | None:
+    """`order_isa`: the ISA whose fastest order the NTT domain is, one of the
+    set's (None when absent: the narrowest vectors', `design.fastest_arrangement`)."""
+    if "order_isa" not in table:
+        return None
+    named = table["order_isa"]
+    if not isinstance(named, str) or named not in isas:
+        raise ParamError(src, "order_isa", f"must name one of the ISAs built ({', '.join(map(toml_value, isas))}), "
+                                           f"got {toml_value(named)}")
+    if order != ORDERS[0]:
+        raise ParamError(src, "order_isa", f"chooses among fastest orders, and order = {toml_value(order)} fixes "
+                                           "the NTT domain: leave order_isa out")
+    return named
 
 
 def _ring_and_coset(src: str, table: dict, n: int, q: int) -> tuple[str, int]:
