@@ -146,9 +146,16 @@ class ConditionalSubtractionLemma(_OfIdiom, Lemma):
     idiom: ScalarIdiom
     c: int
     limit: int
+    # ranges asked before: a schedule search asks for the same few bounds hundreds of thousands of times
+    _ranges: dict = field(default_factory=dict, repr=False)
 
     def range_for(self, lo: int, hi: int) -> tuple[int, int]:
-        lo, hi = max(lo, 0), min(hi, self.idiom.lane[1])
+        found = self._ranges.get((lo, hi))
+        if found is None:
+            found = self._ranges[(lo, hi)] = self._range(max(lo, 0), min(hi, self.idiom.lane[1]))
+        return found
+
+    def _range(self, lo: int, hi: int) -> tuple[int, int]:
         pieces = [(a, b) for a, b in ((lo, min(hi, self.c - 1)), (max(lo, self.limit), hi)) if a <= b]
         a, b = max(lo, self.c), min(hi, self.limit - 1)
         if a <= b:
