@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir.instr import ArgBase, Instr, Mem, PhysReg, Pointer, TableBase, VReg, registers_in
 from ..machine.encoding import Encoding
@@ -60,8 +60,7 @@ def fold_loads(body: list[Instr]) -> list[Instr]:
     earlier ones took leave room: of x*y, x + y the first load gets both."""
     reads = _reads(body)
     stores = [i for i, ins in enumerate(body) if any(isinstance(op, Mem) for op in ins.written)]
-    taken: dict[int, tuple] = {}  # instruction -> its operands with a load folded in, the register it replaced
-    dropped: set[int] = set()
+    folds = _Folds(body)
     for i, ins in enumerate(body):
         if ins.op != "load" or not isinstance(ins.operands[1].base, ArgBase):
             continue
@@ -70,12 +69,8 @@ def fold_loads(body: list[Instr]) -> list[Instr]:
         if not uses or len(uses) > _MAX_FOLDED_READS or mem.size * 8 != dst.bits or \
                 bisect_right(stores, uses[-1]) > bisect_right(stores, i):  # a store before the last read
             continue
-        placed = {j: _with_memory(body[j], dst, mem) if j not in taken else None for j in set(uses)}
-        if any(ops is None for ops in placed.values()):
-            continue
-        taken.update((j, (ops, dst)) for j, ops in placed.items())
-        dropped.add(i)
-    return _folded(body, taken, dropped)
+        folds.fold(i, dst, mem, uses)
+    return folds.folded()
 
 
 def fold_broadcasts(body: list[Instr], encoding: Encoding, lane_bits: int) -> list[Instr]:
@@ -85,8 +80,7 @@ def fold_broadcasts(body: list[Instr], encoding: Encoding, lane_bits: int) -> li
     semantics), that `encoding` broadcasts memory sources of: each read takes
     the element as its memory operand, broadcast in the instruction."""
     reads = _reads(body)
-    taken: dict[int, tuple] = {}
-    dropped: set[int] = set()
+    folds = _Folds(body)
     for i, ins in enumerate(body):
         s = spec(ins.op)
         if s.generic != "broadcast" or s.elem != lane_bits or s.elem not in encoding.broadcast_elems:
@@ -97,13 +91,8 @@ def fold_broadcasts(body: list[Instr], encoding: Encoding, lane_bits: int) -> li
         uses = reads.get(dst, [])
         if not uses or len(uses) > _MAX_FOLDED_READS or not all(_elementwise_on(body[j], s.elem) for j in uses):
             continue
-        element = dataclasses.replace(mem, broadcast=True)
-        placed = {j: _with_memory(body[j], dst, element) if j not in taken else None for j in set(uses)}
-        if any(ops is None for ops in placed.values()):
-            continue
-        taken.update((j, (ops, dst)) for j, ops in placed.items())
-        dropped.add(i)
-    return _folded(body, taken, dropped)
+        folds.fold(i, dst, dataclasses.replace(mem, broadcast=True), uses)
+    return folds.folded()
 
 
 def _reads(body: list[Instr]) -> dict[VReg, list[int]]:
@@ -120,9 +109,25 @@ def _elementwise_on(ins: Instr, elem: int) -> bool:
     return s.elem == elem and s.cls in ("alu", "mul") and s.arith is not None and s.masking is None
 
 
-def _folded(body: list[Instr], taken: dict[int, tuple], dropped: set[int]) -> list[Instr]:
-    """`body` without the instructions `dropped`, those `taken` with their new operands."""
-    return [_retagged(ins, *taken[i]) if i in taken else ins for i, ins in enumerate(body) if i not in dropped]
+@dataclass
+class _Folds:
+    """Loads taken out of `body`, and the reads that take their memory operand instead."""
+
+    body: list[Instr]
+    taken: dict[int, tuple] = field(default_factory=dict)  # instruction -> its new operands, the register replaced
+    dropped: set[int] = field(default_factory=set)
+
+    def fold(self, i: int, dst: VReg, mem: Mem, uses: list[int]) -> None:
+        """Instruction i (which loads `dst`) dropped, if every one of `uses` can read `mem` in its place and
+        no earlier fold took that instruction's memory slot."""
+        placed = {j: _with_memory(self.body[j], dst, mem) if j not in self.taken else None for j in set(uses)}
+        if all(ops is not None for ops in placed.values()):
+            self.taken.update((j, (ops, dst)) for j, ops in placed.items())
+            self.dropped.add(i)
+
+    def folded(self) -> list[Instr]:
+        return [_retagged(ins, *self.taken[i]) if i in self.taken else ins
+                for i, ins in enumerate(self.body) if i not in self.dropped]
 
 
 def _with_memory(ins: Instr, reg: VReg, mem: Mem) -> tuple | None:
