@@ -21,9 +21,9 @@ operands resolved), which then runs any number of batches.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Callable
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd

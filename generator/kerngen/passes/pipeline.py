@@ -1,7 +1,7 @@
 """The pass pipeline from a builder's instruction list to a verified kernel.
 
-    check -> legalise -> fold loads -> fuse bitwise -> allocate -> promote constants -> check allocated
-          -> required ISA -> verify -> roll -> point tables -> check encoding -> constant time
+    check -> legalise -> fold loads -> fold broadcasts -> fuse bitwise -> allocate -> promote constants
+          -> check allocated -> required ISA -> verify -> roll -> point tables -> check encoding -> constant time
 
 Roll, point tables and check encoding write the verified stream shorter
 (loops, addresses through registers) and prove that it still runs exactly
