@@ -34,8 +34,7 @@ _MIN_SAVED = 64  # a loop must take out at least this many instructions
 
 def _shape(ins: Instr) -> tuple:
     """An instruction with its addresses left out: segments of equal shapes may differ in those alone."""
-    return (ins.op,) + tuple((op.buffer, op.size, op.pointer, op.broadcast) if isinstance(op, Mem) else op
-                             for op in ins.operands)
+    return (ins.op,) + tuple(dataclasses.replace(op, offset=0) if isinstance(op, Mem) else op for op in ins.operands)
 
 
 @dataclass(frozen=True)
