@@ -13,7 +13,8 @@ import pytest
 from kerngen.core.compile_cache import CompileCache
 from kerngen.families.gf2m import build as gf2m_build, zmm
 from kerngen.families.gf2m.params import Gf2mParams
-from kerngen.families.gf2m.plan import field_plan, lazy_plan
+from kerngen.families.gf2m.plan import field_plan, lazy_plan, shift_terms
+from kerngen.families.gf2m.reduce import one_pass_pays
 from kerngen.ir.lanes import move_lanes
 from kerngen.machine.encoding import EVEX
 from kerngen.machine.isa import AVX2
@@ -32,7 +33,7 @@ def _rem(c: int, f: int, m: int) -> int:
 
 def _by_terms(plan, c: int, bound: int) -> int:
     out = c
-    for b, t in zmm.shift_terms(plan, bound):
+    for b, t in shift_terms(plan, bound):
         out ^= (c >> b << b) >> t
     return out & ((1 << plan.m) - 1)
 
@@ -49,7 +50,7 @@ def test_shift_terms_reduce_like_division(m, poly):
 
 def test_shift_terms_of_233_need_two_masks():
     # x^233 + x^74 + 1: one fold brings degree 464 to 305, the second to 146; four shifted copies in all
-    assert zmm.shift_terms(field_plan(233, (233, 74, 0)), 464) == ((233, 159), (233, 233), (392, 318), (392, 392))
+    assert shift_terms(field_plan(233, (233, 74, 0)), 464) == ((233, 159), (233, 233), (392, 318), (392, 392))
 
 
 def test_valignq_and_256_bit_moves():
@@ -99,6 +100,10 @@ def test_zmm_kernels_verify_and_count():
         assert {"AVX512F", "VPCLMULQDQ"} <= c.kernel.extensions
         assert "vpternlogq" in {ins.op for ins in body}  # the reduction's xors, three at a time
         assert not any(ins.op == "copy" for ins in body)  # every vpternlogq overwrites a source read no more
+    # the reduced squaring folds in one pass (`reduce_one_pass`): per output pair three of its four terms
+    # are a shift of two limbs at once; the lazy one streams from the top pair down, with none
+    shifts = {s: sum(ins.op == "vpshrdq" for ins in c.kernel.body) for s, c in compiled.items()}
+    assert shifts["kg_gf2m233_sqr_avx512"] == 6 and shifts["kg_gf2m233_sqr_lazy_avx512"] == 0
 
 
 def test_ternary_linearity_and_destructive_printing():
@@ -128,3 +133,13 @@ def test_vpshrdq_semantics_exact_and_smt_agree():
             assert row.arith.exact((a, b, r), 64) % (1 << 64) == want
             got = z3.simplify(row.arith.smt(z3, (z3.BitVecVal(a, 64), z3.BitVecVal(b, 64), r), 64)).as_long()
             assert got == want
+
+
+def test_one_pass_reduction_chosen_for_trinomials_needing_a_second_full_fold():
+    """`one_pass_pays`: the one pass where its terms are no more than the
+    folds' (233, 409), not for the pentanomials whose terms multiply."""
+    fields = {163: (163, 7, 6, 3, 0), 233: (233, 74, 0), 283: (283, 12, 7, 5, 0), 409: (409, 87, 0),
+              571: (571, 10, 5, 2, 0)}
+    chosen = {m: one_pass_pays(field_plan(m, poly), 2 * m - 2) for m, poly in fields.items()}
+    assert chosen == {163: False, 233: True, 283: False, 409: True, 571: False}
+

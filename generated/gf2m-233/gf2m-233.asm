@@ -38,6 +38,16 @@ align 32
 gf2m_mask64_1ffffffffff:
     dq 0x000001ffffffffff
 
+; bits from x^233 up in pair 1
+align 32
+gf2m_mask_0_fffffe0000000000:
+    dq 0x0000000000000000, 0xfffffe0000000000
+
+; bits from x^392 up in pair 3
+align 32
+gf2m_mask_ffffffffffffff00_ffffffffffffffff:
+    dq 0xffffffffffffff00, 0xffffffffffffffff
+
 ; limbs of x^233 - 1 in pair 1
 align 32
 gf2m_mask_ffffffffffffffff_1ffffffffff:
@@ -1462,9 +1472,9 @@ kg_gf2m233_mul_avx512:
 ;   ensures: out = a^2 mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-7}, flags
+;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_avx512.end - kg_gf2m233_sqr_avx512)
 align 32
@@ -1476,28 +1486,26 @@ kg_gf2m233_sqr_avx512:
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
     vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
     vmovdqu64    [rdi], xmm0
     vmovdqu64    [rdi + 16], xmm1
     ret
@@ -1652,9 +1660,9 @@ kg_gf2m233_freeze_avx512:
 ;   ensures: out = c mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-5}, flags
+;   clobbers: zmm{0-7}, flags
 ;
 ; reduction schedule:
 ;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
@@ -1667,30 +1675,30 @@ global kg_gf2m233_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_a
 align 32
 kg_gf2m233_reduce_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm0, [rsi + 48]
-    vpsllq       xmm1, xmm0, 23
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxorq       xmm2, xmm2, xmm3
-    vpsrldq      xmm3, xmm2, 8
-    vpternlogq   xmm0, xmm3, [rsi + 32], 150
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm4, xmm0, 41
-    vpsllq       xmm5, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vmovdqu64    xmm0, [rsi + 16]
+    vmovdqu64    xmm1, [rsi + 32]
+    vmovdqu64    xmm2, [rsi + 48]
+    vpandq       xmm3, xmm0, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm4, xmm1, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm4, 31
+    vpalignr     xmm4, xmm1, xmm0, 8
+    vpshrdq      xmm4, xmm4, xmm1, 41
+    vpandq       xmm5, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpslldq      xmm5, xmm5, 8
+    vpsllq       xmm5, xmm5, 2
+    vpsrldq      xmm6, xmm2, 8
+    vpshrdq      xmm7, xmm2, xmm6, 8
     vpxorq       xmm4, xmm4, xmm5
-    vpternlogq   xmm1, xmm0, [rsi + 16], 150
-    vpslldq      xmm0, xmm4, 8
-    vpternlogq   xmm3, xmm0, [rsi], 150
-    vpalignr     xmm0, xmm2, xmm4, 8
-    vpxorq       xmm0, xmm1, xmm0
-    vpsrlq       xmm1, xmm0, 41
-    vpsllq       xmm2, xmm1, 10
-    vpandq       xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm1, xmm1, xmm2
-    vpxorq       xmm1, xmm3, xmm1
-    vmovdqu64    [rdi], xmm1
+    vpternlogq   xmm3, xmm4, [rsi], 150
+    vpxorq       xmm3, xmm3, xmm7
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm6, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm0, xmm2, 150
+    vpandq       xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vmovdqu64    [rdi], xmm3
     vmovdqu64    [rdi + 16], xmm0
     ret
 .end:
@@ -1759,7 +1767,7 @@ kg_gf2m233_mulwide_avx512:
 ;   ensures: out = a*b + c*d mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-17}, flags
 ; ---------------------------------------------------------------------------
@@ -1827,29 +1835,27 @@ kg_gf2m233_muladd_avx512:
     vpternlogq   xmm0, xmm4, xmm1, 150
     vpsrldq      xmm1, xmm7, 8
     vpternlogq   xmm1, xmm14, xmm17, 150
-    vpsllq       xmm3, xmm1, 23
-    vpsrlq       xmm4, xmm1, 41
-    vpsllq       xmm5, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpandq       xmm3, xmm2, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm4, xmm0, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm4, 31
+    vpalignr     xmm4, xmm0, xmm2, 8
+    vpshrdq      xmm4, xmm4, xmm0, 41
+    vpandq       xmm5, xmm1, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpslldq      xmm5, xmm5, 8
+    vpsllq       xmm5, xmm5, 2
+    vpsrldq      xmm6, xmm1, 8
+    vpshrdq      xmm7, xmm1, xmm6, 8
     vpxorq       xmm4, xmm4, xmm5
-    vpsrldq      xmm5, xmm4, 8
-    vpternlogq   xmm0, xmm1, xmm5, 150
-    vpsllq       xmm1, xmm0, 23
-    vpsrlq       xmm5, xmm0, 41
-    vpsllq       xmm6, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm2, xmm3, xmm0, 150
-    vpslldq      xmm0, xmm5, 8
-    vpternlogq   xmm9, xmm1, xmm0, 150
-    vpalignr     xmm0, xmm4, xmm5, 8
-    vpxorq       xmm0, xmm2, xmm0
-    vpsrlq       xmm1, xmm0, 41
-    vpsllq       xmm2, xmm1, 10
+    vpternlogq   xmm9, xmm3, xmm4, 150
+    vpxorq       xmm3, xmm9, xmm7
+    vpalignr     xmm4, xmm1, xmm0, 8
+    vpshrdq      xmm0, xmm0, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm1, 41
+    vpshrdq      xmm1, xmm1, xmm6, 62
+    vpxorq       xmm1, xmm4, xmm1
+    vpternlogq   xmm0, xmm2, xmm1, 150
     vpandq       xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm1, xmm1, xmm2
-    vpxorq       xmm1, xmm9, xmm1
-    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi], xmm3
     vmovdqu64    [rdi + 16], xmm0
     ret
 .end:
@@ -1929,9 +1935,9 @@ kg_gf2m233_reduce_gpr_avx512:
 ;   ensures: out = a^(2^2) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-7}, flags
+;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr2_avx512.end - kg_gf2m233_msqr2_avx512)
 align 32
@@ -1943,54 +1949,50 @@ kg_gf2m233_msqr2_avx512:
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
     vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
     vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
     vmovdqu64    [rdi], xmm0
     vmovdqu64    [rdi + 16], xmm1
     ret
@@ -2004,9 +2006,9 @@ kg_gf2m233_msqr2_avx512:
 ;   ensures: out = a^(2^4) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-7}, rax, flags
+;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr4_avx512.end - kg_gf2m233_msqr4_avx512)
 align 32
@@ -2018,107 +2020,98 @@ kg_gf2m233_msqr4_avx512:
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_1ffffffffff + 128] ; addresses gf2m_mask_ffffffffffffffff_1ffffffffff near byte 0
-    vpandq       xmm1, xmm1, [rax - 128]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, [rax - 128]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, [rax - 128]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, [rax - 128]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
     vmovdqu64    [rdi], xmm0
     vmovdqu64    [rdi + 16], xmm1
     ret
@@ -2132,225 +2125,211 @@ kg_gf2m233_msqr4_avx512:
 ;   ensures: out = a^(2^8) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-8}, flags
+;   clobbers: zmm{0-11}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr8_avx512.end - kg_gf2m233_msqr8_avx512)
 align 32
 kg_gf2m233_msqr8_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm8, [rel gf2m_mask_ffffffffffffffff_1ffffffffff] ; held in a register: read 8 times
+    vmovdqu64    xmm9, [rel gf2m_mask_0_fffffe0000000000] ; held in a register: read 8 times
+    vmovdqu64    xmm10, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff] ; held in a register: read 8 times
+    vmovdqu64    xmm11, [rel gf2m_mask_ffffffffffffffff_1ffffffffff] ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, xmm9
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, xmm10
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, xmm8
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, xmm11
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, xmm9
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, xmm10
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, xmm8
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, xmm11
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, xmm9
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, xmm10
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, xmm8
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, xmm11
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, xmm9
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, xmm10
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, xmm8
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, xmm11
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, xmm9
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, xmm10
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, xmm8
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, xmm11
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, xmm9
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, xmm10
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, xmm8
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, xmm11
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, xmm9
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, xmm10
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, xmm8
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, xmm11
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpandq       xmm4, xmm3, xmm9
+    vpalignr     xmm5, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm5, 31
+    vpalignr     xmm5, xmm1, xmm3, 8
+    vpshrdq      xmm5, xmm5, xmm1, 41
+    vpandq       xmm6, xmm2, xmm10
+    vpslldq      xmm6, xmm6, 8
+    vpsllq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm2, 8
+    vpshrdq      xmm8, xmm2, xmm7, 8
     vpxorq       xmm5, xmm5, xmm6
-    vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrlq       xmm2, xmm1, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm1, xmm1, xmm8
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm0, xmm0, xmm2
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm8
+    vpalignr     xmm4, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm4, 31
+    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpshrdq      xmm2, xmm2, xmm7, 62
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpandq       xmm1, xmm1, xmm11
     vmovdqu64    [rdi], xmm0
     vmovdqu64    [rdi + 16], xmm1
     ret

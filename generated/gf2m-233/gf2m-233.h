@@ -96,7 +96,7 @@ void kg_gf2m233_mul_avx512(uint64_t *out, const uint64_t *a, const uint64_t *b);
  *   ensures: out = a^2 mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_SQR_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_SQR_A_LEN), in, 8-byte aligned
@@ -149,7 +149,7 @@ void kg_gf2m233_freeze_avx512(uint64_t *out, const uint64_t *a);
  *   ensures: out = c mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VL (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_REDUCE_OUT_LEN), out, 8-byte aligned
  *   c: 8 x uint64_t (KG_GF2M233_REDUCE_C_LEN), in, 8-byte aligned
@@ -176,7 +176,7 @@ void kg_gf2m233_mulwide_avx512(uint64_t *out, const uint64_t *a, const uint64_t 
  *   ensures: out = a*b + c*d mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_MULADD_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_MULADD_A_LEN), in, 8-byte aligned
@@ -205,7 +205,7 @@ void kg_gf2m233_reduce_gpr_avx512(uint64_t *out, const uint64_t *c);
  *   ensures: out = a^(2^2) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_MSQR2_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_MSQR2_A_LEN), in, 8-byte aligned
@@ -218,7 +218,7 @@ void kg_gf2m233_msqr2_avx512(uint64_t *out, const uint64_t *a);
  *   ensures: out = a^(2^4) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_MSQR4_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_MSQR4_A_LEN), in, 8-byte aligned
@@ -231,7 +231,7 @@ void kg_gf2m233_msqr4_avx512(uint64_t *out, const uint64_t *a);
  *   ensures: out = a^(2^8) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_MSQR8_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_MSQR8_A_LEN), in, 8-byte aligned

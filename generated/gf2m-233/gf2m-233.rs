@@ -36,7 +36,7 @@ unsafe extern "C" {
     /// ensures: out = a^2 mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
     /// out: 4 x u64, out, 8-byte aligned
     /// a: 4 x u64, in, 8-byte aligned
     /// ```
@@ -89,7 +89,7 @@ unsafe extern "C" {
     /// ensures: out = c mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VL (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl")
     /// out: 4 x u64, out, 8-byte aligned
     /// c: 8 x u64, in, 8-byte aligned
     /// ```
@@ -116,7 +116,7 @@ unsafe extern "C" {
     /// ensures: out = a*b + c*d mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
     /// out: 4 x u64, out, 8-byte aligned
     /// a: 4 x u64, in, 8-byte aligned
     /// b: 4 x u64, in, 8-byte aligned
@@ -145,7 +145,7 @@ unsafe extern "C" {
     /// ensures: out = a^(2^2) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
     /// out: 4 x u64, out, 8-byte aligned
     /// a: 4 x u64, in, 8-byte aligned
     /// ```
@@ -158,7 +158,7 @@ unsafe extern "C" {
     /// ensures: out = a^(2^4) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
     /// out: 4 x u64, out, 8-byte aligned
     /// a: 4 x u64, in, 8-byte aligned
     /// ```
@@ -171,7 +171,7 @@ unsafe extern "C" {
     /// ensures: out = a^(2^8) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
     /// out: 4 x u64, out, 8-byte aligned
     /// a: 4 x u64, in, 8-byte aligned
     /// ```

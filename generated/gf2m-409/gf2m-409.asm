@@ -37,6 +37,11 @@ align 32
 gf2m_mask64_1ffffff:
     dq 0x0000000001ffffff
 
+; bits from x^731 up in pair 5
+align 32
+gf2m_mask_0_fffffffff8000000:
+    dq 0x0000000000000000, 0xfffffffff8000000
+
 ; limbs of x^409 - 1 in pair 3
 align 32
 gf2m_mask_1ffffff_0:
@@ -46,6 +51,11 @@ gf2m_mask_1ffffff_0:
 align 32
 gf2m_mask_1ffffff_0_x2:
     dq 0x0000000001ffffff, 0x0000000000000000, 0x0000000001ffffff, 0x0000000000000000
+
+; bits from x^409 up in pair 3
+align 32
+gf2m_mask_fffffffffe000000_ffffffffffffffff:
+    dq 0xfffffffffe000000, 0xffffffffffffffff
 
 ; limbs of x^448 - 1 in pair 3
 align 32
@@ -3162,7 +3172,7 @@ section .text
 ;   ensures: out = a*b mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-24}, flags
 ;
@@ -3295,50 +3305,38 @@ kg_gf2m409_mul_avx512:
     vpternlogq   xmm0, xmm22, xmm19, 150
     vpsrldq      xmm1, xmm20, 8
     vpxorq       xmm1, xmm21, xmm1
-    vpsllq       xmm6, xmm1, 39
-    vpsrlq       xmm9, xmm1, 25
-    vpsllq       xmm10, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm12, xmm0, 39
-    vpsrlq       xmm13, xmm0, 25
-    vpsllq       xmm14, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsrldq      xmm15, xmm1, 8
-    vpxorq       xmm3, xmm3, xmm15
-    vpsllq       xmm15, xmm3, 39
-    vpsrlq       xmm16, xmm3, 25
-    vpsllq       xmm17, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpxorq       xmm0, xmm6, xmm0
-    vpternlogq   xmm2, xmm9, xmm10, 150
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm6, xmm1, 39
-    vpsrlq       xmm9, xmm1, 25
-    vpsllq       xmm10, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
+    vpandq       xmm6, xmm2, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm9, xmm6, 8
+    vpshrdq      xmm6, xmm9, xmm6, 2
+    vpalignr     xmm9, xmm3, xmm2, 8
+    vpshrdq      xmm10, xmm2, xmm9, 25
+    vpandq       xmm12, xmm0, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm13, xmm1, xmm12, 8
+    vpshrdq      xmm12, xmm12, xmm13, 4
+    vpalignr     xmm13, xmm1, xmm0, 8
+    vpshrdq      xmm14, xmm13, xmm1, 27
     vpternlogq   xmm5, xmm8, xmm6, 150
-    vpternlogq   xmm15, xmm9, xmm10, 150
-    vpternlogq   xmm7, xmm11, xmm16, 150
-    vpternlogq   xmm17, xmm1, xmm7, 150
-    vpxorq       xmm1, xmm12, xmm3
-    vpternlogq   xmm4, xmm13, xmm14, 150
-    vpslldq      xmm3, xmm15, 8
-    vpalignr     xmm6, xmm1, xmm15, 8
-    vpxorq       xmm6, xmm17, xmm6
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxorq       xmm1, xmm4, xmm1
-    vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm0, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm2, xmm0, 25
-    vpsllq       xmm4, xmm2, 23
+    vpternlogq   xmm10, xmm12, xmm5, 150
+    vpxorq       xmm5, xmm10, xmm14
+    vpshrdq      xmm6, xmm9, xmm3, 2
+    vpalignr     xmm8, xmm0, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpternlogq   xmm7, xmm11, xmm6, 150
+    vpternlogq   xmm3, xmm10, xmm7, 150
+    vpxorq       xmm3, xmm3, xmm12
+    vpshrdq      xmm6, xmm8, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm13, 25
+    vpternlogq   xmm4, xmm6, xmm0, 150
+    vpshrdq      xmm0, xmm13, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm0, xmm2, xmm1, 150
     vpandq       xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm4
-    vpternlogq   xmm5, xmm3, xmm2, 150
     vmovdqu64    [rdi], xmm5
-    vmovdqu64    [rdi + 16], xmm6
-    vmovdqu64    [rdi + 32], xmm1
+    vmovdqu64    [rdi + 16], xmm3
+    vmovdqu64    [rdi + 32], xmm4
     vmovq        qword [rdi + 48], xmm0
     ret
 .end:
@@ -3351,9 +3349,9 @@ kg_gf2m409_mul_avx512:
 ;   ensures: out = a^2 mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-15}, flags
+;   clobbers: zmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_avx512.end - kg_gf2m409_sqr_avx512)
 align 32
@@ -3370,51 +3368,39 @@ kg_gf2m409_sqr_avx512:
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm2, xmm2, xmm13
-    vpsllq       xmm13, xmm2, 39
-    vpsrlq       xmm14, xmm2, 25
-    vpsllq       xmm15, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm2, xmm10, xmm2
-    vpternlogq   xmm1, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm2, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm3
+    vmovdqu64    [rdi + 16], xmm2
     vmovdqu64    [rdi + 32], xmm1
-    vmovq        qword [rdi + 48], xmm2
+    vmovq        qword [rdi + 48], xmm3
     ret
 .end:
 
@@ -3705,9 +3691,9 @@ kg_gf2m409_freeze_avx512:
 ;   ensures: out = c mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-12}, flags
+;   clobbers: zmm{0-10}, flags
 ;
 ; reduction schedule:
 ;   products: k3 blocks of 128 bits, Karatsuba split from 2 blocks
@@ -3720,52 +3706,42 @@ global kg_gf2m409_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_a
 align 32
 kg_gf2m409_reduce_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm0, [rsi + 80]
-    vmovq        xmm1, qword [rsi + 96]
-    vpsllq       xmm2, xmm1, 39
-    vpsrlq       xmm3, xmm1, 25
-    vpsllq       xmm4, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpsllq       xmm5, xmm0, 39
-    vpsrlq       xmm6, xmm0, 25
-    vpsllq       xmm7, xmm0, 62
-    vpsrlq       xmm0, xmm0, 2
-    vpsrldq      xmm8, xmm1, 8
-    vpxorq       xmm8, xmm8, [rsi + 64]
-    vpsllq       xmm9, xmm8, 39
-    vpsrlq       xmm10, xmm8, 25
-    vpsllq       xmm11, xmm8, 62
-    vpsrlq       xmm8, xmm8, 2
-    vpxorq       xmm0, xmm2, xmm0
-    vpternlogq   xmm3, xmm4, [rsi + 48], 150
-    vpalignr     xmm1, xmm1, xmm0, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm1, xmm1, 8
-    vpsllq       xmm2, xmm1, 39
-    vpsrlq       xmm4, xmm1, 25
-    vpsllq       xmm12, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpternlogq   xmm9, xmm4, xmm12, 150
-    vpxorq       xmm1, xmm11, xmm1
-    vpternlogq   xmm10, xmm1, [rsi + 16], 150
-    vpxorq       xmm1, xmm5, xmm8
-    vpternlogq   xmm6, xmm7, [rsi + 32], 150
-    vpslldq      xmm4, xmm9, 8
-    vpternlogq   xmm2, xmm4, [rsi], 150
-    vpalignr     xmm4, xmm1, xmm9, 8
-    vpxorq       xmm4, xmm10, xmm4
-    vpalignr     xmm1, xmm0, xmm1, 8
-    vpxorq       xmm1, xmm6, xmm1
-    vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm0, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm3, xmm0, 25
-    vpsllq       xmm5, xmm3, 23
-    vpandq       xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm3, xmm3, xmm5
-    vpxorq       xmm2, xmm2, xmm3
-    vmovdqu64    [rdi], xmm2
-    vmovdqu64    [rdi + 16], xmm4
-    vmovdqu64    [rdi + 32], xmm1
+    vmovdqu64    xmm0, [rsi + 48]
+    vmovdqu64    xmm1, [rsi + 64]
+    vmovdqu64    xmm2, [rsi + 80]
+    vmovq        xmm3, qword [rsi + 96]
+    vpandq       xmm4, xmm0, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm5, xmm4, 8
+    vpshrdq      xmm4, xmm5, xmm4, 2
+    vpalignr     xmm5, xmm1, xmm0, 8
+    vpshrdq      xmm6, xmm0, xmm5, 25
+    vpandq       xmm7, xmm2, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm8, xmm3, xmm7, 8
+    vpshrdq      xmm7, xmm7, xmm8, 4
+    vpalignr     xmm8, xmm3, xmm2, 8
+    vpshrdq      xmm9, xmm8, xmm3, 27
+    vpxorq       xmm6, xmm6, xmm7
+    vpternlogq   xmm4, xmm6, [rsi], 150
+    vpxorq       xmm4, xmm4, xmm9
+    vpshrdq      xmm5, xmm5, xmm1, 2
+    vpalignr     xmm6, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm6, 25
+    vpsrldq      xmm7, xmm3, 8
+    vpshrdq      xmm9, xmm3, xmm7, 4
+    vpsrlq       xmm10, xmm7, 27
+    vpxorq       xmm1, xmm1, xmm9
+    vpternlogq   xmm5, xmm1, [rsi + 16], 150
+    vpxorq       xmm1, xmm5, xmm10
+    vpshrdq      xmm5, xmm6, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpternlogq   xmm5, xmm2, [rsi + 32], 150
+    vpshrdq      xmm2, xmm8, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm7, 25
+    vpternlogq   xmm2, xmm0, xmm3, 150
+    vpandq       xmm0, xmm2, [rel gf2m_mask_1ffffff_0]
+    vmovdqu64    [rdi], xmm4
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm5
     vmovq        qword [rdi + 48], xmm0
     ret
 .end:
@@ -3924,7 +3900,7 @@ kg_gf2m409_mulwide_avx512:
 ;   ensures: out = a*b + c*d mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, flags
 ; ---------------------------------------------------------------------------
@@ -4185,58 +4161,48 @@ kg_gf2m409_muladd_avx512:
     vpternlogq   xmm1, xmm9, xmm20, 150
     vpalignr     xmm9, xmm6, xmm14, 8
     vpalignr     xmm6, xmm8, xmm6, 8
+    vpxorq       xmm6, xmm11, xmm6
     vpalignr     xmm8, xmm7, xmm8, 8
+    vpxorq       xmm8, xmm10, xmm8
     vpalignr     xmm7, xmm2, xmm7, 8
     vpxorq       xmm3, xmm3, xmm7
     vpsrldq      xmm2, xmm2, 8
     vmovdqa64    xmm7, [rsp + 64]                    ; reload
     vpternlogq   xmm2, xmm7, xmm0, 150
-    vpsllq       xmm0, xmm2, 39
-    vpsrlq       xmm7, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm13, xmm3, 39
-    vpsrlq       xmm14, xmm3, 25
-    vpsllq       xmm15, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsrldq      xmm16, xmm2, 8
-    vpternlogq   xmm10, xmm8, xmm16, 150
-    vpsllq       xmm8, xmm10, 39
-    vpsrlq       xmm16, xmm10, 25
-    vpsllq       xmm17, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxorq       xmm0, xmm0, xmm3
-    vpternlogq   xmm11, xmm6, xmm7, 150
-    vpxorq       xmm3, xmm11, xmm12
-    vpalignr     xmm2, xmm2, xmm0, 8
-    vpxorq       xmm2, xmm3, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm6, xmm2, 39
-    vpsrlq       xmm7, xmm2, 25
-    vpsllq       xmm11, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm8, xmm7, xmm11, 150
-    vpxorq       xmm2, xmm17, xmm2
-    vpternlogq   xmm1, xmm16, xmm2, 150
-    vpxorq       xmm2, xmm13, xmm10
-    vpternlogq   xmm4, xmm9, xmm14, 150
-    vpslldq      xmm7, xmm8, 8
-    vpternlogq   xmm5, xmm6, xmm7, 150
-    vpalignr     xmm6, xmm2, xmm8, 8
-    vpxorq       xmm1, xmm1, xmm6
-    vpalignr     xmm2, xmm0, xmm2, 8
-    vpternlogq   xmm4, xmm15, xmm2, 150
-    vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm0, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm2, xmm0, 25
-    vpsllq       xmm3, xmm2, 23
-    vpandq       xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm2, xmm5, xmm2
-    vmovdqu64    [rdi], xmm2
+    vpandq       xmm0, xmm6, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm7, xmm0, 8
+    vpshrdq      xmm0, xmm7, xmm0, 2
+    vpalignr     xmm7, xmm8, xmm6, 8
+    vpshrdq      xmm10, xmm6, xmm7, 25
+    vpandq       xmm11, xmm3, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm12, xmm2, xmm11, 8
+    vpshrdq      xmm11, xmm11, xmm12, 4
+    vpalignr     xmm12, xmm2, xmm3, 8
+    vpshrdq      xmm13, xmm12, xmm2, 27
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm5, xmm0, xmm10, 150
+    vpxorq       xmm0, xmm5, xmm13
+    vpshrdq      xmm5, xmm7, xmm8, 2
+    vpalignr     xmm7, xmm3, xmm8, 8
+    vpshrdq      xmm8, xmm8, xmm7, 25
+    vpsrldq      xmm10, xmm2, 8
+    vpshrdq      xmm11, xmm2, xmm10, 4
+    vpsrlq       xmm13, xmm10, 27
+    vpxorq       xmm8, xmm8, xmm11
+    vpternlogq   xmm1, xmm5, xmm8, 150
+    vpxorq       xmm1, xmm1, xmm13
+    vpshrdq      xmm5, xmm7, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm12, 25
+    vpternlogq   xmm4, xmm9, xmm5, 150
+    vpxorq       xmm3, xmm4, xmm3
+    vpshrdq      xmm4, xmm12, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm10, 25
+    vpternlogq   xmm4, xmm6, xmm2, 150
+    vpandq       xmm2, xmm4, [rel gf2m_mask_1ffffff_0]
+    vmovdqu64    [rdi], xmm0
     vmovdqu64    [rdi + 16], xmm1
-    vmovdqu64    [rdi + 32], xmm4
-    vmovq        qword [rdi + 48], xmm0
+    vmovdqu64    [rdi + 32], xmm3
+    vmovq        qword [rdi + 48], xmm2
     mov rsp, rbp
     pop rbp
     ret
@@ -4353,9 +4319,9 @@ kg_gf2m409_reduce_gpr_avx512:
 ;   ensures: out = a^(2^2) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-15}, flags
+;   clobbers: zmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr2_avx512.end - kg_gf2m409_msqr2_avx512)
 align 32
@@ -4372,98 +4338,74 @@ kg_gf2m409_msqr2_avx512:
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm2, xmm2, xmm13
-    vpsllq       xmm13, xmm2, 39
-    vpsrlq       xmm14, xmm2, 25
-    vpsllq       xmm15, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm2, xmm10, xmm2
-    vpternlogq   xmm1, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm2, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm2
-    vmovdqu64    [rdi + 32], xmm1
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm2
     vmovq        qword [rdi + 48], xmm3
     ret
 .end:
@@ -4476,9 +4418,9 @@ kg_gf2m409_msqr2_avx512:
 ;   ensures: out = a^(2^4) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-15}, flags
+;   clobbers: zmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx512.end - kg_gf2m409_msqr4_avx512)
 align 32
@@ -4495,95 +4437,35 @@ kg_gf2m409_msqr4_avx512:
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm2, xmm2, xmm13
-    vpsllq       xmm13, xmm2, 39
-    vpsrlq       xmm14, xmm2, 25
-    vpsllq       xmm15, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm2, xmm10, xmm2
-    vpternlogq   xmm1, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm2, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -4591,98 +4473,110 @@ kg_gf2m409_msqr4_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm2
-    vmovdqu64    [rdi + 32], xmm1
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm2
     vmovq        qword [rdi + 48], xmm3
     ret
 .end:
@@ -4695,16 +4589,17 @@ kg_gf2m409_msqr4_avx512:
 ;   ensures: out = a^(2^8) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-17}, flags
+;   clobbers: zmm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx512.end - kg_gf2m409_msqr8_avx512)
 align 32
 kg_gf2m409_msqr8_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm16, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 8 times
-    vmovdqu64    xmm17, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 8 times
+    vmovdqu64    xmm13, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff] ; held in a register: read 8 times
+    vmovdqu64    xmm14, [rel gf2m_mask_0_fffffffff8000000] ; held in a register: read 8 times
+    vmovdqu64    xmm15, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -4716,95 +4611,35 @@ kg_gf2m409_msqr8_avx512:
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm2, xmm2, xmm13
-    vpsllq       xmm13, xmm2, 39
-    vpsrlq       xmm14, xmm2, 25
-    vpsllq       xmm15, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm2, xmm10, xmm2
-    vpternlogq   xmm1, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm2, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -4812,95 +4647,71 @@ kg_gf2m409_msqr8_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -4908,95 +4719,71 @@ kg_gf2m409_msqr8_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -5004,98 +4791,110 @@ kg_gf2m409_msqr8_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm2
-    vmovdqu64    [rdi + 32], xmm1
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm2
     vmovq        qword [rdi + 48], xmm3
     ret
 .end:
@@ -5108,16 +4907,17 @@ kg_gf2m409_msqr8_avx512:
 ;   ensures: out = a^(2^16) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-17}, flags
+;   clobbers: zmm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx512.end - kg_gf2m409_msqr16_avx512)
 align 32
 kg_gf2m409_msqr16_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm16, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 16 times
-    vmovdqu64    xmm17, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 16 times
+    vmovdqu64    xmm13, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff] ; held in a register: read 16 times
+    vmovdqu64    xmm14, [rel gf2m_mask_0_fffffffff8000000] ; held in a register: read 16 times
+    vmovdqu64    xmm15, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 16 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
@@ -5129,95 +4929,35 @@ kg_gf2m409_msqr16_avx512:
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm2, xmm2, xmm13
-    vpsllq       xmm13, xmm2, 39
-    vpsrlq       xmm14, xmm2, 25
-    vpsllq       xmm15, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm2, xmm10, xmm2
-    vpternlogq   xmm1, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm2, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -5225,95 +4965,71 @@ kg_gf2m409_msqr16_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -5321,95 +5037,71 @@ kg_gf2m409_msqr16_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -5417,95 +5109,71 @@ kg_gf2m409_msqr16_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -5513,95 +5181,71 @@ kg_gf2m409_msqr16_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -5609,95 +5253,71 @@ kg_gf2m409_msqr16_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -5705,95 +5325,71 @@ kg_gf2m409_msqr16_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
     vpclmulqdq   xmm4, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
@@ -5801,98 +5397,110 @@ kg_gf2m409_msqr16_avx512:
     vpclmulqdq   xmm2, xmm2, xmm2, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
-    vpsrlq       xmm8, xmm3, 25
-    vpsllq       xmm9, xmm3, 62
-    vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm2, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm13, 8
-    vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
-    vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm2, xmm2, xmm4, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpsllq       xmm7, xmm2, 39
-    vpsrlq       xmm8, xmm2, 25
-    vpsllq       xmm9, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpternlogq   xmm13, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm15, xmm2
-    vpternlogq   xmm6, xmm14, xmm2, 150
-    vpxorq       xmm1, xmm10, xmm1
-    vpternlogq   xmm3, xmm11, xmm12, 150
-    vpslldq      xmm2, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm13, 8
-    vpxorq       xmm2, xmm6, xmm2
-    vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm5, xmm16, 40
-    vpsrlq       xmm4, xmm3, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm3, xmm3, xmm17
-    vpunpcklqdq  xmm4, xmm4, xmm5
-    vpxorq       xmm0, xmm0, xmm4
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm2, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm2, xmm2, xmm10
+    vpternlogq   xmm6, xmm7, xmm2, 150
+    vpxorq       xmm2, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm1, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
+    vpclmulqdq   xmm3, xmm3, xmm3, 0
+    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm6, xmm0, xmm0, 17
+    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vpandq       xmm7, xmm5, xmm13
+    vpslldq      xmm8, xmm7, 8
+    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpalignr     xmm8, xmm1, xmm5, 8
+    vpshrdq      xmm9, xmm5, xmm8, 25
+    vpandq       xmm10, xmm4, xmm14
+    vpalignr     xmm11, xmm3, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm3, xmm4, 8
+    vpshrdq      xmm12, xmm11, xmm3, 27
+    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm0, xmm7, xmm9, 150
+    vpxorq       xmm0, xmm0, xmm12
+    vpshrdq      xmm7, xmm8, xmm1, 2
+    vpalignr     xmm8, xmm4, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm8, 25
+    vpsrldq      xmm9, xmm3, 8
+    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpxorq       xmm1, xmm1, xmm10
+    vpternlogq   xmm6, xmm7, xmm1, 150
+    vpxorq       xmm1, xmm6, xmm12
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpshrdq      xmm4, xmm4, xmm11, 25
+    vpternlogq   xmm2, xmm6, xmm4, 150
+    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm9, 25
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpandq       xmm3, xmm4, xmm15
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm2
-    vmovdqu64    [rdi + 32], xmm1
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm2
     vmovq        qword [rdi + 48], xmm3
     ret
 .end:

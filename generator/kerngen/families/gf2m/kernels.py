@@ -18,7 +18,7 @@ from .mul import MulConfig, default_config, multiply, square
 from ...machine.target import Target
 from .params import Gf2mParams
 from .plan import field_plan, itoh_tsujii_chain, lazy_plan
-from .reduce import freeze_pairs, reduce_pairs, reduce_stream, streams_by_pairs
+from .reduce import freeze_pairs, one_pass_pays, reduce_one_pass, reduce_pairs, reduce_stream, streams_by_pairs
 from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
 from .zmm import BITS as ZMM_BITS, WHOLE as ZMM_WHOLE, Zmm, fits as zmm_fits, k_mul as zmm_mul, k_sqr as zmm_sqr
 
@@ -37,6 +37,8 @@ class Field:
         # moves the same halves with vshufi64x2)
         self.wide = target.isa.vector_bits >= 256
         # 512-bit registers: the operations that pay on one element in one register (`zmm.WHOLE`)
+        # a shift of two limbs at once (vpshrdq): a reduced result's folds all at once (`reduce_one_pass`)
+        self.one_pass = target.isa.has("shift_right_pair", 64)
         self.whole = ZMM_WHOLE if target.isa.vector_bits >= ZMM_BITS and zmm_fits(self.plan) else frozenset()
 
     def new(self) -> Pairs:
@@ -51,6 +53,8 @@ class Field:
 
     def reduce(self, v: Pairs, pairs: list[VReg], bound: int, lazy: bool = False) -> list[VReg]:
         """c mod f (lazy: a c' = c mod f of degree < 64 n) for c of degree <= bound."""
+        if self.one_pass and not lazy and one_pass_pays(self.plan, bound):
+            return reduce_one_pass(v, self.plan, pairs, bound)
         if streams_by_pairs(self.lazy_plan):
             # one pass down to the word boundary; the reduced form is one short fold further
             out = reduce_stream(v, self.lazy_plan, pairs, self.cfg)

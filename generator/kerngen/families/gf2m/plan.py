@@ -99,6 +99,26 @@ def folds(plan: FieldPlan, bound: int) -> tuple[Fold, ...]:
     return tuple(out)
 
 
+def shift_terms(plan: FieldPlan, bound: int) -> tuple[tuple[int, int], ...]:
+    """c mod f for c of degree <= bound as c + sum of (c & bits >= b) >> t
+    over the returned (b, t), then cut below x^m.
+
+    One fold adds H g, H = (c & bits >= m) >> m: for each term x^e of
+    g = f - x^m, H x^e = (c & bits >= m) >> (m - e) exactly, since the bits
+    it drops are zero. A term (b, t) of degree bound - t >= m folds the same
+    way: its bits from x^m up are (c & bits >= max(b, m + t)) >> t, and they
+    add (b', t + m - e) for each e. Terms met twice cancel.
+    """
+    out: dict[tuple[int, int], int] = {}
+    todo = [(plan.m, plan.m - e) for e in plan.poly[1:]]
+    while todo:
+        b, t = todo.pop()
+        out[b, t] = out.get((b, t), 0) ^ 1
+        if bound - t >= plan.m:
+            todo += [(max(b, plan.m + t), t + plan.m - e) for e in plan.poly[1:]]
+    return tuple(sorted(k for k, odd in out.items() if odd))
+
+
 def itoh_tsujii_chain(m: int) -> tuple[tuple[str, int], ...]:
     """Steps computing b_e = a^(2^e - 1) for e = m - 1 from b_1 = a.
 

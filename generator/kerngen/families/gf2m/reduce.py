@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from ...ir.instr import ArgBase, Builder, GReg, Imm, Mem, VReg
 from .mul import MulConfig
-from .plan import Chunk, FieldPlan, folds
+from .plan import Chunk, FieldPlan, folds, shift_terms
 from .vec import Pairs, Terms, normalize, pair_at, to_pairs
 
 
@@ -240,6 +240,76 @@ def reduce_stream(v: Pairs, plan: FieldPlan, pairs: list[VReg], cfg: MulConfig) 
                 add(o + d, t, words)
     out = to_pairs(v, {o: r for o in range(-1, n) if (r := term(o)) is not None}, n)
     if n % 2:  # the straddling pair's upper word was folded: clear it
+        out[-1] = v.and_(out[-1], _top_mask(v, plan))
+    return out
+
+
+def one_pass_pays(plan: FieldPlan, bound: int) -> bool:
+    """Whether `reduce_one_pass` adds no more terms than the folds one after
+    another do (each fold one per term of g): so with trinomials whose middle
+    term is far from x^m, which need a second full fold (233, 409: four terms
+    either way, the one pass three xors shallower). With the pentanomials of
+    small g the second fold touches a word or two, and the one pass's terms
+    multiply (sixteen): measured on Zen 5 (`kerngen bench`, avx512) squaring
+    for m = 163 took 9.8 ticks in one pass against 7.7 folding, the eight
+    squarings of msqr8 146 against 97; for 233 and 409 it is the faster."""
+    return len(shift_terms(plan, bound)) <= len(folds(plan, bound)) * (len(plan.poly) - 1)
+
+
+def reduce_one_pass(v: Pairs, plan: FieldPlan, pairs: list[VReg], bound: int) -> list[VReg]:
+    """Pairs of c (degree <= bound) -> pairs of c mod f, every fold at once.
+
+    c mod f is c plus, for each (b, t) of `shift_terms`, (c & bits >= b)
+    shifted right by t, cut below x^m. Output pair j takes from each term the
+    pairs of that masked c at limbs 2 j + q and 2 j + q + 1 (q = t // 64)
+    shifted right together by t mod 64 (`vpshrdq`), so every term depends on
+    c alone: one mask, one `palignr` and one shift deep, then the xor tree,
+    where folds one after another are as deep as their count times that.
+    """
+    n = plan.limbs
+    top = len(pairs)
+    masked: dict[tuple[int, int], VReg | None] = {}
+    placed: dict[tuple[int, int], VReg | None] = {}
+
+    def pair(b: int, k: int) -> VReg | None:
+        """Pair k of c & bits >= b; None where it is zero."""
+        if k < 0 or k >= top or 128 * k + 127 < b:
+            return None
+        if 128 * k >= b:
+            return pairs[k]
+        if (b, k) not in masked:
+            lanes = tuple(((1 << 64) - 1) ^ ((1 << min(64, max(0, b - 64 * limb))) - 1) for limb in (2 * k, 2 * k + 1))
+            masked[b, k] = v.and_(pairs[k], v.const(f"gf2m_mask_{lanes[0]:x}_{lanes[1]:x}", lanes,
+                                                    comment=f"bits from x^{b} up in pair {k}"))
+        return masked[b, k]
+
+    def at(b: int, limb: int) -> VReg | None:
+        """Limbs limb, limb + 1 of c & bits >= b as a pair; None where zero."""
+        if limb % 2 == 0:
+            return pair(b, limb // 2)
+        if (b, limb) not in placed:
+            lo, hi = pair(b, limb // 2), pair(b, limb // 2 + 1)
+            placed[b, limb] = (None if lo is None and hi is None else v.up64(hi) if lo is None
+                               else v.down64(lo) if hi is None else v.straddle(hi, lo))
+        return placed[b, limb]
+
+    out = []
+    for j in range((n + 1) // 2):
+        parts = [pairs[j]]
+        for b, t in shift_terms(plan, bound):
+            q, r = divmod(t, 64)
+            # the mask matters only where its bits are not shifted out: in lo above its lowest r bits,
+            # in hi (whose lowest r bits are kept) from its first limb up
+            lo = at(b if b > 64 * (2 * j + q) + r else 0, 2 * j + q)
+            hi = at(b if b > 64 * (2 * j + q + 1) else 0, 2 * j + q + 1) if r else None
+            if hi is None:
+                term = lo if lo is None or not r else v.srl(lo, r)
+            else:
+                term = v.sll(hi, 64 - r) if lo is None else v.shift_right_pair(lo, hi, r)
+            if term is not None:
+                parts.append(term)
+        out.append(v.tree(parts))
+    if plan.slack or n % 2:
         out[-1] = v.and_(out[-1], _top_mask(v, plan))
     return out
 

@@ -45,6 +45,12 @@ class Pairs:
     def srl(self, a, r: int) -> VReg:
         return self._op("vpsrlq", a, Imm(r))
 
+    def shift_right_pair(self, lo, hi, r: int) -> VReg:
+        """Each lane of lo shifted right by r, its vacated top bits the bottom
+        of hi's lane (`vpshrdq`): limbs k, k+1 of a polynomial -> bits
+        64 k + r .. 64 k + r + 63."""
+        return self._op("vpshrdq", lo, hi, Imm(r))
+
     def up64(self, a) -> VReg:
         """Lane 0 moved to lane 1, lane 0 cleared."""
         return self._op("vpslldq", a, Imm(8))

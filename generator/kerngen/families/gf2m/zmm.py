@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
 from ...machine.ops import truth_table
-from .plan import FieldPlan
+from .plan import FieldPlan, shift_terms
 
 BITS = 512
 # The kernels done on one element in one zmm register. Measured on an Intel Xeon (family 6 model 167),
@@ -142,26 +142,6 @@ def square(z: Zmm, a: VReg) -> VReg:
     a2 = z.op("vshufi64x2", a, a, Imm(0x50))  # (a0, a0, a1, a1) by 128-bit block
     spread = z.op("vpermq", a2, Imm(0x50))  # limb k in the low half of lane k
     return z.clmul(spread, spread, 0x00)
-
-
-def shift_terms(plan: FieldPlan, bound: int) -> tuple[tuple[int, int], ...]:
-    """c mod f for c of degree <= bound as c + sum of (c & bits >= b) >> t
-    over the returned (b, t), then cut below x^m.
-
-    One fold adds H g, H = (c & bits >= m) >> m: for each term x^e of
-    g = f - x^m, H x^e = (c & bits >= m) >> (m - e) exactly, since the bits
-    it drops are zero. A term (b, t) of degree bound - t >= m folds the same
-    way: its bits from x^m up are (c & bits >= max(b, m + t)) >> t, and they
-    add (b', t + m - e) for each e. Terms met twice cancel.
-    """
-    out: dict[tuple[int, int], int] = {}
-    todo = [(plan.m, plan.m - e) for e in plan.poly[1:]]
-    while todo:
-        b, t = todo.pop()
-        out[b, t] = out.get((b, t), 0) ^ 1
-        if bound - t >= plan.m:
-            todo += [(max(b, plan.m + t), t + plan.m - e) for e in plan.poly[1:]]
-    return tuple(sorted(k for k, odd in out.items() if odd))
 
 
 def reduce(z: Zmm, plan: FieldPlan, c: VReg, bound: int) -> VReg:
