@@ -31,7 +31,7 @@
 
 default rel
 
-section .rodata align=64
+section .rodata align=32
 
 ; bits of limb 3 below x^233
 align 32
@@ -57,6 +57,31 @@ gf2m_mask_ffffffffffffffff_1ffffffffff:
 align 32
 gf2m_mask_ffffffffffffffff_1ffffffffff_x2:
     dq 0xffffffffffffffff, 0x000001ffffffffff, 0xffffffffffffffff, 0x000001ffffffffff
+
+; zero ymm
+align 32
+gf2m_q_0_0_0_0:
+    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+; bits from x^489 up in limbs 4..
+align 32
+gf2m_q_0_0_0_fffffe0000000000:
+    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0xfffffe0000000000
+
+; bits from x^415 up in limbs 4..
+align 32
+gf2m_q_0_0_ffffffff80000000_ffffffffffffffff:
+    dq 0x0000000000000000, 0x0000000000000000, 0xffffffff80000000, 0xffffffffffffffff
+
+; bits from x^392 up in limbs 4..
+align 32
+gf2m_q_0_0_ffffffffffffff00_ffffffffffffffff:
+    dq 0x0000000000000000, 0x0000000000000000, 0xffffffffffffff00, 0xffffffffffffffff
+
+; bits below x^233
+align 32
+gf2m_q_ffffffffffffffff_ffffffffffffffff_ffffffffffffffff_1ffffffffff:
+    dq 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0x000001ffffffffff
 
 ; a -> a^(2^116) mod f: columns x^j -> x^(j 2^116), pre-rotated by lane
 align 32
@@ -1363,39 +1388,9 @@ align 32
 gf2m_zero4:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
-; zero zmm
-align 64
-gf2m_zero8:
-    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
-    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
-
 ; zero pair
 align 32
 gf2m_zero_x2:
-    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
-
-; limbs 2..5 of a zmm register
-align 64
-gf2m_zmask_2_6:
-    dq 0x0000000000000000, 0x0000000000000000, 0xffffffffffffffff, 0xffffffffffffffff
-    dq 0xffffffffffffffff, 0xffffffffffffffff, 0x0000000000000000, 0x0000000000000000
-
-; bits from x^233 up
-align 64
-gf2m_zmask_from233:
-    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0xfffffe0000000000
-    dq 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff
-
-; bits from x^392 up
-align 64
-gf2m_zmask_from392:
-    dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
-    dq 0x0000000000000000, 0x0000000000000000, 0xffffffffffffff00, 0xffffffffffffffff
-
-; bits of a zmm register below x^233
-align 64
-gf2m_zmask_m233:
-    dq 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0x000001ffffffffff
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
 
@@ -1409,9 +1404,9 @@ section .text
 ;   ensures: out = a*b mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512DQ, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-6}, flags
+;   clobbers: zmm{0-8}, flags
 ;
 ; reduction schedule:
 ;   products: s4 blocks of 128 bits, Karatsuba split from 2 blocks
@@ -1424,42 +1419,50 @@ global kg_gf2m233_mul_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_mul_avx512.
 align 32
 kg_gf2m233_mul_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vbroadcasti64x4 zmm0, [rsi]
-    vbroadcasti64x4 zmm1, [rdx]
-    vshufi64x2   zmm0, zmm0, zmm0, 80
-    vpclmulqdq   zmm2, zmm0, zmm1, 0
-    vpclmulqdq   zmm3, zmm0, zmm1, 17
-    vpclmulqdq   zmm4, zmm0, zmm1, 1
-    vpclmulqdq   zmm0, zmm0, zmm1, 16
-    vpxorq       zmm0, zmm4, zmm0
-    vpslldq      zmm1, zmm0, 8
-    vpxorq       zmm1, zmm2, zmm1
-    vpsrldq      zmm0, zmm0, 8
-    vpxorq       zmm0, zmm3, zmm0
-    vmovdqu64    zmm2, [rel gf2m_zero8]
-    vshufi64x2   zmm3, zmm1, zmm0, 228
-    valignq      zmm1, zmm0, zmm1, 2
-    valignq      zmm0, zmm0, zmm2, 6
-    vpternlogq   zmm1, zmm0, [rel gf2m_zmask_2_6], 40
-    vpxorq       zmm0, zmm3, zmm1
-    vpandq       zmm1, zmm0, [rel gf2m_zmask_from233]
-    valignq      zmm3, zmm2, zmm1, 2
-    valignq      zmm4, zmm2, zmm1, 3
-    vpshrdq      zmm3, zmm3, zmm4, 31
-    valignq      zmm1, zmm2, zmm1, 4
-    vpshrdq      zmm1, zmm4, zmm1, 41
-    vpandq       zmm4, zmm0, [rel gf2m_zmask_from392]
-    valignq      zmm5, zmm2, zmm4, 4
-    valignq      zmm6, zmm2, zmm4, 5
-    vpshrdq      zmm5, zmm5, zmm6, 62
-    valignq      zmm6, zmm2, zmm4, 6
-    valignq      zmm2, zmm2, zmm4, 7
-    vpshrdq      zmm2, zmm6, zmm2, 8
-    vpternlogq   zmm0, zmm3, zmm1, 150
-    vpternlogq   zmm5, zmm2, zmm0, 150
-    vpandq       zmm0, zmm5, [rel gf2m_zmask_m233]
-    vextracti64x4 ymm0, zmm0, 0
-    vmovdqu64    [rdi], ymm0
+    vbroadcasti64x2 ymm0, [rdx]
+    vinserti64x2 ymm0, ymm0, [rdx + 16], 1
+    vpbroadcastq ymm1, qword [rsi]
+    vpclmulqdq   ymm2, ymm1, ymm0, 0
+    vpclmulqdq   ymm1, ymm1, ymm0, 16
+    vpbroadcastq ymm3, qword [rsi + 8]
+    vpclmulqdq   ymm4, ymm3, ymm0, 0
+    vpclmulqdq   ymm3, ymm3, ymm0, 16
+    vpbroadcastq ymm5, qword [rsi + 16]
+    vpclmulqdq   ymm6, ymm5, ymm0, 0
+    vpclmulqdq   ymm5, ymm5, ymm0, 16
+    vpbroadcastq ymm7, qword [rsi + 24]
+    vpclmulqdq   ymm8, ymm7, ymm0, 0
+    vpclmulqdq   ymm0, ymm7, ymm0, 16
+    vmovdqu64    ymm7, [rel gf2m_q_0_0_0_0]
+    vpxorq       ymm1, ymm1, ymm4
+    valignq      ymm4, ymm1, ymm7, 3
+    valignq      ymm1, ymm7, ymm1, 3
+    vpxorq       ymm3, ymm3, ymm6
+    valignq      ymm6, ymm3, ymm7, 2
+    valignq      ymm3, ymm7, ymm3, 2
+    vpxorq       ymm5, ymm5, ymm8
+    valignq      ymm8, ymm5, ymm7, 1
+    valignq      ymm5, ymm7, ymm5, 1
+    vpternlogq   ymm2, ymm4, ymm6, 150
+    vpxorq       ymm2, ymm8, ymm2
+    vpternlogq   ymm1, ymm3, ymm5, 150
+    vpxorq       ymm0, ymm0, ymm1
+    vpandq       ymm1, ymm2, [rel gf2m_q_0_0_0_fffffe0000000000]
+    valignq      ymm3, ymm0, ymm1, 2
+    valignq      ymm1, ymm0, ymm1, 3
+    vpshrdq      ymm1, ymm3, ymm1, 31
+    valignq      ymm3, ymm0, ymm2, 3
+    vpshrdq      ymm3, ymm3, ymm0, 41
+    vpandq       ymm4, ymm0, [rel gf2m_q_0_0_ffffffffffffff00_ffffffffffffffff]
+    valignq      ymm5, ymm7, ymm4, 1
+    vpshrdq      ymm4, ymm4, ymm5, 62
+    valignq      ymm5, ymm7, ymm0, 2
+    valignq      ymm0, ymm7, ymm0, 3
+    vpshrdq      ymm0, ymm5, ymm0, 8
+    vpternlogq   ymm2, ymm1, ymm3, 150
+    vpxorq       ymm1, ymm4, ymm2
+    vpternlogq   ymm1, ymm0, [rel gf2m_q_ffffffffffffffff_ffffffffffffffff_ffffffffffffffff_1ffffffffff], 40
+    vmovdqu64    [rdi], ymm1
     vzeroupper
     ret
 .end:
@@ -1496,16 +1499,14 @@ kg_gf2m233_sqr_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
     vmovdqu64    [rdi], xmm0
     vmovdqu64    [rdi + 16], xmm1
     ret
@@ -1519,65 +1520,62 @@ kg_gf2m233_sqr_avx512:
 ;   ensures: out ≡ a*b (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512DQ, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-10}, flags
+;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_mul_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_mul_lazy_avx512.end - kg_gf2m233_mul_lazy_avx512)
 align 32
 kg_gf2m233_mul_lazy_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm0, [rsi]
-    vmovdqu64    xmm1, [rsi + 16]
-    vmovdqu64    xmm2, [rdx]
-    vmovdqu64    xmm3, [rdx + 16]
-    vpclmulqdq   xmm4, xmm0, xmm2, 0
-    vpclmulqdq   xmm5, xmm0, xmm2, 1
-    vpclmulqdq   xmm6, xmm0, xmm2, 16
-    vpclmulqdq   xmm7, xmm0, xmm2, 17
-    vpxorq       xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm1, xmm3, 0
-    vpclmulqdq   xmm8, xmm1, xmm3, 1
-    vpclmulqdq   xmm9, xmm1, xmm3, 16
-    vpclmulqdq   xmm10, xmm1, xmm3, 17
-    vpxorq       xmm8, xmm8, xmm9
-    vpxorq       xmm0, xmm0, xmm1
-    vpxorq       xmm1, xmm2, xmm3
-    vpclmulqdq   xmm2, xmm0, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm1, 1
-    vpclmulqdq   xmm9, xmm0, xmm1, 16
-    vpclmulqdq   xmm0, xmm0, xmm1, 17
-    vpxorq       xmm1, xmm7, xmm6
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpternlogq   xmm3, xmm9, xmm5, 150
-    vpxorq       xmm3, xmm3, xmm8
-    vpternlogq   xmm0, xmm10, xmm1, 150
-    vpslldq      xmm1, xmm5, 8
-    vpalignr     xmm5, xmm3, xmm5, 8
-    vpalignr     xmm3, xmm8, xmm3, 8
-    vpsrldq      xmm6, xmm8, 8
-    vpxorq       xmm6, xmm10, xmm6
-    vpsllq       xmm7, xmm6, 23
-    vpsrlq       xmm8, xmm6, 41
-    vpsllq       xmm9, xmm6, 33
-    vpsrlq       xmm6, xmm6, 31
-    vpxorq       xmm8, xmm8, xmm9
-    vpternlogq   xmm0, xmm3, xmm6, 150
-    vpsrldq      xmm3, xmm8, 8
-    vpxorq       xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
-    vpsrlq       xmm6, xmm0, 41
-    vpsllq       xmm9, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
-    vpternlogq   xmm1, xmm4, xmm3, 150
-    vpxorq       xmm3, xmm6, xmm9
-    vpternlogq   xmm2, xmm5, xmm7, 150
-    vpslldq      xmm4, xmm3, 8
-    vpxorq       xmm1, xmm1, xmm4
-    vpalignr     xmm3, xmm8, xmm3, 8
-    vpternlogq   xmm2, xmm0, xmm3, 150
-    vmovdqu64    [rdi], xmm1
-    vmovdqu64    [rdi + 16], xmm2
+    vbroadcasti64x2 ymm0, [rdx]
+    vinserti64x2 ymm0, ymm0, [rdx + 16], 1
+    vpbroadcastq ymm1, qword [rsi]
+    vpclmulqdq   ymm2, ymm1, ymm0, 0
+    vpclmulqdq   ymm1, ymm1, ymm0, 16
+    vpbroadcastq ymm3, qword [rsi + 8]
+    vpclmulqdq   ymm4, ymm3, ymm0, 0
+    vpclmulqdq   ymm3, ymm3, ymm0, 16
+    vpbroadcastq ymm5, qword [rsi + 16]
+    vpclmulqdq   ymm6, ymm5, ymm0, 0
+    vpclmulqdq   ymm5, ymm5, ymm0, 16
+    vpbroadcastq ymm7, qword [rsi + 24]
+    vpclmulqdq   ymm8, ymm7, ymm0, 0
+    vpclmulqdq   ymm0, ymm7, ymm0, 16
+    vmovdqu64    ymm7, [rel gf2m_q_0_0_0_0]
+    vpxorq       ymm1, ymm1, ymm4
+    valignq      ymm4, ymm1, ymm7, 3
+    valignq      ymm1, ymm7, ymm1, 3
+    vpxorq       ymm3, ymm3, ymm6
+    valignq      ymm6, ymm3, ymm7, 2
+    valignq      ymm3, ymm7, ymm3, 2
+    vpxorq       ymm5, ymm5, ymm8
+    valignq      ymm8, ymm5, ymm7, 1
+    valignq      ymm5, ymm7, ymm5, 1
+    vpternlogq   ymm2, ymm4, ymm6, 150
+    vpxorq       ymm2, ymm8, ymm2
+    vpternlogq   ymm1, ymm3, ymm5, 150
+    vpxorq       ymm0, ymm0, ymm1
+    valignq      ymm1, ymm0, ymm7, 2
+    valignq      ymm3, ymm0, ymm7, 3
+    vpshrdq      ymm1, ymm1, ymm3, 31
+    vpshrdq      ymm3, ymm3, ymm0, 41
+    vpandq       ymm4, ymm0, [rel gf2m_q_0_0_ffffffff80000000_ffffffffffffffff]
+    valignq      ymm5, ymm7, ymm4, 1
+    vpshrdq      ymm5, ymm4, ymm5, 62
+    valignq      ymm4, ymm7, ymm4, 2
+    valignq      ymm6, ymm7, ymm0, 3
+    vpshrdq      ymm4, ymm4, ymm6, 8
+    vpandq       ymm0, ymm0, [rel gf2m_q_0_0_0_fffffe0000000000]
+    valignq      ymm6, ymm7, ymm0, 2
+    valignq      ymm0, ymm7, ymm0, 3
+    vpshrdq      ymm6, ymm6, ymm0, 8
+    vpsrlq       ymm0, ymm0, 18
+    vpternlogq   ymm2, ymm1, ymm3, 150
+    vpternlogq   ymm5, ymm4, ymm6, 150
+    vpternlogq   ymm0, ymm2, ymm5, 150
+    vmovdqu64    [rdi], ymm0
+    vzeroupper
     ret
 .end:
 
@@ -1688,18 +1686,16 @@ kg_gf2m233_reduce_avx512:
     vpsllq       xmm5, xmm5, 2
     vpsrldq      xmm6, xmm2, 8
     vpshrdq      xmm7, xmm2, xmm6, 8
-    vpxorq       xmm4, xmm4, xmm5
-    vpternlogq   xmm3, xmm4, [rsi], 150
-    vpxorq       xmm3, xmm3, xmm7
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
+    vpternlogq   xmm4, xmm7, [rsi], 150
+    vpternlogq   xmm4, xmm3, xmm5, 150
+    vpalignr     xmm3, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm6, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm0, xmm2, 150
-    vpandq       xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vmovdqu64    [rdi], xmm3
-    vmovdqu64    [rdi + 16], xmm0
+    vpternlogq   xmm1, xmm0, xmm3, 150
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
+    vmovdqu64    [rdi], xmm4
+    vmovdqu64    [rdi + 16], xmm1
     ret
 .end:
 
@@ -1845,17 +1841,15 @@ kg_gf2m233_muladd_avx512:
     vpsllq       xmm5, xmm5, 2
     vpsrldq      xmm6, xmm1, 8
     vpshrdq      xmm7, xmm1, xmm6, 8
-    vpxorq       xmm4, xmm4, xmm5
-    vpternlogq   xmm9, xmm3, xmm4, 150
-    vpxorq       xmm3, xmm9, xmm7
-    vpalignr     xmm4, xmm1, xmm0, 8
-    vpshrdq      xmm0, xmm0, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm1, 41
+    vpternlogq   xmm9, xmm4, xmm7, 150
+    vpternlogq   xmm9, xmm3, xmm5, 150
+    vpalignr     xmm3, xmm1, xmm0, 8
+    vpshrdq      xmm0, xmm0, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm1, 41
     vpshrdq      xmm1, xmm1, xmm6, 62
-    vpxorq       xmm1, xmm4, xmm1
-    vpternlogq   xmm0, xmm2, xmm1, 150
-    vpandq       xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vmovdqu64    [rdi], xmm3
+    vpternlogq   xmm0, xmm2, xmm3, 150
+    vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
+    vmovdqu64    [rdi], xmm9
     vmovdqu64    [rdi + 16], xmm0
     ret
 .end:
@@ -1959,16 +1953,14 @@ kg_gf2m233_msqr2_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -1983,16 +1975,14 @@ kg_gf2m233_msqr2_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
     vmovdqu64    [rdi], xmm0
     vmovdqu64    [rdi + 16], xmm1
     ret
@@ -2030,16 +2020,14 @@ kg_gf2m233_msqr4_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2054,16 +2042,14 @@ kg_gf2m233_msqr4_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2078,16 +2064,14 @@ kg_gf2m233_msqr4_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2102,16 +2086,14 @@ kg_gf2m233_msqr4_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
     vmovdqu64    [rdi], xmm0
     vmovdqu64    [rdi + 16], xmm1
     ret
@@ -2152,16 +2134,14 @@ kg_gf2m233_msqr8_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, xmm11
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, xmm11, 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2176,16 +2156,14 @@ kg_gf2m233_msqr8_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, xmm11
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, xmm11, 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2200,16 +2178,14 @@ kg_gf2m233_msqr8_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, xmm11
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, xmm11, 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2224,16 +2200,14 @@ kg_gf2m233_msqr8_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, xmm11
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, xmm11, 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2248,16 +2222,14 @@ kg_gf2m233_msqr8_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, xmm11
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, xmm11, 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2272,16 +2244,14 @@ kg_gf2m233_msqr8_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, xmm11
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, xmm11, 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2296,16 +2266,14 @@ kg_gf2m233_msqr8_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, xmm11
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, xmm11, 40
     vpclmulqdq   xmm2, xmm1, xmm1, 17
     vpclmulqdq   xmm1, xmm1, xmm1, 0
     vpclmulqdq   xmm3, xmm0, xmm0, 17
@@ -2320,16 +2288,14 @@ kg_gf2m233_msqr8_avx512:
     vpsllq       xmm6, xmm6, 2
     vpsrldq      xmm7, xmm2, 8
     vpshrdq      xmm8, xmm2, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm0, xmm4, xmm5, 150
-    vpxorq       xmm0, xmm0, xmm8
+    vpternlogq   xmm0, xmm5, xmm8, 150
+    vpternlogq   xmm0, xmm4, xmm6, 150
     vpalignr     xmm4, xmm2, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm4, 31
     vpshrdq      xmm4, xmm4, xmm2, 41
     vpshrdq      xmm2, xmm2, xmm7, 62
-    vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm1, xmm3, xmm2, 150
-    vpandq       xmm1, xmm1, xmm11
+    vpternlogq   xmm1, xmm3, xmm4, 150
+    vpternlogq   xmm1, xmm2, xmm11, 40
     vmovdqu64    [rdi], xmm0
     vmovdqu64    [rdi + 16], xmm1
     ret

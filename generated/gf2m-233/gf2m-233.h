@@ -82,7 +82,7 @@ extern "C" {
  *   ensures: out = a*b mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_MUL_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_MUL_A_LEN), in, 8-byte aligned
@@ -109,7 +109,7 @@ void kg_gf2m233_sqr_avx512(uint64_t *out, const uint64_t *a);
  *   ensures: out ≡ a*b (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512DQ, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_MUL_LAZY_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_MUL_LAZY_A_LEN), in, 8-byte aligned

@@ -22,7 +22,7 @@ unsafe extern "C" {
     /// ensures: out = a*b mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512DQ, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512dq", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
     /// out: 4 x u64, out, 8-byte aligned
     /// a: 4 x u64, in, 8-byte aligned
     /// b: 4 x u64, in, 8-byte aligned
@@ -49,7 +49,7 @@ unsafe extern "C" {
     /// ensures: out ≡ a*b (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512DQ, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512dq", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
     /// out: 4 x u64, out, 8-byte aligned
     /// a: 4 x u64, in, 8-byte aligned
     /// b: 4 x u64, in, 8-byte aligned

@@ -3315,9 +3315,9 @@ kg_gf2m409_mul_avx512:
     vpshrdq      xmm12, xmm12, xmm13, 4
     vpalignr     xmm13, xmm1, xmm0, 8
     vpshrdq      xmm14, xmm13, xmm1, 27
-    vpternlogq   xmm5, xmm8, xmm6, 150
-    vpternlogq   xmm10, xmm12, xmm5, 150
-    vpxorq       xmm5, xmm10, xmm14
+    vpternlogq   xmm5, xmm8, xmm10, 150
+    vpternlogq   xmm5, xmm14, xmm6, 150
+    vpxorq       xmm5, xmm5, xmm12
     vpshrdq      xmm6, xmm9, xmm3, 2
     vpalignr     xmm8, xmm0, xmm3, 8
     vpshrdq      xmm3, xmm3, xmm8, 25
@@ -3325,8 +3325,8 @@ kg_gf2m409_mul_avx512:
     vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
     vpternlogq   xmm7, xmm11, xmm6, 150
-    vpternlogq   xmm3, xmm10, xmm7, 150
-    vpxorq       xmm3, xmm3, xmm12
+    vpternlogq   xmm7, xmm3, xmm10, 150
+    vpxorq       xmm3, xmm7, xmm12
     vpshrdq      xmm6, xmm8, xmm0, 2
     vpshrdq      xmm0, xmm0, xmm13, 25
     vpternlogq   xmm4, xmm6, xmm0, 150
@@ -3378,29 +3378,27 @@ kg_gf2m409_sqr_avx512:
     vpshrdq      xmm10, xmm10, xmm11, 4
     vpalignr     xmm11, xmm3, xmm4, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
     vpshrdq      xmm7, xmm8, xmm2, 2
     vpalignr     xmm8, xmm4, xmm2, 8
     vpshrdq      xmm2, xmm2, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
     vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm2, xmm8, xmm4, 2
     vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
+    vpternlogq   xmm2, xmm5, xmm3, 150
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm2
+    vmovdqu64    [rdi + 16], xmm6
     vmovdqu64    [rdi + 32], xmm1
-    vmovq        qword [rdi + 48], xmm3
+    vmovq        qword [rdi + 48], xmm2
     ret
 .end:
 
@@ -3720,28 +3718,26 @@ kg_gf2m409_reduce_avx512:
     vpshrdq      xmm7, xmm7, xmm8, 4
     vpalignr     xmm8, xmm3, xmm2, 8
     vpshrdq      xmm9, xmm8, xmm3, 27
-    vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm4, xmm6, [rsi], 150
-    vpxorq       xmm4, xmm4, xmm9
-    vpshrdq      xmm5, xmm5, xmm1, 2
-    vpalignr     xmm6, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm6, 25
+    vpternlogq   xmm6, xmm9, [rsi], 150
+    vpternlogq   xmm6, xmm4, xmm7, 150
+    vpshrdq      xmm4, xmm5, xmm1, 2
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm1, xmm1, xmm5, 25
     vpsrldq      xmm7, xmm3, 8
     vpshrdq      xmm9, xmm3, xmm7, 4
     vpsrlq       xmm10, xmm7, 27
-    vpxorq       xmm1, xmm1, xmm9
-    vpternlogq   xmm5, xmm1, [rsi + 16], 150
-    vpxorq       xmm1, xmm5, xmm10
-    vpshrdq      xmm5, xmm6, xmm2, 2
+    vpternlogq   xmm4, xmm1, [rsi + 16], 150
+    vpternlogq   xmm4, xmm9, xmm10, 150
+    vpshrdq      xmm1, xmm5, xmm2, 2
     vpshrdq      xmm2, xmm2, xmm8, 25
-    vpternlogq   xmm5, xmm2, [rsi + 32], 150
+    vpternlogq   xmm1, xmm2, [rsi + 32], 150
     vpshrdq      xmm2, xmm8, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm7, 25
     vpternlogq   xmm2, xmm0, xmm3, 150
     vpandq       xmm0, xmm2, [rel gf2m_mask_1ffffff_0]
-    vmovdqu64    [rdi], xmm4
-    vmovdqu64    [rdi + 16], xmm1
-    vmovdqu64    [rdi + 32], xmm5
+    vmovdqu64    [rdi], xmm6
+    vmovdqu64    [rdi + 16], xmm4
+    vmovdqu64    [rdi + 32], xmm1
     vmovq        qword [rdi + 48], xmm0
     ret
 .end:
@@ -4179,29 +4175,27 @@ kg_gf2m409_muladd_avx512:
     vpshrdq      xmm11, xmm11, xmm12, 4
     vpalignr     xmm12, xmm2, xmm3, 8
     vpshrdq      xmm13, xmm12, xmm2, 27
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm0, xmm10, 150
-    vpxorq       xmm0, xmm5, xmm13
-    vpshrdq      xmm5, xmm7, xmm8, 2
+    vpternlogq   xmm5, xmm10, xmm13, 150
+    vpternlogq   xmm5, xmm0, xmm11, 150
+    vpshrdq      xmm0, xmm7, xmm8, 2
     vpalignr     xmm7, xmm3, xmm8, 8
     vpshrdq      xmm8, xmm8, xmm7, 25
     vpsrldq      xmm10, xmm2, 8
     vpshrdq      xmm11, xmm2, xmm10, 4
     vpsrlq       xmm13, xmm10, 27
-    vpxorq       xmm8, xmm8, xmm11
-    vpternlogq   xmm1, xmm5, xmm8, 150
-    vpxorq       xmm1, xmm1, xmm13
-    vpshrdq      xmm5, xmm7, xmm3, 2
+    vpternlogq   xmm1, xmm0, xmm8, 150
+    vpternlogq   xmm1, xmm11, xmm13, 150
+    vpshrdq      xmm0, xmm7, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm12, 25
-    vpternlogq   xmm4, xmm9, xmm5, 150
-    vpxorq       xmm3, xmm4, xmm3
-    vpshrdq      xmm4, xmm12, xmm2, 2
+    vpternlogq   xmm4, xmm9, xmm0, 150
+    vpxorq       xmm0, xmm4, xmm3
+    vpshrdq      xmm3, xmm12, xmm2, 2
     vpshrdq      xmm2, xmm2, xmm10, 25
-    vpternlogq   xmm4, xmm6, xmm2, 150
-    vpandq       xmm2, xmm4, [rel gf2m_mask_1ffffff_0]
-    vmovdqu64    [rdi], xmm0
+    vpternlogq   xmm3, xmm6, xmm2, 150
+    vpandq       xmm2, xmm3, [rel gf2m_mask_1ffffff_0]
+    vmovdqu64    [rdi], xmm5
     vmovdqu64    [rdi + 16], xmm1
-    vmovdqu64    [rdi + 32], xmm3
+    vmovdqu64    [rdi + 32], xmm0
     vmovq        qword [rdi + 48], xmm2
     mov rsp, rbp
     pop rbp
@@ -4348,65 +4342,61 @@ kg_gf2m409_msqr2_avx512:
     vpshrdq      xmm10, xmm10, xmm11, 4
     vpalignr     xmm11, xmm3, xmm4, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
     vpshrdq      xmm7, xmm8, xmm2, 2
     vpalignr     xmm8, xmm4, xmm2, 8
     vpshrdq      xmm2, xmm2, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
     vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm2, xmm8, xmm4, 2
     vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpternlogq   xmm2, xmm5, xmm3, 150
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
     vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm3, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpandq       xmm7, xmm4, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm3, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm2, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
+    vpalignr     xmm11, xmm2, xmm3, 8
+    vpshrdq      xmm12, xmm11, xmm2, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
     vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
+    vpalignr     xmm8, xmm3, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrldq      xmm9, xmm2, 8
+    vpshrdq      xmm10, xmm2, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
     vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm1, xmm8, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm11, 25
+    vpternlogq   xmm5, xmm1, xmm3, 150
+    vpshrdq      xmm1, xmm11, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm9, 25
+    vpternlogq   xmm1, xmm4, xmm2, 150
+    vpandq       xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm1
-    vmovdqu64    [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm3
+    vmovdqu64    [rdi + 16], xmm6
+    vmovdqu64    [rdi + 32], xmm5
+    vmovq        qword [rdi + 48], xmm1
     ret
 .end:
 
@@ -4447,137 +4437,129 @@ kg_gf2m409_msqr4_avx512:
     vpshrdq      xmm10, xmm10, xmm11, 4
     vpalignr     xmm11, xmm3, xmm4, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
     vpshrdq      xmm7, xmm8, xmm2, 2
     vpalignr     xmm8, xmm4, xmm2, 8
     vpshrdq      xmm2, xmm2, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
     vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm2, xmm8, xmm4, 2
     vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpternlogq   xmm2, xmm5, xmm3, 150
+    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
     vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm3, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpandq       xmm7, xmm4, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm3, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm2, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
+    vpalignr     xmm11, xmm2, xmm3, 8
+    vpshrdq      xmm12, xmm11, xmm2, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
     vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
+    vpalignr     xmm8, xmm3, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrldq      xmm9, xmm2, 8
+    vpshrdq      xmm10, xmm2, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
     vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm1, xmm8, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm11, 25
+    vpternlogq   xmm5, xmm1, xmm3, 150
+    vpshrdq      xmm1, xmm11, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm9, 25
+    vpternlogq   xmm1, xmm4, xmm2, 150
+    vpandq       xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpandq       xmm7, xmm4, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, [rel gf2m_mask_1ffffff_0]
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpandq       xmm7, xmm4, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, [rel gf2m_mask_1ffffff_0]
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, [rel gf2m_mask_1ffffff_0]
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm1
-    vmovdqu64    [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm3
+    vmovdqu64    [rdi + 16], xmm6
+    vmovdqu64    [rdi + 32], xmm5
+    vmovq        qword [rdi + 48], xmm1
     ret
 .end:
 
@@ -4621,281 +4603,265 @@ kg_gf2m409_msqr8_avx512:
     vpshrdq      xmm10, xmm10, xmm11, 4
     vpalignr     xmm11, xmm3, xmm4, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
     vpshrdq      xmm7, xmm8, xmm2, 2
     vpalignr     xmm8, xmm4, xmm2, 8
     vpshrdq      xmm2, xmm2, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
     vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm2, xmm8, xmm4, 2
     vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpternlogq   xmm2, xmm5, xmm3, 150
+    vpandq       xmm2, xmm2, xmm15
     vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm3, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm3, xmm14
+    vpalignr     xmm11, xmm2, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
+    vpalignr     xmm11, xmm2, xmm3, 8
+    vpshrdq      xmm12, xmm11, xmm2, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
     vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
+    vpalignr     xmm8, xmm3, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrldq      xmm9, xmm2, 8
+    vpshrdq      xmm10, xmm2, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
     vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm1, xmm8, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm11, 25
+    vpternlogq   xmm5, xmm1, xmm3, 150
+    vpshrdq      xmm1, xmm11, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm9, 25
+    vpternlogq   xmm1, xmm4, xmm2, 150
+    vpandq       xmm1, xmm1, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm1
-    vmovdqu64    [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm3
+    vmovdqu64    [rdi + 16], xmm6
+    vmovdqu64    [rdi + 32], xmm5
+    vmovq        qword [rdi + 48], xmm1
     ret
 .end:
 
@@ -4939,569 +4905,537 @@ kg_gf2m409_msqr16_avx512:
     vpshrdq      xmm10, xmm10, xmm11, 4
     vpalignr     xmm11, xmm3, xmm4, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
     vpshrdq      xmm7, xmm8, xmm2, 2
     vpalignr     xmm8, xmm4, xmm2, 8
     vpshrdq      xmm2, xmm2, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
     vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm2, xmm8, xmm4, 2
     vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
+    vpternlogq   xmm2, xmm5, xmm3, 150
+    vpandq       xmm2, xmm2, xmm15
     vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm3, xmm1, xmm1, 17
+    vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm3, xmm14
+    vpalignr     xmm11, xmm2, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
+    vpalignr     xmm11, xmm2, xmm3, 8
+    vpshrdq      xmm12, xmm11, xmm2, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
     vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
+    vpalignr     xmm8, xmm3, xmm1, 8
     vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpsrldq      xmm9, xmm2, 8
+    vpshrdq      xmm10, xmm2, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
     vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm1, xmm8, xmm3, 2
+    vpshrdq      xmm3, xmm3, xmm11, 25
+    vpternlogq   xmm5, xmm1, xmm3, 150
+    vpshrdq      xmm1, xmm11, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm9, 25
+    vpternlogq   xmm1, xmm4, xmm2, 150
+    vpandq       xmm1, xmm1, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm2, xmm2, xmm10
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpxorq       xmm2, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm5, 17
+    vpclmulqdq   xmm3, xmm5, xmm5, 0
+    vpclmulqdq   xmm4, xmm6, xmm6, 17
+    vpclmulqdq   xmm5, xmm6, xmm6, 0
     vpclmulqdq   xmm6, xmm0, xmm0, 17
     vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
+    vpandq       xmm7, xmm4, xmm13
     vpslldq      xmm8, xmm7, 8
     vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
-    vpalignr     xmm11, xmm3, xmm10, 8
+    vpalignr     xmm8, xmm3, xmm4, 8
+    vpshrdq      xmm9, xmm4, xmm8, 25
+    vpandq       xmm10, xmm2, xmm14
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
-    vpshrdq      xmm12, xmm11, xmm3, 27
-    vpxorq       xmm9, xmm9, xmm10
-    vpternlogq   xmm0, xmm7, xmm9, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm4, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm3, 8
-    vpshrdq      xmm10, xmm3, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm0, xmm9, xmm12, 150
+    vpternlogq   xmm0, xmm7, xmm10, 150
+    vpshrdq      xmm7, xmm8, xmm3, 2
+    vpalignr     xmm8, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpxorq       xmm1, xmm1, xmm10
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpxorq       xmm1, xmm6, xmm12
-    vpshrdq      xmm6, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm2, xmm6, xmm4, 150
-    vpshrdq      xmm4, xmm11, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpandq       xmm3, xmm4, xmm15
+    vpternlogq   xmm6, xmm7, xmm3, 150
+    vpternlogq   xmm6, xmm10, xmm12, 150
+    vpshrdq      xmm3, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm3, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm4, xmm1, 150
+    vpandq       xmm1, xmm2, xmm15
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm1
-    vmovdqu64    [rdi + 32], xmm2
-    vmovq        qword [rdi + 48], xmm3
+    vmovdqu64    [rdi + 16], xmm6
+    vmovdqu64    [rdi + 32], xmm5
+    vmovq        qword [rdi + 48], xmm1
     ret
 .end:
 

@@ -690,7 +690,7 @@ _ROWS: list[Op] = []
 
 
 _CROSSING = {"vperm2i128", "vshufi64x2", "vpermq", "vextracti128", "vinserti128", "vpbroadcastw", "vpbroadcastd",
-             "vpbroadcastq", "vpbroadcastq_x", "vbroadcasti64x4", "vextracti64x4",
+             "vpbroadcastq", "vpbroadcastq_x", "vbroadcasti128", "vbroadcasti64x4", "vextracti64x4",
              "valignq", "vpermi2q", "vpermt2q", "vpermi2d",
              "vpermt2d"}  # vector forms that move data between the 128-bit halves
 
@@ -1010,6 +1010,9 @@ def _align64(n, srcs, imm, u):
 
 # the low 256 bits of memory in both halves of a zmm register, and one 256-bit half out of one
 _row("vbroadcasti64x4", "w:v,r:m", "load", _evex("vbroadcasti64x4", widths=(512,)), move=Move(256, _broadcast))
+# the low 128 bits of memory in both halves of a ymm register
+_row("vbroadcasti128", "w:v,r:m", "load", _vex("vbroadcasti128", "AVX2", widths=_YMM)
+     + _evex("vbroadcasti64x2", "AVX512DQ", widths=_YMM), move=Move(128, _broadcast))
 _row("vextracti64x4", _SHIFT, "shuffle", _evex("vextracti64x4", widths=(512,)), move=Move(256, _extract))
 _row("valignq", _VEX3I, "shuffle", _evex("valignq"), elem=64, move=Move(64, _align64))
 

@@ -20,7 +20,7 @@ from .params import Gf2mParams
 from .plan import field_plan, itoh_tsujii_chain, lazy_plan
 from .reduce import freeze_pairs, one_pass_pays, reduce_one_pass, reduce_pairs, reduce_stream, streams_by_pairs
 from .vec import Pairs, Terms, load_pairs, normalize, store_pairs, to_pairs
-from .zmm import BITS as ZMM_BITS, WHOLE as ZMM_WHOLE, Zmm, fits as zmm_fits, k_mul as zmm_mul, k_sqr as zmm_sqr
+from .quad import BITS as QUAD_BITS, WHOLE as QUAD_WHOLE, Quad, fits as quad_fits, k_mul as quad_mul
 
 
 class Field:
@@ -36,10 +36,12 @@ class Field:
         # 256-bit registers: the map and the two-lane step (AVX-512's EVEX has no vperm2i128: legalisation
         # moves the same halves with vshufi64x2)
         self.wide = target.isa.vector_bits >= 256
-        # 512-bit registers: the operations that pay on one element in one register (`zmm.WHOLE`)
         # a shift of two limbs at once (vpshrdq): a reduced result's folds all at once (`reduce_one_pass`)
         self.one_pass = target.isa.has("shift_right_pair", 64)
-        self.whole = ZMM_WHOLE if target.isa.vector_bits >= ZMM_BITS and zmm_fits(self.plan) else frozenset()
+        # whole 256-bit registers of limbs with EVEX (`valignq`, `vpshrdq`): the operations measured to pay
+        # on one element in one register (`quad.WHOLE`)
+        self.whole = (QUAD_WHOLE if self.one_pass and target.isa.vector_bits >= QUAD_BITS and quad_fits(self.plan)
+                      else frozenset())
 
     def new(self) -> Pairs:
         return Pairs(Builder(vector_bits=128))
@@ -80,24 +82,20 @@ class Field:
 
     def k_mul(self, v):
         if "mul" in self.whole:
-            return zmm_mul(Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
+            return quad_mul(Quad(v.b), self.plan, self.lazy_plan, reduced=True)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b), self.n)
 
     def k_sqr(self, v):
-        if "sqr" in self.whole:
-            return zmm_sqr(Zmm(v.b), self.plan, self.lazy_plan, reduced=True)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n)), self.n)
 
     def k_mul_lazy(self, v):
         if "mul_lazy" in self.whole:
-            return zmm_mul(Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
+            return quad_mul(Quad(v.b), self.plan, self.lazy_plan, reduced=False)
         a, b = load_pairs(v, 1, self.n), load_pairs(v, 2, self.n)
         store_pairs(v, 0, self.mulmod(v, a, b, lazy=True), self.n)
 
     def k_sqr_lazy(self, v):
-        if "sqr_lazy" in self.whole:
-            return zmm_sqr(Zmm(v.b), self.plan, self.lazy_plan, reduced=False)
         store_pairs(v, 0, self.sqrmod(v, load_pairs(v, 1, self.n), lazy=True), self.n)
 
     def k_freeze(self, v):

@@ -295,22 +295,29 @@ def reduce_one_pass(v: Pairs, plan: FieldPlan, pairs: list[VReg], bound: int) ->
 
     out = []
     for j in range((n + 1) // 2):
-        parts = [pairs[j]]
+        terms = []  # (whether a mask precedes it, term)
         for b, t in shift_terms(plan, bound):
             q, r = divmod(t, 64)
             # the mask matters only where its bits are not shifted out: in lo above its lowest r bits,
             # in hi (whose lowest r bits are kept) from its first limb up
-            lo = at(b if b > 64 * (2 * j + q) + r else 0, 2 * j + q)
-            hi = at(b if b > 64 * (2 * j + q + 1) else 0, 2 * j + q + 1) if r else None
+            b_lo = b if b > 64 * (2 * j + q) + r else 0
+            b_hi = b if r and b > 64 * (2 * j + q + 1) else 0
+            lo = at(b_lo, 2 * j + q)
+            hi = at(b_hi, 2 * j + q + 1) if r else None
             if hi is None:
                 term = lo if lo is None or not r else v.srl(lo, r)
             else:
                 term = v.sll(hi, 64 - r) if lo is None else v.shift_right_pair(lo, hi, r)
             if term is not None:
-                parts.append(term)
-        out.append(v.tree(parts))
-    if plan.slack or n % 2:
-        out[-1] = v.and_(out[-1], _top_mask(v, plan))
+                terms.append((bool(b_lo or b_hi), term))
+        # xors in the order the terms are ready (`fuse bitwise` makes each two one vpternlogq), the
+        # masked terms, one instruction deeper, last; the top pair's cut below x^m fuses with the last
+        parts = [pairs[j]] + [term for _, term in sorted(terms, key=lambda e: e[0])]
+        last = parts.pop() if j == (n - 1) // 2 and (plan.slack or n % 2) else None
+        acc = parts[0]
+        for term in parts[1:]:
+            acc = v.xor(acc, term)
+        out.append(acc if last is None else v.and_(v.xor(acc, last), _top_mask(v, plan)))
     return out
 
 

@@ -1,5 +1,5 @@
-"""GF(2^m) on 512-bit registers: the one-pass reduction's terms against
-polynomial arithmetic, the new table rows' movements, and the multiplication
+"""GF(2^m) on whole EVEX registers: the one-pass reduction's terms against
+polynomial arithmetic, the table rows' movements, and the multiplication
 and squaring kernels through the passes (verified as GF(2)-bilinear and
 linear maps) for an ISA of 512-bit EVEX registers built here."""
 
@@ -11,7 +11,7 @@ import random
 import pytest
 
 from kerngen.core.compile_cache import CompileCache
-from kerngen.families.gf2m import build as gf2m_build, zmm
+from kerngen.families.gf2m import build as gf2m_build, quad
 from kerngen.families.gf2m.params import Gf2mParams
 from kerngen.families.gf2m.plan import field_plan, lazy_plan, shift_terms
 from kerngen.families.gf2m.reduce import one_pass_pays
@@ -60,6 +60,7 @@ def test_valignq_and_256_bit_moves():
     assert move_lanes(spec("valignq"), [high, lanes], 3, 64, 8, None) == [3, 4, 5, 6, 7, 10, 11, 12]
     assert move_lanes(spec("vbroadcasti64x4"), [lanes[:4]], None, 64, 8, None) == [0, 1, 2, 3, 0, 1, 2, 3]
     assert move_lanes(spec("vextracti64x4"), [lanes], 1, 64, 4, None) == [4, 5, 6, 7]
+    assert move_lanes(spec("vbroadcasti128"), [lanes[:2]], None, 64, 4, None) == [0, 1, 0, 1]
 
 
 def _evex_target() -> Target:
@@ -69,10 +70,10 @@ def _evex_target() -> Target:
     return Target(isa, 64, PLATFORMS["sysv"])
 
 
-def test_zmm_kernels_verify_and_count():
+def test_whole_register_kernels_verify_and_count():
     """mul and sqr, reduced and lazy, on an EVEX ISA: the verifier finds the
     bilinear and linear maps (`build` raises otherwise); multiplication on
-    one zmm register with four carry-less products."""
+    whole ymm registers with eight carry-less products of two lanes each."""
     t = _evex_target()
     p = Gf2mParams("gf2m-233", 233, (233, 74, 0), ("avx512",), "kg_gf2m233", "<test>", (t,), ("sysv",))
     compiled = {}
@@ -89,15 +90,16 @@ def test_zmm_kernels_verify_and_count():
         with pytest.raises(gf2m_build.AllocationError):
             gf2m_build._kernels(p, t, None, (), CompileCache())
     assert set(compiled) == {f"kg_gf2m233_{k}_avx512" for k in ("mul", "sqr", "mul_lazy", "sqr_lazy")}
-    assert "mul" in zmm.WHOLE
+    assert {"mul", "mul_lazy"} <= quad.WHOLE
     for symbol, c in compiled.items():
         body = c.kernel.body
         clmuls = [ins for ins in body if ins.op == "vpclmulqdq"]
-        if symbol.removeprefix("kg_gf2m233_").removesuffix("_avx512") not in zmm.WHOLE:  # on pairs of limbs
+        if symbol.removeprefix("kg_gf2m233_").removesuffix("_avx512") not in quad.WHOLE:  # on pairs of limbs
             assert {ins.operands[0].bits for ins in clmuls} == {128}
             continue
-        assert [ins.operands[0].bits for ins in clmuls] == [512] * 4
-        assert {"AVX512F", "VPCLMULQDQ"} <= c.kernel.extensions
+        assert [ins.operands[0].bits for ins in clmuls] == [256] * 8
+        assert {"AVX512F", "AVX512VL", "AVX512VBMI2", "VPCLMULQDQ"} <= c.kernel.extensions
+        assert "valignq" in {ins.op for ins in body} and "vpshrdq" in {ins.op for ins in body}
         assert "vpternlogq" in {ins.op for ins in body}  # the reduction's xors, three at a time
         assert not any(ins.op == "copy" for ins in body)  # every vpternlogq overwrites a source read no more
     # the reduced squaring folds in one pass (`reduce_one_pass`): per output pair three of its four terms
@@ -111,15 +113,15 @@ def test_ternary_linearity_and_destructive_printing():
     from kerngen.ir.instr import Imm, Instr, PhysReg
     from kerngen.machine.ops import ternary_is_linear
 
-    assert ternary_is_linear(zmm.XOR3, (False, False, False))
-    assert ternary_is_linear(zmm.XOR_AND, (False, False, True))  # (a ^ b) & mask
-    assert not ternary_is_linear(zmm.XOR_AND, (False, False, False))  # and of two variables
-    assert not ternary_is_linear(zmm.truth_table(lambda a, b, c: a ^ b ^ c ^ 1), (False, False, False))
+    assert ternary_is_linear(quad.XOR3, (False, False, False))
+    assert ternary_is_linear(quad.XOR_AND, (False, False, True))  # (a ^ b) & mask
+    assert not ternary_is_linear(quad.XOR_AND, (False, False, False))  # and of two variables
+    assert not ternary_is_linear(quad.truth_table(lambda a, b, c: a ^ b ^ c ^ 1), (False, False, False))
     z = [PhysReg("vec", k, 512) for k in range(3)]
-    assert instr_text(Instr("vpternlogq", (z[0], z[0], z[1], z[2], Imm(zmm.XOR3))), _evex_target()).split() == \
+    assert instr_text(Instr("vpternlogq", (z[0], z[0], z[1], z[2], Imm(quad.XOR3))), _evex_target()).split() == \
         ["vpternlogq", "zmm0,", "zmm1,", "zmm2,", "150"]
     with pytest.raises(AssertionError, match="destination"):
-        instr_text(Instr("vpternlogq", (z[0], z[1], z[1], z[2], Imm(zmm.XOR3))), _evex_target())
+        instr_text(Instr("vpternlogq", (z[0], z[1], z[1], z[2], Imm(quad.XOR3))), _evex_target())
 
 
 def test_vpshrdq_semantics_exact_and_smt_agree():
