@@ -13,9 +13,9 @@ window of four limbs of the masked product (one `valignq`) shifted right
 together with the next window by a `vpshrdq`, so no fold waits for another.
 
 Measured on AMD Zen 5 (family 26 model 2) against c-xs233's multiplication
-with `gf_norm`, each call on the previous call's output, three processes:
-27.2-27.6 ticks against 34.1-34.5; sixteen independent calls 182-195 against
-266-273. The former form, a's and b's 128-bit blocks multiplied in the four
+with `gf_norm` (medians of three processes): each call on the previous
+call's output 27.2 ticks against 33.7, sixteen independent calls 195 against
+260. The former form, a's and b's 128-bit blocks multiplied in the four
 lanes of one zmm register (four products), took 37.8 ticks in the chain: its
 cross-lane moves cost five cycles each there, where `valignq` on ymm costs
 three and 128-bit operations two.
