@@ -119,6 +119,19 @@ def shift_terms(plan: FieldPlan, bound: int) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(k for k, odd in out.items() if odd))
 
 
+def term_sources(b: int, t: int, limb: int) -> tuple[tuple[int, int], tuple[int, int] | None]:
+    """Where output limb `limb` of the term (b, t) of `shift_terms` comes
+    from: limbs limb + t // 64 (lo) and the next (hi) of c & bits >= b,
+    shifted right together by t mod 64 (hi is None when that is 0), each as
+    (mask bound, first limb). A bound is 0 where the mask's bits are shifted
+    out anyway: in lo below its lowest t mod 64 bits, in hi (whose lowest
+    bits are kept) when b lies below hi's first limb."""
+    first, r = divmod(t, 64)
+    lo = (b if b > 64 * (limb + first) + r else 0, limb + first)
+    hi = (b if b > 64 * (limb + first + 1) else 0, limb + first + 1) if r else None
+    return lo, hi
+
+
 def itoh_tsujii_chain(m: int) -> tuple[tuple[str, int], ...]:
     """Steps computing b_e = a^(2^e - 1) for e = m - 1 from b_1 = a.
 

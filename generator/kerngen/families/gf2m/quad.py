@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
 from ...machine.ops import truth_table
-from .plan import FieldPlan, shift_terms
+from .plan import FieldPlan, shift_terms, term_sources
 
 BITS = 256
 LIMBS = BITS // 64
@@ -150,10 +150,9 @@ def reduce(q: Quad, plan: FieldPlan, c: list[VReg], bound: int) -> VReg:
 
     terms = [c[0]]
     for b, t in shift_terms(plan, bound):
-        first, r = divmod(t, 64)
-        # the mask matters only where its bits are not shifted out (as in `reduce.reduce_one_pass`)
-        lo = window(b if b > 64 * first + r else 0, first)
-        hi = window(b if b > 64 * (first + 1) else 0, first + 1) if r else None
+        r = t % 64
+        src_lo, src_hi = term_sources(b, t, 0)
+        lo, hi = window(*src_lo), window(*src_hi) if src_hi else None
         if hi is None:
             term = lo if lo is None or not r else q.op("vpsrlq", lo, Imm(r))
         else:

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from ...ir.instr import ArgBase, Builder, GReg, Imm, Mem, VReg
 from .mul import MulConfig
-from .plan import Chunk, FieldPlan, folds, shift_terms
+from .plan import Chunk, FieldPlan, folds, shift_terms, term_sources
 from .vec import Pairs, Terms, normalize, pair_at, to_pairs
 
 
@@ -297,19 +297,15 @@ def reduce_one_pass(v: Pairs, plan: FieldPlan, pairs: list[VReg], bound: int) ->
     for j in range((n + 1) // 2):
         terms = []  # (whether a mask precedes it, term)
         for b, t in shift_terms(plan, bound):
-            q, r = divmod(t, 64)
-            # the mask matters only where its bits are not shifted out: in lo above its lowest r bits,
-            # in hi (whose lowest r bits are kept) from its first limb up
-            b_lo = b if b > 64 * (2 * j + q) + r else 0
-            b_hi = b if r and b > 64 * (2 * j + q + 1) else 0
-            lo = at(b_lo, 2 * j + q)
-            hi = at(b_hi, 2 * j + q + 1) if r else None
+            r = t % 64
+            src_lo, src_hi = term_sources(b, t, 2 * j)
+            lo, hi = at(*src_lo), at(*src_hi) if src_hi else None
             if hi is None:
                 term = lo if lo is None or not r else v.srl(lo, r)
             else:
                 term = v.sll(hi, 64 - r) if lo is None else v.shift_right_pair(lo, hi, r)
             if term is not None:
-                terms.append((bool(b_lo or b_hi), term))
+                terms.append((bool(src_lo[0] or src_hi and src_hi[0]), term))
         # xors in the order the terms are ready (`fuse bitwise` makes each two one vpternlogq), the
         # masked terms, one instruction deeper, last; the top pair's cut below x^m fuses with the last
         parts = [pairs[j]] + [term for _, term in sorted(terms, key=lambda e: e[0])]
