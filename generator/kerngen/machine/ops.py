@@ -673,9 +673,6 @@ def _gpr(mnemonic: str, *extensions: str, encoding: Encoding = LEGACY) -> tuple[
 _MOVE = dict(avx256="AVX")
 
 
-def _evex_elementwise(mnemonic: str, elem: int) -> tuple[Form, ...]:
-    """The EVEX forms of an element-wise operation (on 16-bit elements they need AVX512BW)."""
-    return _evex(mnemonic, *(("AVX512BW",) if elem == 16 else ()))
 _YMM = (256,)  # whole 128-bit halves moved: no xmm form
 _XMM = (128,)  # a part of an xmm register: no ymm form
 
