@@ -119,6 +119,11 @@ def shift_terms(plan: FieldPlan, bound: int) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(k for k, odd in out.items() if odd))
 
 
+def limb_from(b: int, limb: int) -> int:
+    """The bits of limb `limb` at x^b and above, as a 64-bit mask."""
+    return ((1 << 64) - 1) ^ ((1 << min(64, max(0, b - 64 * limb))) - 1)
+
+
 def term_sources(b: int, t: int, limb: int) -> tuple[tuple[int, int], tuple[int, int] | None]:
     """Where output limb `limb` of the term (b, t) of `shift_terms` comes
     from: limbs limb + t // 64 (lo) and the next (hi) of c & bits >= b,

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from ...ir.instr import ArgBase, Builder, Imm, Mem, VReg
 from ...machine.ops import truth_table
-from .plan import FieldPlan, shift_terms, term_sources
+from .plan import FieldPlan, limb_from, shift_terms, term_sources
+from .reduce import shift_term
 
 BITS = 256
 LIMBS = BITS // 64
@@ -64,6 +65,16 @@ class Quad:
         if self._zero is None:
             self._zero = self.op("load", self.const((0,) * LIMBS, "zero ymm"))
         return self._zero
+
+    def srl(self, a, r: int) -> VReg:
+        return self.op("vpsrlq", a, Imm(r))
+
+    def sll(self, a, r: int) -> VReg:
+        return self.op("vpsllq", a, Imm(r))
+
+    def shift_right_pair(self, lo, hi, r: int) -> VReg:
+        """Each limb of lo shifted right by r, its top bits the bottom of hi's (`vpshrdq`)."""
+        return self.op("vpshrdq", lo, hi, Imm(r))
 
     def align(self, hi: VReg, lo: VReg, k: int) -> VReg:
         """Limbs k.. of lo followed by limbs 0.. of hi (`valignq`)."""
@@ -131,7 +142,7 @@ def reduce(q: Quad, plan: FieldPlan, c: list[VReg], bound: int) -> VReg:
         if BITS * k >= b:
             return c[k]
         if (b, k) not in masked:
-            limbs = tuple(MASK64 ^ ((1 << min(64, max(0, b - 64 * (LIMBS * k + j)))) - 1) for j in range(LIMBS))
+            limbs = tuple(limb_from(b, LIMBS * k + j) for j in range(LIMBS))
             masked[b, k] = q.op("vpand", c[k], q.const(limbs, f"bits from x^{b} up in limbs {LIMBS * k}.."))
         return masked[b, k]
 
@@ -153,10 +164,7 @@ def reduce(q: Quad, plan: FieldPlan, c: list[VReg], bound: int) -> VReg:
         r = t % 64
         src_lo, src_hi = term_sources(b, t, 0)
         lo, hi = window(*src_lo), window(*src_hi) if src_hi else None
-        if hi is None:
-            term = lo if lo is None or not r else q.op("vpsrlq", lo, Imm(r))
-        else:
-            term = q.op("vpsllq", hi, Imm(64 - r)) if lo is None else q.op("vpshrdq", lo, hi, Imm(r))
+        term = shift_term(q, lo, hi, r)
         if term is not None:
             terms.append(term)
     if not plan.m % 64:

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from ...ir.instr import ArgBase, Builder, GReg, Imm, Mem, VReg
 from .mul import MulConfig
-from .plan import Chunk, FieldPlan, folds, shift_terms, term_sources
+from .plan import Chunk, FieldPlan, folds, limb_from, shift_terms, term_sources
 from .vec import Pairs, Terms, normalize, pair_at, to_pairs
 
 
@@ -244,6 +244,15 @@ def reduce_stream(v: Pairs, plan: FieldPlan, pairs: list[VReg], cfg: MulConfig) 
     return out
 
 
+def shift_term(ops, lo, hi, r: int):
+    """Limbs of a one-pass term (`plan.term_sources`): lo shifted right by r,
+    the vacated top bits from the bottom of hi; either may be None (zero), and
+    so is the result where both are. `ops`: `vec.Pairs` or `quad.Quad`."""
+    if hi is None:
+        return lo if lo is None or not r else ops.srl(lo, r)
+    return ops.sll(hi, 64 - r) if lo is None else ops.shift_right_pair(lo, hi, r)
+
+
 def one_pass_pays(plan: FieldPlan, bound: int) -> bool:
     """Whether `reduce_one_pass` adds no more terms than the folds one after
     another do (each fold one per term of g): so with trinomials whose middle
@@ -278,7 +287,7 @@ def reduce_one_pass(v: Pairs, plan: FieldPlan, pairs: list[VReg], bound: int) ->
         if 128 * k >= b:
             return pairs[k]
         if (b, k) not in masked:
-            lanes = tuple(((1 << 64) - 1) ^ ((1 << min(64, max(0, b - 64 * limb))) - 1) for limb in (2 * k, 2 * k + 1))
+            lanes = (limb_from(b, 2 * k), limb_from(b, 2 * k + 1))
             masked[b, k] = v.and_(pairs[k], v.const(f"gf2m_mask_{lanes[0]:x}_{lanes[1]:x}", lanes,
                                                     comment=f"bits from x^{b} up in pair {k}"))
         return masked[b, k]
@@ -300,10 +309,7 @@ def reduce_one_pass(v: Pairs, plan: FieldPlan, pairs: list[VReg], bound: int) ->
             r = t % 64
             src_lo, src_hi = term_sources(b, t, 2 * j)
             lo, hi = at(*src_lo), at(*src_hi) if src_hi else None
-            if hi is None:
-                term = lo if lo is None or not r else v.srl(lo, r)
-            else:
-                term = v.sll(hi, 64 - r) if lo is None else v.shift_right_pair(lo, hi, r)
+            term = shift_term(v, lo, hi, r)
             if term is not None:
                 terms.append((bool(src_lo[0] or src_hi and src_hi[0]), term))
         # xors in the order the terms are ready (`fuse bitwise` makes each two one vpternlogq), the
