@@ -161,3 +161,21 @@ def test_memcheck_finds_no_branch_or_address_on_undefined_inputs(tmp_path):
     # not checked, never passed: only kernels of instructions valgrind cannot decode
     assert all(extensions[s] & {"VPCLMULQDQ", "AVX512F"} for s in unchecked), unchecked
     assert any(r.checked for r in results if "gf2m" in r.case_id)
+
+
+def test_a_masked_row_reading_memory_is_refused():
+    """A masked load's time depends on its mask (fault suppression): no masked row takes a memory source."""
+    k = PhysReg("mask", 2, 256)
+    masked = [name for name, row in ops.OPS.items() if row.masking]
+    assert masked and all(slot.kind != "vm" for name in masked for slot in ops.OPS[name].slots)
+    body = [Instr("load", (V, DATA_ROW := Mem(ArgBase(0), 0, 32))),
+            Instr("vpxorq_evex_merge", (V, k, V, TABLE_ROW)), Instr("store", (DATA_ROW, V))]
+    with pytest.raises(CheckError, match="instruction 1 .*does not fit slot kind 'v'"):
+        prove_constant_time(body, SYSV, 1)
+
+
+@pytest.mark.parametrize("params", SHIPPED, ids=lambda p: p.stem)
+def test_no_shipped_kernel_reads_memory_under_an_opmask(params):
+    for line in (REPO / "generated" / params.stem / f"{params.stem}.asm").read_text().splitlines():
+        code = line.split(";")[0]
+        assert not ("{k" in code and "[" in code), line

@@ -399,7 +399,7 @@ def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(mon
     monkeypatch.setattr(roll_pass, "_MIN_SAVED", 4)
     c = _groups(16, 32)
     body, straight = list(c.kernel.body), executed(c.kernel)
-    assert c.kernel.loops == ((16, 6),)  # load, add, sub, store, and the two pointers moved
+    assert c.kernel.loops == ((16, 6, ()),)  # load, add, sub, store, and the two pointers moved
     assert len(straight) == 16 * 4
     text = "\n".join(body_text(c.kernel.body, c.kernel.target))
     assert "mov          rax, 16\n.repeat1:" in text and "dec          rax\njnz          .repeat1" in text
@@ -414,7 +414,41 @@ def test_long_kernels_roll_their_repeated_groups_and_run_the_verified_stream(mon
         with pytest.raises(CheckError, match=why):
             check_encoding(body[:at] + [ins] + body[at + 1:], straight, AVX2_16.abi, 1)
     same_row = _groups(16, 0).kernel  # read 32 times: held in a register, so only the argument moves
-    assert same_row.loops == ((16, 5),) and not any(ins.op == "lea" for ins in same_row.body)
+    assert same_row.loops == ((16, 5, ()),) and not any(ins.op == "lea" for ins in same_row.body)
+
+
+def _blocks(blocks: int, groups: int):
+    """`blocks` of `groups` (load, add four table rows, store): groups 32 bytes apart in argument 0 and in
+    the table, blocks 256 bytes apart in the table, so that the table's addresses step twice as the argument's once."""
+    b = Builder(256)
+    rows = b.table("rows", 2, [k % 5 for k in range(512 * blocks)])
+    for k in range(blocks):
+        for g in range(groups):
+            x = b.op("load", Mem(ArgBase(0), 32 * (k * groups + g), 32))
+            for j in range(4):
+                x = b.op("vpaddw", x, Mem(rows, 256 * (k + blocks * j) + 32 * g, 32))
+            b.emit("store", Mem(ArgBase(0), 32 * (k * groups + g), 32), x)
+    arg = ArgSpec("a", "inout", "int16_t", 2, 16 * blocks * groups, 32)
+    contract = Contract((ArgContract(arg, Values(Bound(-1000, 1000)), Values(None)),), ())
+    return compile_kernel(b, "kg_blocks", contract, AVX2_16, modulus=3329)
+
+
+def test_a_loop_of_blocks_rolls_the_groups_inside_them_where_three_or_more_repeat(monkeypatch):
+    monkeypatch.setattr(roll_pass, "ROLL_ABOVE", 0)
+    monkeypatch.setattr(roll_pass, "_MIN_SAVED", 6)
+    c = _blocks(4, 3)
+    body, straight = list(c.kernel.body), executed(c.kernel)
+    assert c.kernel.loops == ((2, 12, ((3, 8, ()),)), (3, 8, ())) and len(straight) == 4 * 3 * 6
+    text = "\n".join(body_text(c.kernel.body, c.kernel.target))
+    # the inner loop's table pointer starts where the outer loop's points, which moves a block (256 bytes) a pass
+    assert "mov          rax, 2\n.repeat1:\nlea          rsi, [rcx]" in text and "add          rcx, 0x100" in text
+    check_encoding(body, straight, AVX2_16.abi, 1)
+    inner_step = next(i for i, ins in enumerate(body) if ins.op == "add" and ins.operands[0].number == 6)
+    wrong = dataclasses.replace(body[inner_step], operands=(body[inner_step].operands[0], Imm(64)))
+    with pytest.raises(CheckError, match="differs from verified instruction"):
+        check_encoding(body[:inner_step] + [wrong] + body[inner_step + 1:], straight, AVX2_16.abi, 1)
+    # two groups a block: an inner loop would save one group and pay its exit's misprediction each pass
+    assert _blocks(4, 2).kernel.loops == ((4, 14, ()),)
 
 
 def test_a_kernel_is_compiled_once_for_the_platforms_of_one_convention(monkeypatch):

@@ -13,6 +13,8 @@ from kerngen.harness.cpu import cpu_flags
 from kerngen.machine.isa import ISAS
 from kerngen.passes import special64
 
+from conftest import REPO
+
 GOLDILOCKS = (1 << 64) - (1 << 32) + 1
 Q40 = (1 << 64) - (1 << 40) + 1
 
@@ -47,6 +49,19 @@ def test_avx512_templates_correct_carries_under_opmasks():
         assert "add_merge" in ops and "cmpgtu_mask" in ops and not {"and", "cmpgt", "xor"} & set(ops), ops
         assert len(masked[kind].steps) < len(lanes[kind].steps)
         special64.prove(masked[kind])
+
+
+def test_a_correction_under_an_opmask_adds_a_held_register():
+    """The merge-masked addition reads no memory (its time would depend on the mask): its constant is
+    loaded once at the kernel's start and every correction reads the register (`promote_constants`)."""
+    name = "goldilocks-18446744069414584321"
+    text = (REPO / "generated" / name / f"{name}.asm").read_text()
+    forward = text.split("kg_goldilocks18446744069414584321_ntt_forward_avx512:\n")[1].split("\n.end:")[0]
+    loads = [line for line in forward.splitlines() if "[rel pq_18446744073709551615]" in line]
+    assert len(loads) == 1 and "held in a register" in loads[0]
+    held = loads[0].split()[1].rstrip(",")
+    corrections = [line for line in forward.splitlines() if line.strip().startswith("vpaddq") and "{k" in line]
+    assert corrections and any(line.rstrip().endswith(held) for line in corrections)
 
 
 def test_special_form_is_found_from_q():

@@ -3688,10 +3688,9 @@ global kg_dilithium8380417_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_d
 align 32
 kg_dilithium8380417_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 16 times
+    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -3700,7 +3699,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3713,7 +3712,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3726,7 +3725,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3739,7 +3738,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3752,7 +3751,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3765,7 +3764,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3778,7 +3777,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3791,7 +3790,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3804,7 +3803,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3817,7 +3816,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3830,7 +3829,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3843,7 +3842,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3856,7 +3855,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3869,7 +3868,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3882,7 +3881,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3895,7 +3894,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm3, zmm0
+    vpmulld      zmm0, zmm3, zmm5
     vpsubd       zmm0, zmm1, zmm0
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
@@ -3918,11 +3917,10 @@ global kg_dilithium8380417_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_d
 align 32
 kg_dilithium8380417_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_16760834]             ; held in a register: read 16 times
-    vmovdqu64    zmm6, [rel pd_8380417]              ; held in a register: read 16 times
+    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
+    vmovdqu64    zmm6, [rel pd_16760834]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -3931,12 +3929,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi], zmm1
     vmovdqu64    zmm1, [rdx + 64]
@@ -3947,12 +3945,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 64]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 64], zmm1
     vmovdqu64    zmm1, [rdx + 128]
@@ -3963,12 +3961,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 128]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    zmm1, [rdx + 192]
@@ -3979,12 +3977,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 192]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 192], zmm1
     vmovdqu64    zmm1, [rdx + 256]
@@ -3995,12 +3993,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 256]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    zmm1, [rdx + 320]
@@ -4011,12 +4009,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 320]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 320], zmm1
     vmovdqu64    zmm1, [rdx + 384]
@@ -4027,12 +4025,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 384]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    zmm1, [rdx + 448]
@@ -4043,12 +4041,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 448]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 448], zmm1
     vmovdqu64    zmm1, [rdx + 512]
@@ -4059,12 +4057,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 512]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 512], zmm1
     vmovdqu64    zmm1, [rdx + 576]
@@ -4075,12 +4073,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 576]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 576], zmm1
     vmovdqu64    zmm1, [rdx + 640]
@@ -4091,12 +4089,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 640]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 640], zmm1
     vmovdqu64    zmm1, [rdx + 704]
@@ -4107,12 +4105,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 704]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 704], zmm1
     vmovdqu64    zmm1, [rdx + 768]
@@ -4123,12 +4121,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 768]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 768], zmm1
     vmovdqu64    zmm1, [rdx + 832]
@@ -4139,12 +4137,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 832]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 832], zmm1
     vmovdqu64    zmm1, [rdx + 896]
@@ -4155,12 +4153,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 896]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 896], zmm1
     vmovdqu64    zmm1, [rdx + 960]
@@ -4171,12 +4169,12 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm3, zmm0
+    vpmulld      zmm0, zmm3, zmm5
     vpsubd       zmm0, zmm1, zmm0
     vpaddd       zmm0, zmm0, [r8 + 960]
-    vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm0, zmm0, zmm1
     vpsubd       zmm1, zmm0, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm0, zmm0, zmm1
+    vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
@@ -9009,8 +9007,7 @@ global kg_dilithium8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_dil
 align 32
 kg_dilithium8380417_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 32 times
-    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -9020,7 +9017,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9034,7 +9031,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9048,7 +9045,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9062,7 +9059,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9076,7 +9073,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9090,7 +9087,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9104,7 +9101,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9118,7 +9115,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9132,7 +9129,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9146,7 +9143,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9160,7 +9157,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9174,7 +9171,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9188,7 +9185,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9202,7 +9199,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9216,7 +9213,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9230,7 +9227,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9244,7 +9241,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9258,7 +9255,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9272,7 +9269,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9286,7 +9283,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9300,7 +9297,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9314,7 +9311,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9328,7 +9325,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9342,7 +9339,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9356,7 +9353,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9370,7 +9367,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9384,7 +9381,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9398,7 +9395,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9412,7 +9409,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9426,7 +9423,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9440,7 +9437,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9454,7 +9451,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm0, ymm2, ymm0
+    vpmulld      ymm0, ymm2, ymm5
     vpsubd       ymm0, ymm1, ymm0
     vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
@@ -9477,9 +9474,8 @@ global kg_dilithium8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_dil
 align 32
 kg_dilithium8380417_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_16760834]             ; held in a register: read 32 times
-    vmovdqu      ymm6, [rel pd_8380417]              ; held in a register: read 32 times
-    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
+    vmovdqu      ymm6, [rel pd_16760834]             ; held in a register: read 32 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -9489,12 +9485,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
@@ -9506,12 +9502,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 32]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
@@ -9523,12 +9519,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 64]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
@@ -9540,12 +9536,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 96]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rdx + 128]
@@ -9557,12 +9553,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 128]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rdx + 160]
@@ -9574,12 +9570,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 160]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rdx + 192]
@@ -9591,12 +9587,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 192]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rdx + 224]
@@ -9608,12 +9604,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 224]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdx + 256]
@@ -9625,12 +9621,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 256]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdx + 288]
@@ -9642,12 +9638,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 288]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rdx + 320]
@@ -9659,12 +9655,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 320]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rdx + 352]
@@ -9676,12 +9672,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 352]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rdx + 384]
@@ -9693,12 +9689,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 384]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rdx + 416]
@@ -9710,12 +9706,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 416]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rdx + 448]
@@ -9727,12 +9723,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 448]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rdx + 480]
@@ -9744,12 +9740,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 480]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdx + 512]
@@ -9761,12 +9757,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 512]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rdx + 544]
@@ -9778,12 +9774,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 544]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rdx + 576]
@@ -9795,12 +9791,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 576]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rdx + 608]
@@ -9812,12 +9808,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 608]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rdx + 640]
@@ -9829,12 +9825,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 640]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rdx + 672]
@@ -9846,12 +9842,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 672]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rdx + 704]
@@ -9863,12 +9859,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 704]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rdx + 736]
@@ -9880,12 +9876,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 736]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rdx + 768]
@@ -9897,12 +9893,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 768]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rdx + 800]
@@ -9914,12 +9910,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 800]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rdx + 832]
@@ -9931,12 +9927,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 832]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rdx + 864]
@@ -9948,12 +9944,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 864]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rdx + 896]
@@ -9965,12 +9961,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 896]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rdx + 928]
@@ -9982,12 +9978,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 928]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rdx + 960]
@@ -9999,12 +9995,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 960]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rdx + 992]
@@ -10016,12 +10012,12 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm0, ymm2, ymm0
+    vpmulld      ymm0, ymm2, ymm5
     vpsubd       ymm0, ymm1, ymm0
     vpaddd       ymm0, ymm0, [r8 + 992]
-    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm0, ymm0, ymm1
+    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -20418,16 +20414,14 @@ kg_dilithium8380417_freeze_sse:
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-12}, rax, flags
+;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_sse.end - kg_dilithium8380417_mulmod_shoup_sse)
 align 32
 kg_dilithium8380417_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
-    movdqu       xmm11, [rax - 128]                  ; held in a register: read 32 times
-    movdqu       xmm12, [rax - 112]                  ; held in a register: read 32 times
-    movdqu       xmm0, [rax - 128]                   ; q = 8380417
+    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm12, [rel pd_8380417 + 16]        ; held in a register: read 32 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -20448,8 +20442,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20480,8 +20474,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20512,8 +20506,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20544,8 +20538,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20576,8 +20570,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20608,8 +20602,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20640,8 +20634,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20672,8 +20666,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20704,8 +20698,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20736,8 +20730,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20768,8 +20762,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20800,8 +20794,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20832,8 +20826,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20864,8 +20858,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20896,8 +20890,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20928,8 +20922,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20960,8 +20954,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -20992,8 +20986,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21024,8 +21018,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21056,8 +21050,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21088,8 +21082,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21120,8 +21114,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21152,8 +21146,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21184,8 +21178,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21216,8 +21210,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21248,8 +21242,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21280,8 +21274,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21312,8 +21306,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21344,8 +21338,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21376,8 +21370,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21408,8 +21402,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -21440,8 +21434,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
@@ -21463,18 +21457,16 @@ kg_dilithium8380417_mulmod_shoup_sse:
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-14}, rax, flags
+;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_dilithium8380417_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_sse.end - kg_dilithium8380417_muladd_shoup_sse)
 align 32
 kg_dilithium8380417_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_16760834]            ; held in a register: read 32 times
-    movdqu       xmm12, [rel pd_16760834 + 16]       ; held in a register: read 32 times
-    lea          rax, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; held in a register: read 32 times
-    movdqu       xmm14, [rax - 112]                  ; held in a register: read 32 times
-    movdqu       xmm0, [rax - 128]                   ; q = 8380417
+    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm12, [rel pd_16760834]            ; held in a register: read 32 times
+    movdqu       xmm13, [rel pd_16760834 + 16]       ; held in a register: read 32 times
+    movdqu       xmm14, [rel pd_8380417 + 16]        ; held in a register: read 32 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -21495,8 +21487,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8]
@@ -21504,13 +21496,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21537,8 +21529,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 32]
@@ -21546,13 +21538,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21579,8 +21571,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 64]
@@ -21588,13 +21580,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21621,8 +21613,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 96]
@@ -21630,13 +21622,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21663,8 +21655,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 128]
@@ -21672,13 +21664,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21705,8 +21697,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 160]
@@ -21714,13 +21706,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21747,8 +21739,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 192]
@@ -21756,13 +21748,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21789,8 +21781,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 224]
@@ -21798,13 +21790,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21831,8 +21823,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 256]
@@ -21840,13 +21832,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21873,8 +21865,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 288]
@@ -21882,13 +21874,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21915,8 +21907,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 320]
@@ -21924,13 +21916,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21957,8 +21949,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 352]
@@ -21966,13 +21958,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -21999,8 +21991,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 384]
@@ -22008,13 +22000,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22041,8 +22033,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 416]
@@ -22050,13 +22042,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22083,8 +22075,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 448]
@@ -22092,13 +22084,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22125,8 +22117,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 480]
@@ -22134,13 +22126,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22167,8 +22159,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 512]
@@ -22176,13 +22168,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22209,8 +22201,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 544]
@@ -22218,13 +22210,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22251,8 +22243,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 576]
@@ -22260,13 +22252,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22293,8 +22285,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 608]
@@ -22302,13 +22294,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22335,8 +22327,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 640]
@@ -22344,13 +22336,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22377,8 +22369,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 672]
@@ -22386,13 +22378,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22419,8 +22411,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 704]
@@ -22428,13 +22420,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22461,8 +22453,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 736]
@@ -22470,13 +22462,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22503,8 +22495,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 768]
@@ -22512,13 +22504,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22545,8 +22537,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 800]
@@ -22554,13 +22546,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22587,8 +22579,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 832]
@@ -22596,13 +22588,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22629,8 +22621,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 864]
@@ -22638,13 +22630,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22671,8 +22663,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 896]
@@ -22680,13 +22672,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22713,8 +22705,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 928]
@@ -22722,13 +22714,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22755,8 +22747,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 960]
@@ -22764,13 +22756,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -22797,8 +22789,8 @@ kg_dilithium8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm0, [r8 + 992]
@@ -22806,13 +22798,13 @@ kg_dilithium8380417_muladd_shoup_sse:
     paddd        xmm1, xmm0
     paddd        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubd        xmm0, xmm11
+    psubd        xmm0, xmm12
     movdqa       xmm3, xmm2
-    psubd        xmm3, xmm12
+    psubd        xmm3, xmm13
     pminud       xmm1, xmm0
     pminud       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubd        xmm0, xmm13
+    psubd        xmm0, xmm11
     movdqa       xmm3, xmm2
     psubd        xmm3, xmm14
     pminud       xmm1, xmm0

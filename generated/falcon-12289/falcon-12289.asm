@@ -875,24 +875,23 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 276 times
     vmovdqu      ymm11, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32] ; held in a register: read 16 times
     vmovdqu      ymm12, [rel kg_falcon12289_ntt_forward_twiddles_avx2] ; held in a register: read 16 times
-    vmovdqu      ymm13, [rel pw_5]                   ; held in a register: read 12 times
-    vmovdqu      ymm14, [rel pw_1]                   ; held in a register: read 12 times
-    vmovdqu      ymm15, [rel pw_12289]               ; held in a register: read 12 times
-    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
+    vmovdqu      ymm13, [rel pw_12289]               ; held in a register: read 13 times
+    vmovdqu      ymm14, [rel pw_5]                   ; held in a register: read 12 times
+    vmovdqu      ymm15, [rel pw_1]                   ; held in a register: read 12 times
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
     vmovdqu      ymm3, [rdi + 512]
     vmovdqu      ymm4, [rdi + 768]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
@@ -900,14 +899,14 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 192] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 64
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -922,28 +921,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 800]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -958,28 +957,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 832]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -994,28 +993,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 864]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1030,28 +1029,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 896]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1066,28 +1065,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 928]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1102,28 +1101,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 960]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1138,28 +1137,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 992]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1180,7 +1179,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm9, ymm1
     vpmulhuw     ymm9, ymm5, [rax + 32]
     vpmullw      ymm5, ymm5, [rax]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
@@ -1189,7 +1188,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rax + 32]
     vpmullw      ymm6, ymm6, [rax]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm10, ymm2
@@ -1198,7 +1197,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rax + 32]
     vpmullw      ymm7, ymm7, [rax]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
@@ -1207,7 +1206,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rax + 32]
     vpmullw      ymm8, ymm8, [rax]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
@@ -1216,7 +1215,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rax + 96]
     vpmullw      ymm7, ymm7, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
     vpaddw       ymm5, ymm10, ymm5
@@ -1225,7 +1224,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rax + 96]
     vpmullw      ymm8, ymm8, [rax + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
     vpaddw       ymm6, ymm10, ymm6
@@ -1235,7 +1234,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 448] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 320
     vpmulhuw     ymm7, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -1244,7 +1243,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -1253,7 +1252,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rax - 32]
     vpmullw      ymm8, ymm8, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 4
     vpaddw       ymm3, ymm10, ymm3
@@ -1262,7 +1261,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm6, [rax + 32]
     vpmullw      ymm6, ymm6, [rax]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -1271,7 +1270,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -1281,7 +1280,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 704] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 576
     vpmulhuw     ymm6, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -1298,7 +1297,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
     vpaddw       ymm2, ymm10, ymm2
@@ -1307,7 +1306,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm5, [rax + 32]
     vpmullw      ymm5, ymm5, [rax]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -1316,7 +1315,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1326,7 +1325,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 960] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 832
     vpmulhuw     ymm7, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1343,7 +1342,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1352,7 +1351,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1361,7 +1360,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1371,7 +1370,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1216] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1088
     vpmulhuw     ymm8, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1388,7 +1387,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1397,7 +1396,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1406,7 +1405,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1416,7 +1415,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1472] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1344
     vpmulhuw     ymm9, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1433,7 +1432,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1442,7 +1441,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1451,7 +1450,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1461,7 +1460,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1728] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1600
     vpmulhuw     ymm6, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1498,46 +1497,46 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 416]
     vmovdqu      ymm7, [rdi + 448]
     vmovdqu      ymm8, [rdi + 480]
-    vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
-    vpmullw      ymm1, ymm14, ymm1
-    vpmullw      ymm9, ymm9, ymm15
+    vpmulhuw     ymm9, ymm14, ymm1                   ; shoup: before layer 2
+    vpmullw      ymm1, ymm15, ymm1
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm1, ymm1, ymm9
     vpmulhuw     ymm9, ymm5, [rax - 32]
     vpmullw      ymm5, ymm5, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm13, ymm2                   ; shoup: before layer 2
-    vpmullw      ymm2, ymm14, ymm2
-    vpmullw      ymm5, ymm15, ymm5
+    vpmulhuw     ymm5, ymm14, ymm2                   ; shoup: before layer 2
+    vpmullw      ymm2, ymm15, ymm2
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rax - 32]
     vpmullw      ymm6, ymm6, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm13, ymm3                   ; shoup: before layer 2
-    vpmullw      ymm3, ymm14, ymm3
-    vpmullw      ymm5, ymm15, ymm5
+    vpmulhuw     ymm5, ymm14, ymm3                   ; shoup: before layer 2
+    vpmullw      ymm3, ymm15, ymm3
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rax - 32]
     vpmullw      ymm7, ymm7, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm13, ymm4                   ; shoup: before layer 2
-    vpmullw      ymm4, ymm14, ymm4
-    vpmullw      ymm5, ymm15, ymm5
+    vpmulhuw     ymm5, ymm14, ymm4                   ; shoup: before layer 2
+    vpmullw      ymm4, ymm15, ymm4
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rax - 32]
     vpmullw      ymm8, ymm8, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
@@ -1546,7 +1545,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rax + 32]
     vpmullw      ymm7, ymm7, [rax]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
     vpaddw       ymm5, ymm10, ymm5
@@ -1555,7 +1554,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rax + 32]
     vpmullw      ymm8, ymm8, [rax]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
     vpaddw       ymm6, ymm10, ymm6
@@ -1564,7 +1563,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -1573,7 +1572,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -1583,7 +1582,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1984] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1856
     vpmulhuw     ymm9, ymm8, [rax - 96]
     vpmullw      ymm8, ymm8, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 4
     vpaddw       ymm3, ymm10, ymm3
@@ -1592,7 +1591,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm6, [rax - 32]
     vpmullw      ymm6, ymm6, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -1601,7 +1600,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -1610,7 +1609,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -1628,7 +1627,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2240] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2112
     vpmulhuw     ymm6, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
     vpaddw       ymm2, ymm10, ymm2
@@ -1637,7 +1636,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm5, [rax - 32]
     vpmullw      ymm5, ymm5, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -1646,7 +1645,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1655,7 +1654,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1673,7 +1672,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2496] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2368
     vpmulhuw     ymm7, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1682,7 +1681,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1691,7 +1690,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1700,7 +1699,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1718,7 +1717,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2752] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2624
     vpmulhuw     ymm8, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1727,7 +1726,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1736,7 +1735,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1745,7 +1744,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1763,7 +1762,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3008] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2880
     vpmulhuw     ymm9, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1772,7 +1771,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1781,7 +1780,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1790,7 +1789,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1827,47 +1826,47 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 672]
     vmovdqu      ymm7, [rdi + 704]
     vmovdqu      ymm8, [rdi + 736]
-    vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
-    vpmullw      ymm1, ymm14, ymm1
-    vpmullw      ymm9, ymm9, ymm15
+    vpmulhuw     ymm9, ymm14, ymm1                   ; shoup: before layer 2
+    vpmullw      ymm1, ymm15, ymm1
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm1, ymm1, ymm9
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3136
     vpmulhuw     ymm9, ymm5, [rax - 96]
     vpmullw      ymm5, ymm5, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm13, ymm2                   ; shoup: before layer 2
-    vpmullw      ymm2, ymm14, ymm2
-    vpmullw      ymm5, ymm15, ymm5
+    vpmulhuw     ymm5, ymm14, ymm2                   ; shoup: before layer 2
+    vpmullw      ymm2, ymm15, ymm2
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rax - 96]
     vpmullw      ymm6, ymm6, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm13, ymm3                   ; shoup: before layer 2
-    vpmullw      ymm3, ymm14, ymm3
-    vpmullw      ymm5, ymm15, ymm5
+    vpmulhuw     ymm5, ymm14, ymm3                   ; shoup: before layer 2
+    vpmullw      ymm3, ymm15, ymm3
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rax - 96]
     vpmullw      ymm7, ymm7, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm13, ymm4                   ; shoup: before layer 2
-    vpmullw      ymm4, ymm14, ymm4
-    vpmullw      ymm5, ymm15, ymm5
+    vpmulhuw     ymm5, ymm14, ymm4                   ; shoup: before layer 2
+    vpmullw      ymm4, ymm15, ymm4
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rax - 96]
     vpmullw      ymm8, ymm8, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
@@ -1876,7 +1875,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rax - 32]
     vpmullw      ymm7, ymm7, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
     vpaddw       ymm5, ymm10, ymm5
@@ -1885,7 +1884,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rax - 32]
     vpmullw      ymm8, ymm8, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
     vpaddw       ymm6, ymm10, ymm6
@@ -1894,7 +1893,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -1903,7 +1902,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -1912,7 +1911,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rax + 96]
     vpmullw      ymm8, ymm8, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 4
     vpaddw       ymm3, ymm10, ymm3
@@ -1922,7 +1921,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3520] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3392
     vpmulhuw     ymm8, ymm6, [rax - 96]
     vpmullw      ymm6, ymm6, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -1931,7 +1930,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -1940,7 +1939,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -1957,7 +1956,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
     vpaddw       ymm2, ymm10, ymm2
@@ -1967,7 +1966,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3776] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3648
     vpmulhuw     ymm9, ymm5, [rax - 96]
     vpmullw      ymm5, ymm5, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -1976,7 +1975,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1985,7 +1984,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -2002,7 +2001,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2012,7 +2011,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4032] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3904
     vpmulhuw     ymm6, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2021,7 +2020,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2030,7 +2029,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2047,7 +2046,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2057,7 +2056,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4288] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4160
     vpmulhuw     ymm7, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2066,7 +2065,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2075,7 +2074,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2092,7 +2091,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2102,7 +2101,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4544] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4416
     vpmulhuw     ymm8, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2111,7 +2110,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2120,7 +2119,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2157,46 +2156,46 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm6, [rdi + 928]
     vmovdqu      ymm7, [rdi + 960]
     vmovdqu      ymm8, [rdi + 992]
-    vpmulhuw     ymm9, ymm13, ymm1                   ; shoup: before layer 2
-    vpmullw      ymm1, ymm14, ymm1
-    vpmullw      ymm9, ymm9, ymm15
+    vpmulhuw     ymm9, ymm14, ymm1                   ; shoup: before layer 2
+    vpmullw      ymm1, ymm15, ymm1
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm1, ymm1, ymm9
     vpmulhuw     ymm9, ymm5, [rax + 96]
     vpmullw      ymm5, ymm5, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
-    vpmulhuw     ymm5, ymm13, ymm2                   ; shoup: before layer 2
-    vpmullw      ymm2, ymm14, ymm2
-    vpmullw      ymm5, ymm15, ymm5
+    vpmulhuw     ymm5, ymm14, ymm2                   ; shoup: before layer 2
+    vpmullw      ymm2, ymm15, ymm2
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rax + 96]
     vpmullw      ymm6, ymm6, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
-    vpmulhuw     ymm5, ymm13, ymm3                   ; shoup: before layer 2
-    vpmullw      ymm3, ymm14, ymm3
-    vpmullw      ymm5, ymm15, ymm5
+    vpmulhuw     ymm5, ymm14, ymm3                   ; shoup: before layer 2
+    vpmullw      ymm3, ymm15, ymm3
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rax + 96]
     vpmullw      ymm7, ymm7, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
-    vpmulhuw     ymm5, ymm13, ymm4                   ; shoup: before layer 2
-    vpmullw      ymm4, ymm14, ymm4
-    vpmullw      ymm5, ymm15, ymm5
+    vpmulhuw     ymm5, ymm14, ymm4                   ; shoup: before layer 2
+    vpmullw      ymm4, ymm15, ymm4
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rax + 96]
     vpmullw      ymm8, ymm8, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
@@ -2206,7 +2205,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4800] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4672
     vpmulhuw     ymm9, ymm7, [rax - 96]
     vpmullw      ymm7, ymm7, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
     vpaddw       ymm5, ymm10, ymm5
@@ -2215,7 +2214,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rax - 96]
     vpmullw      ymm8, ymm8, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
     vpaddw       ymm6, ymm10, ymm6
@@ -2224,7 +2223,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -2233,7 +2232,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -2242,7 +2241,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rax + 32]
     vpmullw      ymm8, ymm8, [rax]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 4
     vpaddw       ymm3, ymm10, ymm3
@@ -2251,7 +2250,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm6, [rax + 96]
     vpmullw      ymm6, ymm6, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -2261,7 +2260,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5056] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4928
     vpmulhuw     ymm7, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -2270,7 +2269,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -2287,7 +2286,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
     vpaddw       ymm2, ymm10, ymm2
@@ -2296,7 +2295,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm5, [rax + 96]
     vpmullw      ymm5, ymm5, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -2306,7 +2305,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5312] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5184
     vpmulhuw     ymm8, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -2315,7 +2314,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -2332,7 +2331,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2341,7 +2340,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2351,7 +2350,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5568] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5440
     vpmulhuw     ymm9, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2360,7 +2359,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2377,7 +2376,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2386,7 +2385,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2396,7 +2395,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5824] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5696
     vpmulhuw     ymm6, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2405,7 +2404,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2422,7 +2421,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2431,7 +2430,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2441,7 +2440,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 6080] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5952
     vpmulhuw     ymm7, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2450,7 +2449,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm0, ymm6, ymm0
+    vpmullw      ymm0, ymm13, ymm6
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm1, ymm5, ymm0                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -5079,13 +5078,12 @@ global kg_falcon12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12
 align 32
 kg_falcon12289_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 32 times
-    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
+    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 33 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5094,7 +5092,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5103,7 +5101,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5112,7 +5110,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5121,7 +5119,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5130,7 +5128,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5139,7 +5137,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5148,7 +5146,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5157,7 +5155,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5166,7 +5164,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5175,7 +5173,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5184,7 +5182,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5193,7 +5191,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5202,7 +5200,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5211,7 +5209,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5220,7 +5218,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5229,7 +5227,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 512]
     vpmulhuw     ymm2, ymm2, [rsi + 512]
     vpmullw      ymm1, ymm1, [rsi + 512]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5238,7 +5236,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 544]
     vpmulhuw     ymm2, ymm2, [rsi + 544]
     vpmullw      ymm1, ymm1, [rsi + 544]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5247,7 +5245,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 576]
     vpmulhuw     ymm2, ymm2, [rsi + 576]
     vpmullw      ymm1, ymm1, [rsi + 576]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5256,7 +5254,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 608]
     vpmulhuw     ymm2, ymm2, [rsi + 608]
     vpmullw      ymm1, ymm1, [rsi + 608]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5265,7 +5263,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 640]
     vpmulhuw     ymm2, ymm2, [rsi + 640]
     vpmullw      ymm1, ymm1, [rsi + 640]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5274,7 +5272,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 672]
     vpmulhuw     ymm2, ymm2, [rsi + 672]
     vpmullw      ymm1, ymm1, [rsi + 672]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5283,7 +5281,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 704]
     vpmulhuw     ymm2, ymm2, [rsi + 704]
     vpmullw      ymm1, ymm1, [rsi + 704]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5292,7 +5290,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 736]
     vpmulhuw     ymm2, ymm2, [rsi + 736]
     vpmullw      ymm1, ymm1, [rsi + 736]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5301,7 +5299,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 768]
     vpmulhuw     ymm2, ymm2, [rsi + 768]
     vpmullw      ymm1, ymm1, [rsi + 768]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5310,7 +5308,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 800]
     vpmulhuw     ymm2, ymm2, [rsi + 800]
     vpmullw      ymm1, ymm1, [rsi + 800]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5319,7 +5317,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 832]
     vpmulhuw     ymm2, ymm2, [rsi + 832]
     vpmullw      ymm1, ymm1, [rsi + 832]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5328,7 +5326,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 864]
     vpmulhuw     ymm2, ymm2, [rsi + 864]
     vpmullw      ymm1, ymm1, [rsi + 864]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5337,7 +5335,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 896]
     vpmulhuw     ymm2, ymm2, [rsi + 896]
     vpmullw      ymm1, ymm1, [rsi + 896]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5346,7 +5344,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 928]
     vpmulhuw     ymm2, ymm2, [rsi + 928]
     vpmullw      ymm1, ymm1, [rsi + 928]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5355,7 +5353,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 960]
     vpmulhuw     ymm2, ymm2, [rsi + 960]
     vpmullw      ymm1, ymm1, [rsi + 960]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5364,7 +5362,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 992]
     vpmulhuw     ymm2, ymm2, [rsi + 992]
     vpmullw      ymm1, ymm1, [rsi + 992]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -5387,391 +5385,390 @@ global kg_falcon12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12
 align 32
 kg_falcon12289_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_24578]                ; held in a register: read 32 times
-    vmovdqu      ymm4, [rel pw_12289]                ; held in a register: read 32 times
-    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
+    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 33 times
+    vmovdqu      ymm4, [rel pw_24578]                ; held in a register: read 32 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rdx + 128]
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rdx + 160]
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rdx + 192]
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rdx + 224]
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdx + 256]
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdx + 288]
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rdx + 320]
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rdx + 352]
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rdx + 384]
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rdx + 416]
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rdx + 448]
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rdx + 480]
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 480]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdx + 512]
     vmovdqu      ymm2, [rcx + 512]
     vpmulhuw     ymm2, ymm2, [rsi + 512]
     vpmullw      ymm1, ymm1, [rsi + 512]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 512]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rdx + 544]
     vmovdqu      ymm2, [rcx + 544]
     vpmulhuw     ymm2, ymm2, [rsi + 544]
     vpmullw      ymm1, ymm1, [rsi + 544]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 544]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rdx + 576]
     vmovdqu      ymm2, [rcx + 576]
     vpmulhuw     ymm2, ymm2, [rsi + 576]
     vpmullw      ymm1, ymm1, [rsi + 576]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 576]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rdx + 608]
     vmovdqu      ymm2, [rcx + 608]
     vpmulhuw     ymm2, ymm2, [rsi + 608]
     vpmullw      ymm1, ymm1, [rsi + 608]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 608]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rdx + 640]
     vmovdqu      ymm2, [rcx + 640]
     vpmulhuw     ymm2, ymm2, [rsi + 640]
     vpmullw      ymm1, ymm1, [rsi + 640]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 640]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rdx + 672]
     vmovdqu      ymm2, [rcx + 672]
     vpmulhuw     ymm2, ymm2, [rsi + 672]
     vpmullw      ymm1, ymm1, [rsi + 672]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 672]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rdx + 704]
     vmovdqu      ymm2, [rcx + 704]
     vpmulhuw     ymm2, ymm2, [rsi + 704]
     vpmullw      ymm1, ymm1, [rsi + 704]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 704]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rdx + 736]
     vmovdqu      ymm2, [rcx + 736]
     vpmulhuw     ymm2, ymm2, [rsi + 736]
     vpmullw      ymm1, ymm1, [rsi + 736]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 736]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rdx + 768]
     vmovdqu      ymm2, [rcx + 768]
     vpmulhuw     ymm2, ymm2, [rsi + 768]
     vpmullw      ymm1, ymm1, [rsi + 768]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 768]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rdx + 800]
     vmovdqu      ymm2, [rcx + 800]
     vpmulhuw     ymm2, ymm2, [rsi + 800]
     vpmullw      ymm1, ymm1, [rsi + 800]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 800]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rdx + 832]
     vmovdqu      ymm2, [rcx + 832]
     vpmulhuw     ymm2, ymm2, [rsi + 832]
     vpmullw      ymm1, ymm1, [rsi + 832]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 832]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rdx + 864]
     vmovdqu      ymm2, [rcx + 864]
     vpmulhuw     ymm2, ymm2, [rsi + 864]
     vpmullw      ymm1, ymm1, [rsi + 864]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 864]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rdx + 896]
     vmovdqu      ymm2, [rcx + 896]
     vpmulhuw     ymm2, ymm2, [rsi + 896]
     vpmullw      ymm1, ymm1, [rsi + 896]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 896]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rdx + 928]
     vmovdqu      ymm2, [rcx + 928]
     vpmulhuw     ymm2, ymm2, [rsi + 928]
     vpmullw      ymm1, ymm1, [rsi + 928]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 928]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rdx + 960]
     vmovdqu      ymm2, [rcx + 960]
     vpmulhuw     ymm2, ymm2, [rsi + 960]
     vpmullw      ymm1, ymm1, [rsi + 960]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 960]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rdx + 992]
     vmovdqu      ymm2, [rcx + 992]
     vpmulhuw     ymm2, ymm2, [rsi + 992]
     vpmullw      ymm1, ymm1, [rsi + 992]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 992]
-    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -15954,16 +15951,14 @@ kg_falcon12289_freeze_sse:
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-8}, rax, flags
+;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_mulmod_shoup_sse.end - kg_falcon12289_mulmod_shoup_sse)
 align 32
 kg_falcon12289_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rax - 128]                   ; held in a register: read 32 times
-    movdqu       xmm8, [rax - 112]                   ; held in a register: read 32 times
-    movdqu       xmm0, [rax - 128]                   ; q = 12289
+    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 33 times
+    movdqu       xmm8, [rel pw_12289 + 16]           ; held in a register: read 32 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -15974,8 +15969,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -15996,8 +15991,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16018,8 +16013,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16040,8 +16035,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16062,8 +16057,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16084,8 +16079,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16106,8 +16101,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16128,8 +16123,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16150,8 +16145,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16172,8 +16167,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16194,8 +16189,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16216,8 +16211,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16238,8 +16233,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16260,8 +16255,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16282,8 +16277,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16304,8 +16299,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16326,8 +16321,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16348,8 +16343,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16370,8 +16365,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16392,8 +16387,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16414,8 +16409,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16436,8 +16431,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16458,8 +16453,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16480,8 +16475,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16502,8 +16497,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16524,8 +16519,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16546,8 +16541,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16568,8 +16563,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16590,8 +16585,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16612,8 +16607,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16634,8 +16629,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -16656,8 +16651,8 @@ kg_falcon12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
@@ -16679,18 +16674,16 @@ kg_falcon12289_mulmod_shoup_sse:
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-10}, rax, flags
+;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_falcon12289_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_muladd_shoup_sse.end - kg_falcon12289_muladd_shoup_sse)
 align 32
 kg_falcon12289_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_24578]                ; held in a register: read 32 times
-    movdqu       xmm8, [rel pw_24578 + 16]           ; held in a register: read 32 times
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm9, [rax - 128]                   ; held in a register: read 32 times
-    movdqu       xmm10, [rax - 112]                  ; held in a register: read 32 times
-    movdqu       xmm0, [rax - 128]                   ; q = 12289
+    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 33 times
+    movdqu       xmm8, [rel pw_24578]                ; held in a register: read 32 times
+    movdqu       xmm9, [rel pw_24578 + 16]           ; held in a register: read 32 times
+    movdqu       xmm10, [rel pw_12289 + 16]          ; held in a register: read 32 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -16701,8 +16694,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8]
@@ -16710,13 +16703,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -16733,8 +16726,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 32]
@@ -16742,13 +16735,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -16765,8 +16758,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 64]
@@ -16774,13 +16767,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -16797,8 +16790,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 96]
@@ -16806,13 +16799,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -16829,8 +16822,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 128]
@@ -16838,13 +16831,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -16861,8 +16854,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 160]
@@ -16870,13 +16863,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -16893,8 +16886,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 192]
@@ -16902,13 +16895,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -16925,8 +16918,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 224]
@@ -16934,13 +16927,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -16957,8 +16950,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 256]
@@ -16966,13 +16959,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -16989,8 +16982,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 288]
@@ -16998,13 +16991,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17021,8 +17014,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 320]
@@ -17030,13 +17023,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17053,8 +17046,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 352]
@@ -17062,13 +17055,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17085,8 +17078,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 384]
@@ -17094,13 +17087,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17117,8 +17110,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 416]
@@ -17126,13 +17119,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17149,8 +17142,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 448]
@@ -17158,13 +17151,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17181,8 +17174,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 480]
@@ -17190,13 +17183,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17213,8 +17206,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 512]
@@ -17222,13 +17215,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17245,8 +17238,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 544]
@@ -17254,13 +17247,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17277,8 +17270,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 576]
@@ -17286,13 +17279,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17309,8 +17302,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 608]
@@ -17318,13 +17311,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17341,8 +17334,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 640]
@@ -17350,13 +17343,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17373,8 +17366,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 672]
@@ -17382,13 +17375,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17405,8 +17398,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 704]
@@ -17414,13 +17407,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17437,8 +17430,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 736]
@@ -17446,13 +17439,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17469,8 +17462,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 768]
@@ -17478,13 +17471,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17501,8 +17494,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 800]
@@ -17510,13 +17503,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17533,8 +17526,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 832]
@@ -17542,13 +17535,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17565,8 +17558,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 864]
@@ -17574,13 +17567,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17597,8 +17590,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 896]
@@ -17606,13 +17599,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17629,8 +17622,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 928]
@@ -17638,13 +17631,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17661,8 +17654,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 960]
@@ -17670,13 +17663,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -17693,8 +17686,8 @@ kg_falcon12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm0, [r8 + 992]
@@ -17702,13 +17695,13 @@ kg_falcon12289_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm7
+    psubw        xmm0, xmm8
     movdqa       xmm3, xmm2
-    psubw        xmm3, xmm8
+    psubw        xmm3, xmm9
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm9
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
     psubw        xmm3, xmm10
     pminuw       xmm1, xmm0

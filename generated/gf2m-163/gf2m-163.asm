@@ -2270,7 +2270,7 @@ kg_gf2m163_msqr8_avx512:
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-6}, k{1-2}, rax, r11, flags
+;   clobbers: zmm{0-5}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr16_avx512.end - kg_gf2m163_msqr16_avx512)
 align 32
@@ -2292,427 +2292,426 @@ kg_gf2m163_msqr16_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm0{k1}, ymm0, ymm1
-    vmovdqu64    ymm1, [rel gf2m_zero4]
-    vpsllq       ymm2, ymm0, 63
-    vpcmpgtq     k2, ymm1, ymm2
+    vpsllq       ymm1, ymm0, 63
+    vpsraq       ymm1, ymm1, 63
+    vpsllq       ymm2, ymm0, 62
+    vpsraq       ymm2, ymm2, 63
     lea          rax, [rel gf2m_sq16_map + 128]      ; addresses gf2m_sq16_map near byte 0
-    vpxorq       ymm2{k2}{z}, ymm1, [rax - 128]
-    vpxorq       ymm3{k2}{z}, ymm1, [rax - 96]
-    vpxorq       ymm4{k2}{z}, ymm1, [rax - 64]
-    vpxorq       ymm5{k2}{z}, ymm1, [rax - 32]
-    vpsllq       ymm6, ymm0, 62
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 61
-    vpcmpgtq     k2, ymm1, ymm6
+    vpandq       ymm3, ymm2, [rax]
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpandq       ymm4, ymm2, [rax + 32]
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpandq       ymm5, ymm2, [rax + 64]
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpandq       ymm2, ymm2, [rax + 96]
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 61
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 384]      ; addresses gf2m_sq16_map near byte 256
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 60
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 59
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 60
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 59
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 640]      ; addresses gf2m_sq16_map near byte 512
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 58
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 57
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 58
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 57
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 896]      ; addresses gf2m_sq16_map near byte 768
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 56
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 55
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 56
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 55
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 1152]     ; addresses gf2m_sq16_map near byte 1024
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 54
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 53
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 54
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 53
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 1408]     ; addresses gf2m_sq16_map near byte 1280
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 52
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 51
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 52
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 51
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 1664]     ; addresses gf2m_sq16_map near byte 1536
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 50
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 49
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 50
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 49
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 1920]     ; addresses gf2m_sq16_map near byte 1792
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 48
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 47
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 48
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 47
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 2176]     ; addresses gf2m_sq16_map near byte 2048
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 46
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 45
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 46
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 45
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 2432]     ; addresses gf2m_sq16_map near byte 2304
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 44
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 43
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 44
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 43
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 2688]     ; addresses gf2m_sq16_map near byte 2560
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 42
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 41
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 42
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 41
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 2944]     ; addresses gf2m_sq16_map near byte 2816
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 40
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 39
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 40
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 39
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 3200]     ; addresses gf2m_sq16_map near byte 3072
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 38
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 37
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 38
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 37
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 3456]     ; addresses gf2m_sq16_map near byte 3328
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 36
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 35
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 36
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 35
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 3712]     ; addresses gf2m_sq16_map near byte 3584
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 34
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 33
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 34
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 33
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 3968]     ; addresses gf2m_sq16_map near byte 3840
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 32
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 31
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 32
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 31
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 4224]     ; addresses gf2m_sq16_map near byte 4096
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 30
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 29
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 30
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 29
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 4480]     ; addresses gf2m_sq16_map near byte 4352
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 28
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 27
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 28
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 27
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 4736]     ; addresses gf2m_sq16_map near byte 4608
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 26
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 25
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 26
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 25
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 4992]     ; addresses gf2m_sq16_map near byte 4864
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 24
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 23
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 24
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 23
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 5248]     ; addresses gf2m_sq16_map near byte 5120
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 22
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 21
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 22
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 21
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 5504]     ; addresses gf2m_sq16_map near byte 5376
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 20
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 19
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 20
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 19
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 5760]     ; addresses gf2m_sq16_map near byte 5632
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 18
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 17
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 18
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 17
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 6016]     ; addresses gf2m_sq16_map near byte 5888
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 16
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 15
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 16
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 15
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 6272]     ; addresses gf2m_sq16_map near byte 6144
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 14
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 13
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 14
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 13
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 6528]     ; addresses gf2m_sq16_map near byte 6400
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 12
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 11
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 12
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 11
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 6784]     ; addresses gf2m_sq16_map near byte 6656
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 10
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 9
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 10
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 9
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 7040]     ; addresses gf2m_sq16_map near byte 6912
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 8
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 7
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 8
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 7
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 7296]     ; addresses gf2m_sq16_map near byte 7168
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 6
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 5
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 6
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 5
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 7552]     ; addresses gf2m_sq16_map near byte 7424
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 4
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 3
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 4
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 3
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 7808]     ; addresses gf2m_sq16_map near byte 7680
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 2
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 1
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 2
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 1
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 8064]     ; addresses gf2m_sq16_map near byte 7936
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpcmpgtq     k2, ymm1, ymm0
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpermq       ymm0, ymm3, 147
-    vpermq       ymm1, ymm4, 78
-    vpermq       ymm3, ymm5, 57
-    vpternlogq   ymm0, ymm2, ymm1, 150
-    vpxorq       ymm0, ymm0, ymm3
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm3, ymm0, [rax], 120
+    vpternlogq   ymm4, ymm0, [rax + 32], 120
+    vpternlogq   ymm5, ymm0, [rax + 64], 120
+    vpternlogq   ymm2, ymm0, [rax + 96], 120
+    vpermq       ymm0, ymm4, 147
+    vpermq       ymm1, ymm5, 78
+    vpermq       ymm2, ymm2, 57
+    vpternlogq   ymm3, ymm0, ymm1, 150
+    vpxorq       ymm0, ymm3, ymm2
     vextracti64x2 xmm1, ymm0, 0
     vextracti64x2 xmm0, ymm0, 1
     vmovdqu64    [rdi], xmm1
@@ -3267,7 +3266,7 @@ kg_gf2m163_ladder_step2_avx512:
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-13}, k{1-2}, rax, r11, flags
+;   clobbers: zmm{0-13}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_inv_avx512.end - kg_gf2m163_inv_avx512)
 align 32
@@ -3537,427 +3536,426 @@ kg_gf2m163_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm4{k1}, ymm4, ymm5
-    vmovdqu64    ymm5, [rel gf2m_zero4]
-    vpsllq       ymm6, ymm4, 63
-    vpcmpgtq     k2, ymm5, ymm6
+    vpsllq       ymm5, ymm4, 63
+    vpsraq       ymm5, ymm5, 63
+    vpsllq       ymm6, ymm4, 62
+    vpsraq       ymm6, ymm6, 63
     lea          rax, [rel gf2m_sq10_map + 128]      ; addresses gf2m_sq10_map near byte 0
-    vpxorq       ymm6{k2}{z}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}{z}, ymm5, [rax - 96]
-    vpxorq       ymm8{k2}{z}, ymm5, [rax - 64]
-    vpxorq       ymm9{k2}{z}, ymm5, [rax - 32]
-    vpsllq       ymm10, ymm4, 62
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 61
-    vpcmpgtq     k2, ymm5, ymm10
+    vpandq       ymm7, ymm6, [rax]
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpandq       ymm8, ymm6, [rax + 32]
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpandq       ymm9, ymm6, [rax + 64]
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpandq       ymm6, ymm6, [rax + 96]
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 61
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 384]      ; addresses gf2m_sq10_map near byte 256
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 60
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 59
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 60
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 59
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 640]      ; addresses gf2m_sq10_map near byte 512
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 58
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 57
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 58
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 57
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 896]      ; addresses gf2m_sq10_map near byte 768
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 56
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 55
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 56
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 55
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 1152]     ; addresses gf2m_sq10_map near byte 1024
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 54
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 53
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 54
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 53
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 1408]     ; addresses gf2m_sq10_map near byte 1280
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 52
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 51
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 52
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 51
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 1664]     ; addresses gf2m_sq10_map near byte 1536
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 50
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 49
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 50
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 49
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 1920]     ; addresses gf2m_sq10_map near byte 1792
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 48
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 47
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 48
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 47
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 2176]     ; addresses gf2m_sq10_map near byte 2048
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 46
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 45
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 46
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 45
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 2432]     ; addresses gf2m_sq10_map near byte 2304
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 44
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 43
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 44
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 43
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 2688]     ; addresses gf2m_sq10_map near byte 2560
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 42
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 41
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 42
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 41
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 2944]     ; addresses gf2m_sq10_map near byte 2816
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 40
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 39
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 40
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 39
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 3200]     ; addresses gf2m_sq10_map near byte 3072
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 38
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 37
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 38
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 37
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 3456]     ; addresses gf2m_sq10_map near byte 3328
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 36
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 35
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 36
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 35
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 3712]     ; addresses gf2m_sq10_map near byte 3584
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 34
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 33
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 34
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 33
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 3968]     ; addresses gf2m_sq10_map near byte 3840
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 32
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 31
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 32
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 31
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 4224]     ; addresses gf2m_sq10_map near byte 4096
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 30
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 29
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 30
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 29
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 4480]     ; addresses gf2m_sq10_map near byte 4352
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 28
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 27
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 28
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 27
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 4736]     ; addresses gf2m_sq10_map near byte 4608
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 26
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 25
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 26
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 25
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 4992]     ; addresses gf2m_sq10_map near byte 4864
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 24
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 23
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 24
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 23
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 5248]     ; addresses gf2m_sq10_map near byte 5120
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 22
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 21
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 22
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 21
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 5504]     ; addresses gf2m_sq10_map near byte 5376
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 20
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 19
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 20
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 19
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 5760]     ; addresses gf2m_sq10_map near byte 5632
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 18
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 17
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 18
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 17
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 6016]     ; addresses gf2m_sq10_map near byte 5888
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 16
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 15
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 16
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 15
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 6272]     ; addresses gf2m_sq10_map near byte 6144
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 14
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 13
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 14
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 13
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 6528]     ; addresses gf2m_sq10_map near byte 6400
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 12
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 11
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 12
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 11
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 6784]     ; addresses gf2m_sq10_map near byte 6656
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 10
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 9
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 10
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 9
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 7040]     ; addresses gf2m_sq10_map near byte 6912
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 8
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 7
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 8
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 7
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 7296]     ; addresses gf2m_sq10_map near byte 7168
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 6
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 5
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 6
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 5
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 7552]     ; addresses gf2m_sq10_map near byte 7424
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 4
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 3
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 4
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 3
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 7808]     ; addresses gf2m_sq10_map near byte 7680
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 2
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 1
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 2
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 1
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq10_map + 8064]     ; addresses gf2m_sq10_map near byte 7936
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpcmpgtq     k2, ymm5, ymm4
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpermq       ymm4, ymm7, 147
-    vpermq       ymm5, ymm8, 78
-    vpermq       ymm7, ymm9, 57
-    vpternlogq   ymm4, ymm6, ymm5, 150
-    vpxorq       ymm4, ymm4, ymm7
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsraq       ymm4, ymm4, 63
+    vpternlogq   ymm7, ymm4, [rax], 120
+    vpternlogq   ymm8, ymm4, [rax + 32], 120
+    vpternlogq   ymm9, ymm4, [rax + 64], 120
+    vpternlogq   ymm6, ymm4, [rax + 96], 120
+    vpermq       ymm4, ymm8, 147
+    vpermq       ymm5, ymm9, 78
+    vpermq       ymm6, ymm6, 57
+    vpternlogq   ymm7, ymm4, ymm5, 150
+    vpxorq       ymm4, ymm7, ymm6
     vextracti64x2 xmm5, ymm4, 0
     vextracti64x2 xmm4, ymm4, 1
     vpclmulqdq   xmm6, xmm5, xmm2, 0
@@ -4010,427 +4008,426 @@ kg_gf2m163_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm4{k1}, ymm4, ymm5
-    vmovdqu64    ymm5, [rel gf2m_zero4]
-    vpsllq       ymm6, ymm4, 63
-    vpcmpgtq     k2, ymm5, ymm6
+    vpsllq       ymm5, ymm4, 63
+    vpsraq       ymm5, ymm5, 63
+    vpsllq       ymm6, ymm4, 62
+    vpsraq       ymm6, ymm6, 63
     lea          rax, [rel gf2m_sq20_map + 128]      ; addresses gf2m_sq20_map near byte 0
-    vpxorq       ymm6{k2}{z}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}{z}, ymm5, [rax - 96]
-    vpxorq       ymm8{k2}{z}, ymm5, [rax - 64]
-    vpxorq       ymm9{k2}{z}, ymm5, [rax - 32]
-    vpsllq       ymm10, ymm4, 62
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 61
-    vpcmpgtq     k2, ymm5, ymm10
+    vpandq       ymm7, ymm6, [rax]
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpandq       ymm8, ymm6, [rax + 32]
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpandq       ymm9, ymm6, [rax + 64]
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpandq       ymm6, ymm6, [rax + 96]
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 61
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 384]      ; addresses gf2m_sq20_map near byte 256
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 60
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 59
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 60
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 59
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 640]      ; addresses gf2m_sq20_map near byte 512
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 58
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 57
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 58
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 57
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 896]      ; addresses gf2m_sq20_map near byte 768
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 56
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 55
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 56
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 55
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 1152]     ; addresses gf2m_sq20_map near byte 1024
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 54
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 53
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 54
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 53
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 1408]     ; addresses gf2m_sq20_map near byte 1280
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 52
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 51
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 52
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 51
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 1664]     ; addresses gf2m_sq20_map near byte 1536
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 50
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 49
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 50
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 49
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 1920]     ; addresses gf2m_sq20_map near byte 1792
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 48
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 47
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 48
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 47
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 2176]     ; addresses gf2m_sq20_map near byte 2048
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 46
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 45
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 46
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 45
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 2432]     ; addresses gf2m_sq20_map near byte 2304
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 44
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 43
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 44
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 43
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 2688]     ; addresses gf2m_sq20_map near byte 2560
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 42
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 41
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 42
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 41
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 2944]     ; addresses gf2m_sq20_map near byte 2816
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 40
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 39
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 40
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 39
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 3200]     ; addresses gf2m_sq20_map near byte 3072
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 38
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 37
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 38
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 37
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 3456]     ; addresses gf2m_sq20_map near byte 3328
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 36
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 35
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 36
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 35
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 3712]     ; addresses gf2m_sq20_map near byte 3584
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 34
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 33
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 34
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 33
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 3968]     ; addresses gf2m_sq20_map near byte 3840
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 32
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 31
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 32
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 31
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 4224]     ; addresses gf2m_sq20_map near byte 4096
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 30
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 29
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 30
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 29
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 4480]     ; addresses gf2m_sq20_map near byte 4352
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 28
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 27
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 28
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 27
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 4736]     ; addresses gf2m_sq20_map near byte 4608
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 26
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 25
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 26
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 25
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 4992]     ; addresses gf2m_sq20_map near byte 4864
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 24
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 23
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 24
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 23
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 5248]     ; addresses gf2m_sq20_map near byte 5120
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 22
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 21
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 22
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 21
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 5504]     ; addresses gf2m_sq20_map near byte 5376
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 20
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 19
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 20
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 19
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 5760]     ; addresses gf2m_sq20_map near byte 5632
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 18
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 17
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 18
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 17
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 6016]     ; addresses gf2m_sq20_map near byte 5888
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 16
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 15
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 16
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 15
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 6272]     ; addresses gf2m_sq20_map near byte 6144
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 14
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 13
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 14
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 13
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 6528]     ; addresses gf2m_sq20_map near byte 6400
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 12
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 11
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 12
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 11
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 6784]     ; addresses gf2m_sq20_map near byte 6656
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 10
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 9
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 10
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 9
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 7040]     ; addresses gf2m_sq20_map near byte 6912
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 8
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 7
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 8
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 7
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 7296]     ; addresses gf2m_sq20_map near byte 7168
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 6
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 5
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 6
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 5
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 7552]     ; addresses gf2m_sq20_map near byte 7424
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 4
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 3
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 4
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 3
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 7808]     ; addresses gf2m_sq20_map near byte 7680
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 2
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 1
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 2
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 1
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq20_map + 8064]     ; addresses gf2m_sq20_map near byte 7936
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpcmpgtq     k2, ymm5, ymm4
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpermq       ymm4, ymm7, 147
-    vpermq       ymm5, ymm8, 78
-    vpermq       ymm7, ymm9, 57
-    vpternlogq   ymm4, ymm6, ymm5, 150
-    vpxorq       ymm4, ymm4, ymm7
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsraq       ymm4, ymm4, 63
+    vpternlogq   ymm7, ymm4, [rax], 120
+    vpternlogq   ymm8, ymm4, [rax + 32], 120
+    vpternlogq   ymm9, ymm4, [rax + 64], 120
+    vpternlogq   ymm6, ymm4, [rax + 96], 120
+    vpermq       ymm4, ymm8, 147
+    vpermq       ymm5, ymm9, 78
+    vpermq       ymm6, ymm6, 57
+    vpternlogq   ymm7, ymm4, ymm5, 150
+    vpxorq       ymm4, ymm7, ymm6
     vextracti64x2 xmm5, ymm4, 0
     vextracti64x2 xmm4, ymm4, 1
     vpclmulqdq   xmm6, xmm5, xmm2, 0
@@ -4483,427 +4480,426 @@ kg_gf2m163_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm4{k1}, ymm4, ymm5
-    vmovdqu64    ymm5, [rel gf2m_zero4]
-    vpsllq       ymm6, ymm4, 63
-    vpcmpgtq     k2, ymm5, ymm6
+    vpsllq       ymm5, ymm4, 63
+    vpsraq       ymm5, ymm5, 63
+    vpsllq       ymm6, ymm4, 62
+    vpsraq       ymm6, ymm6, 63
     lea          rax, [rel gf2m_sq40_map + 128]      ; addresses gf2m_sq40_map near byte 0
-    vpxorq       ymm6{k2}{z}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}{z}, ymm5, [rax - 96]
-    vpxorq       ymm8{k2}{z}, ymm5, [rax - 64]
-    vpxorq       ymm9{k2}{z}, ymm5, [rax - 32]
-    vpsllq       ymm10, ymm4, 62
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 61
-    vpcmpgtq     k2, ymm5, ymm10
+    vpandq       ymm7, ymm6, [rax]
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpandq       ymm8, ymm6, [rax + 32]
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpandq       ymm9, ymm6, [rax + 64]
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpandq       ymm6, ymm6, [rax + 96]
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 61
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 384]      ; addresses gf2m_sq40_map near byte 256
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 60
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 59
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 60
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 59
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 640]      ; addresses gf2m_sq40_map near byte 512
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 58
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 57
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 58
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 57
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 896]      ; addresses gf2m_sq40_map near byte 768
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 56
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 55
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 56
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 55
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 1152]     ; addresses gf2m_sq40_map near byte 1024
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 54
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 53
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 54
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 53
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 1408]     ; addresses gf2m_sq40_map near byte 1280
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 52
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 51
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 52
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 51
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 1664]     ; addresses gf2m_sq40_map near byte 1536
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 50
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 49
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 50
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 49
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 1920]     ; addresses gf2m_sq40_map near byte 1792
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 48
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 47
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 48
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 47
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 2176]     ; addresses gf2m_sq40_map near byte 2048
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 46
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 45
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 46
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 45
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 2432]     ; addresses gf2m_sq40_map near byte 2304
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 44
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 43
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 44
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 43
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 2688]     ; addresses gf2m_sq40_map near byte 2560
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 42
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 41
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 42
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 41
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 2944]     ; addresses gf2m_sq40_map near byte 2816
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 40
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 39
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 40
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 39
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 3200]     ; addresses gf2m_sq40_map near byte 3072
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 38
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 37
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 38
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 37
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 3456]     ; addresses gf2m_sq40_map near byte 3328
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 36
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 35
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 36
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 35
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 3712]     ; addresses gf2m_sq40_map near byte 3584
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 34
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 33
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 34
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 33
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 3968]     ; addresses gf2m_sq40_map near byte 3840
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 32
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 31
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 32
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 31
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 4224]     ; addresses gf2m_sq40_map near byte 4096
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 30
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 29
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 30
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 29
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 4480]     ; addresses gf2m_sq40_map near byte 4352
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 28
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 27
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 28
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 27
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 4736]     ; addresses gf2m_sq40_map near byte 4608
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 26
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 25
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 26
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 25
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 4992]     ; addresses gf2m_sq40_map near byte 4864
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 24
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 23
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 24
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 23
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 5248]     ; addresses gf2m_sq40_map near byte 5120
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 22
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 21
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 22
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 21
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 5504]     ; addresses gf2m_sq40_map near byte 5376
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 20
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 19
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 20
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 19
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 5760]     ; addresses gf2m_sq40_map near byte 5632
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 18
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 17
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 18
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 17
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 6016]     ; addresses gf2m_sq40_map near byte 5888
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 16
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 15
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 16
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 15
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 6272]     ; addresses gf2m_sq40_map near byte 6144
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 14
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 13
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 14
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 13
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 6528]     ; addresses gf2m_sq40_map near byte 6400
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 12
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 11
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 12
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 11
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 6784]     ; addresses gf2m_sq40_map near byte 6656
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 10
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 9
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 10
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 9
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 7040]     ; addresses gf2m_sq40_map near byte 6912
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 8
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 7
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 8
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 7
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 7296]     ; addresses gf2m_sq40_map near byte 7168
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 6
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 5
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 6
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 5
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 7552]     ; addresses gf2m_sq40_map near byte 7424
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 4
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 3
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 4
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 3
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 7808]     ; addresses gf2m_sq40_map near byte 7680
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm4, 2
-    vpcmpgtq     k2, ymm5, ymm10
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm4, 1
-    vpcmpgtq     k2, ymm5, ymm10
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsllq       ymm5, ymm4, 2
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm7, ymm5, [rax], 120
+    vpternlogq   ymm8, ymm5, [rax + 32], 120
+    vpternlogq   ymm9, ymm5, [rax + 64], 120
+    vpternlogq   ymm6, ymm5, [rax + 96], 120
+    vpsllq       ymm5, ymm4, 1
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq40_map + 8064]     ; addresses gf2m_sq40_map near byte 7936
-    vpxorq       ymm6{k2}, ymm6, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpcmpgtq     k2, ymm5, ymm4
-    vpxorq       ymm6{k2}, ymm6, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpermq       ymm4, ymm7, 147
-    vpermq       ymm5, ymm8, 78
-    vpermq       ymm7, ymm9, 57
-    vpternlogq   ymm4, ymm6, ymm5, 150
-    vpxorq       ymm4, ymm4, ymm7
+    vpternlogq   ymm7, ymm5, [rax - 128], 120
+    vpternlogq   ymm8, ymm5, [rax - 96], 120
+    vpternlogq   ymm9, ymm5, [rax - 64], 120
+    vpternlogq   ymm6, ymm5, [rax - 32], 120
+    vpsraq       ymm4, ymm4, 63
+    vpternlogq   ymm7, ymm4, [rax], 120
+    vpternlogq   ymm8, ymm4, [rax + 32], 120
+    vpternlogq   ymm9, ymm4, [rax + 64], 120
+    vpternlogq   ymm6, ymm4, [rax + 96], 120
+    vpermq       ymm4, ymm8, 147
+    vpermq       ymm5, ymm9, 78
+    vpermq       ymm6, ymm6, 57
+    vpternlogq   ymm7, ymm4, ymm5, 150
+    vpxorq       ymm4, ymm7, ymm6
     vextracti64x2 xmm5, ymm4, 0
     vextracti64x2 xmm4, ymm4, 1
     vpclmulqdq   xmm6, xmm5, xmm2, 0
@@ -4998,427 +4994,426 @@ kg_gf2m163_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm2{k1}, ymm2, ymm3
-    vmovdqu64    ymm3, [rel gf2m_zero4]
-    vpsllq       ymm4, ymm2, 63
-    vpcmpgtq     k2, ymm3, ymm4
+    vpsllq       ymm3, ymm2, 63
+    vpsraq       ymm3, ymm3, 63
+    vpsllq       ymm4, ymm2, 62
+    vpsraq       ymm4, ymm4, 63
     lea          rax, [rel gf2m_sq81_map + 128]      ; addresses gf2m_sq81_map near byte 0
-    vpxorq       ymm4{k2}{z}, ymm3, [rax - 128]
-    vpxorq       ymm5{k2}{z}, ymm3, [rax - 96]
-    vpxorq       ymm6{k2}{z}, ymm3, [rax - 64]
-    vpxorq       ymm7{k2}{z}, ymm3, [rax - 32]
-    vpsllq       ymm8, ymm2, 62
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 61
-    vpcmpgtq     k2, ymm3, ymm8
+    vpandq       ymm5, ymm4, [rax]
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpandq       ymm6, ymm4, [rax + 32]
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpandq       ymm7, ymm4, [rax + 64]
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpandq       ymm4, ymm4, [rax + 96]
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 61
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 384]      ; addresses gf2m_sq81_map near byte 256
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 60
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 59
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 60
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 59
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 640]      ; addresses gf2m_sq81_map near byte 512
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 58
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 57
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 58
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 57
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 896]      ; addresses gf2m_sq81_map near byte 768
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 56
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 55
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 56
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 55
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 1152]     ; addresses gf2m_sq81_map near byte 1024
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 54
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 53
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 54
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 53
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 1408]     ; addresses gf2m_sq81_map near byte 1280
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 52
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 51
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 52
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 51
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 1664]     ; addresses gf2m_sq81_map near byte 1536
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 50
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 49
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 50
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 49
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 1920]     ; addresses gf2m_sq81_map near byte 1792
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 48
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 47
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 48
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 47
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 2176]     ; addresses gf2m_sq81_map near byte 2048
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 46
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 45
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 46
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 45
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 2432]     ; addresses gf2m_sq81_map near byte 2304
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 44
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 43
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 44
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 43
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 2688]     ; addresses gf2m_sq81_map near byte 2560
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 42
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 41
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 42
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 41
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 2944]     ; addresses gf2m_sq81_map near byte 2816
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 40
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 39
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 40
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 39
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 3200]     ; addresses gf2m_sq81_map near byte 3072
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 38
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 37
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 38
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 37
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 3456]     ; addresses gf2m_sq81_map near byte 3328
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 36
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 35
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 36
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 35
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 3712]     ; addresses gf2m_sq81_map near byte 3584
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 34
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 33
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 34
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 33
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 3968]     ; addresses gf2m_sq81_map near byte 3840
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 32
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 31
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 32
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 31
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 4224]     ; addresses gf2m_sq81_map near byte 4096
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 30
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 29
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 30
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 29
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 4480]     ; addresses gf2m_sq81_map near byte 4352
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 28
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 27
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 28
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 27
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 4736]     ; addresses gf2m_sq81_map near byte 4608
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 26
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 25
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 26
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 25
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 4992]     ; addresses gf2m_sq81_map near byte 4864
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 24
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 23
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 24
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 23
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 5248]     ; addresses gf2m_sq81_map near byte 5120
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 22
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 21
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 22
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 21
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 5504]     ; addresses gf2m_sq81_map near byte 5376
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 20
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 19
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 20
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 19
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 5760]     ; addresses gf2m_sq81_map near byte 5632
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 18
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 17
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 18
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 17
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 6016]     ; addresses gf2m_sq81_map near byte 5888
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 16
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 15
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 16
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 15
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 6272]     ; addresses gf2m_sq81_map near byte 6144
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 14
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 13
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 14
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 13
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 6528]     ; addresses gf2m_sq81_map near byte 6400
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 12
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 11
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 12
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 11
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 6784]     ; addresses gf2m_sq81_map near byte 6656
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 10
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 9
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 10
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 9
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 7040]     ; addresses gf2m_sq81_map near byte 6912
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 8
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 7
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 8
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 7
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 7296]     ; addresses gf2m_sq81_map near byte 7168
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 6
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 5
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 6
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 5
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 7552]     ; addresses gf2m_sq81_map near byte 7424
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 4
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 3
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 4
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 3
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 7808]     ; addresses gf2m_sq81_map near byte 7680
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm2, 2
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm2, 1
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 2
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 1
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq81_map + 8064]     ; addresses gf2m_sq81_map near byte 7936
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpcmpgtq     k2, ymm3, ymm2
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpermq       ymm2, ymm5, 147
-    vpermq       ymm3, ymm6, 78
-    vpermq       ymm5, ymm7, 57
-    vpternlogq   ymm2, ymm4, ymm3, 150
-    vpxorq       ymm2, ymm2, ymm5
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm5, ymm2, [rax], 120
+    vpternlogq   ymm6, ymm2, [rax + 32], 120
+    vpternlogq   ymm7, ymm2, [rax + 64], 120
+    vpternlogq   ymm4, ymm2, [rax + 96], 120
+    vpermq       ymm2, ymm6, 147
+    vpermq       ymm3, ymm7, 78
+    vpermq       ymm4, ymm4, 57
+    vpternlogq   ymm5, ymm2, ymm3, 150
+    vpxorq       ymm2, ymm5, ymm4
     vextracti64x2 xmm3, ymm2, 0
     vextracti64x2 xmm2, ymm2, 1
     vpclmulqdq   xmm4, xmm3, xmm0, 0
@@ -7768,7 +7763,7 @@ kg_gf2m163_ladder_step2_avx2:
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX, AVX2, PCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: ymm{0-13}, rax, flags
+;   clobbers: ymm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_inv_avx2.end - kg_gf2m163_inv_avx2)
 align 32
@@ -7776,6 +7771,7 @@ kg_gf2m163_inv_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm12, [rel gf2m_g_1920000000]      ; held in a register: read 90 times
     vmovdqu      xmm13, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 30 times
+    vmovdqu      ymm14, [rel gf2m_zero4]             ; held in a register: read 6 times
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vpclmulqdq   xmm2, xmm1, xmm1, 0
@@ -8257,18 +8253,16 @@ kg_gf2m163_inv_avx2:
     vpbroadcastq ymm6, xmm8
     vpblendd     ymm3, ymm5, ymm3, 12
     vpblendd     ymm3, ymm3, ymm6, 48
-    vmovdqu      ymm5, [rel gf2m_zero4]
-    vpblendd     ymm3, ymm3, ymm5, 192
-    vmovdqu      ymm5, [rel gf2m_zero4]
+    vpblendd     ymm3, ymm3, ymm14, 192
     vpsllq       ymm6, ymm3, 63
-    vpcmpgtq     ymm6, ymm5, ymm6
+    vpcmpgtq     ymm6, ymm14, ymm6
     lea          rax, [rel gf2m_sq20_map + 128]      ; addresses gf2m_sq20_map near byte 0
     vpand        ymm7, ymm6, [rax - 128]
     vpand        ymm8, ymm6, [rax - 96]
     vpand        ymm9, ymm6, [rax - 64]
     vpand        ymm6, ymm6, [rax - 32]
     vpsllq       ymm10, ymm3, 62
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8278,7 +8272,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 61
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 384]      ; addresses gf2m_sq20_map near byte 256
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8289,7 +8283,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 60
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8299,7 +8293,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 59
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 640]      ; addresses gf2m_sq20_map near byte 512
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8310,7 +8304,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 58
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8320,7 +8314,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 57
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 896]      ; addresses gf2m_sq20_map near byte 768
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8331,7 +8325,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 56
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8341,7 +8335,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 55
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 1152]     ; addresses gf2m_sq20_map near byte 1024
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8352,7 +8346,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 54
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8362,7 +8356,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 53
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 1408]     ; addresses gf2m_sq20_map near byte 1280
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8373,7 +8367,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 52
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8383,7 +8377,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 51
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 1664]     ; addresses gf2m_sq20_map near byte 1536
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8394,7 +8388,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 50
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8404,7 +8398,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 49
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 1920]     ; addresses gf2m_sq20_map near byte 1792
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8415,7 +8409,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 48
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8425,7 +8419,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 47
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 2176]     ; addresses gf2m_sq20_map near byte 2048
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8436,7 +8430,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 46
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8446,7 +8440,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 45
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 2432]     ; addresses gf2m_sq20_map near byte 2304
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8457,7 +8451,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 44
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8467,7 +8461,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 43
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 2688]     ; addresses gf2m_sq20_map near byte 2560
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8478,7 +8472,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 42
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8488,7 +8482,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 41
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 2944]     ; addresses gf2m_sq20_map near byte 2816
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8499,7 +8493,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 40
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8509,7 +8503,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 39
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 3200]     ; addresses gf2m_sq20_map near byte 3072
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8520,7 +8514,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 38
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8530,7 +8524,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 37
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 3456]     ; addresses gf2m_sq20_map near byte 3328
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8541,7 +8535,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 36
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8551,7 +8545,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 35
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 3712]     ; addresses gf2m_sq20_map near byte 3584
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8562,7 +8556,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 34
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8572,7 +8566,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 33
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 3968]     ; addresses gf2m_sq20_map near byte 3840
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8583,7 +8577,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 32
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8593,7 +8587,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 31
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 4224]     ; addresses gf2m_sq20_map near byte 4096
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8604,7 +8598,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 30
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8614,7 +8608,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 29
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 4480]     ; addresses gf2m_sq20_map near byte 4352
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8625,7 +8619,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 28
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8635,7 +8629,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 27
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 4736]     ; addresses gf2m_sq20_map near byte 4608
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8646,7 +8640,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 26
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8656,7 +8650,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 25
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 4992]     ; addresses gf2m_sq20_map near byte 4864
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8667,7 +8661,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 24
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8677,7 +8671,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 23
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 5248]     ; addresses gf2m_sq20_map near byte 5120
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8688,7 +8682,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 22
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8698,7 +8692,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 21
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 5504]     ; addresses gf2m_sq20_map near byte 5376
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8709,7 +8703,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 20
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8719,7 +8713,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 19
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 5760]     ; addresses gf2m_sq20_map near byte 5632
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8730,7 +8724,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 18
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8740,7 +8734,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 17
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 6016]     ; addresses gf2m_sq20_map near byte 5888
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8751,7 +8745,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 16
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8761,7 +8755,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 15
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 6272]     ; addresses gf2m_sq20_map near byte 6144
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8772,7 +8766,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 14
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8782,7 +8776,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 13
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 6528]     ; addresses gf2m_sq20_map near byte 6400
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8793,7 +8787,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 12
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8803,7 +8797,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 11
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 6784]     ; addresses gf2m_sq20_map near byte 6656
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8814,7 +8808,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 10
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8824,7 +8818,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 9
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 7040]     ; addresses gf2m_sq20_map near byte 6912
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8835,7 +8829,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 8
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8845,7 +8839,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 7
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 7296]     ; addresses gf2m_sq20_map near byte 7168
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8856,7 +8850,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 6
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8866,7 +8860,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 5
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 7552]     ; addresses gf2m_sq20_map near byte 7424
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8877,7 +8871,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 4
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8887,7 +8881,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 3
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 7808]     ; addresses gf2m_sq20_map near byte 7680
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8898,7 +8892,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 2
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -8908,7 +8902,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm3, 1
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq20_map + 8064]     ; addresses gf2m_sq20_map near byte 7936
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -8918,7 +8912,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
-    vpcmpgtq     ymm3, ymm5, ymm3
+    vpcmpgtq     ymm3, ymm14, ymm3
     vpand        ymm5, ymm3, [rax]
     vpxor        ymm5, ymm7, ymm5
     vpand        ymm7, ymm3, [rax + 32]
@@ -8982,18 +8976,16 @@ kg_gf2m163_inv_avx2:
     vpbroadcastq ymm6, xmm8
     vpblendd     ymm4, ymm5, ymm4, 12
     vpblendd     ymm4, ymm4, ymm6, 48
-    vmovdqu      ymm5, [rel gf2m_zero4]
-    vpblendd     ymm4, ymm4, ymm5, 192
-    vmovdqu      ymm5, [rel gf2m_zero4]
+    vpblendd     ymm4, ymm4, ymm14, 192
     vpsllq       ymm6, ymm4, 63
-    vpcmpgtq     ymm6, ymm5, ymm6
+    vpcmpgtq     ymm6, ymm14, ymm6
     lea          rax, [rel gf2m_sq40_map + 128]      ; addresses gf2m_sq40_map near byte 0
     vpand        ymm7, ymm6, [rax - 128]
     vpand        ymm8, ymm6, [rax - 96]
     vpand        ymm9, ymm6, [rax - 64]
     vpand        ymm6, ymm6, [rax - 32]
     vpsllq       ymm10, ymm4, 62
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9003,7 +8995,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 61
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 384]      ; addresses gf2m_sq40_map near byte 256
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9014,7 +9006,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 60
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9024,7 +9016,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 59
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 640]      ; addresses gf2m_sq40_map near byte 512
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9035,7 +9027,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 58
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9045,7 +9037,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 57
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 896]      ; addresses gf2m_sq40_map near byte 768
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9056,7 +9048,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 56
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9066,7 +9058,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 55
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 1152]     ; addresses gf2m_sq40_map near byte 1024
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9077,7 +9069,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 54
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9087,7 +9079,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 53
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 1408]     ; addresses gf2m_sq40_map near byte 1280
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9098,7 +9090,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 52
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9108,7 +9100,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 51
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 1664]     ; addresses gf2m_sq40_map near byte 1536
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9119,7 +9111,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 50
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9129,7 +9121,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 49
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 1920]     ; addresses gf2m_sq40_map near byte 1792
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9140,7 +9132,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 48
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9150,7 +9142,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 47
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 2176]     ; addresses gf2m_sq40_map near byte 2048
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9161,7 +9153,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 46
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9171,7 +9163,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 45
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 2432]     ; addresses gf2m_sq40_map near byte 2304
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9182,7 +9174,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 44
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9192,7 +9184,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 43
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 2688]     ; addresses gf2m_sq40_map near byte 2560
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9203,7 +9195,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 42
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9213,7 +9205,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 41
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 2944]     ; addresses gf2m_sq40_map near byte 2816
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9224,7 +9216,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 40
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9234,7 +9226,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 39
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 3200]     ; addresses gf2m_sq40_map near byte 3072
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9245,7 +9237,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 38
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9255,7 +9247,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 37
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 3456]     ; addresses gf2m_sq40_map near byte 3328
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9266,7 +9258,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 36
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9276,7 +9268,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 35
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 3712]     ; addresses gf2m_sq40_map near byte 3584
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9287,7 +9279,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 34
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9297,7 +9289,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 33
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 3968]     ; addresses gf2m_sq40_map near byte 3840
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9308,7 +9300,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 32
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9318,7 +9310,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 31
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 4224]     ; addresses gf2m_sq40_map near byte 4096
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9329,7 +9321,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 30
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9339,7 +9331,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 29
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 4480]     ; addresses gf2m_sq40_map near byte 4352
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9350,7 +9342,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 28
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9360,7 +9352,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 27
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 4736]     ; addresses gf2m_sq40_map near byte 4608
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9371,7 +9363,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 26
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9381,7 +9373,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 25
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 4992]     ; addresses gf2m_sq40_map near byte 4864
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9392,7 +9384,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 24
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9402,7 +9394,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 23
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 5248]     ; addresses gf2m_sq40_map near byte 5120
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9413,7 +9405,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 22
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9423,7 +9415,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 21
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 5504]     ; addresses gf2m_sq40_map near byte 5376
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9434,7 +9426,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 20
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9444,7 +9436,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 19
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 5760]     ; addresses gf2m_sq40_map near byte 5632
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9455,7 +9447,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 18
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9465,7 +9457,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 17
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 6016]     ; addresses gf2m_sq40_map near byte 5888
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9476,7 +9468,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 16
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9486,7 +9478,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 15
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 6272]     ; addresses gf2m_sq40_map near byte 6144
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9497,7 +9489,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 14
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9507,7 +9499,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 13
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 6528]     ; addresses gf2m_sq40_map near byte 6400
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9518,7 +9510,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 12
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9528,7 +9520,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 11
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 6784]     ; addresses gf2m_sq40_map near byte 6656
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9539,7 +9531,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 10
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9549,7 +9541,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 9
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 7040]     ; addresses gf2m_sq40_map near byte 6912
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9560,7 +9552,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 8
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9570,7 +9562,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 7
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 7296]     ; addresses gf2m_sq40_map near byte 7168
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9581,7 +9573,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 6
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9591,7 +9583,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 5
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 7552]     ; addresses gf2m_sq40_map near byte 7424
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9602,7 +9594,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 4
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9612,7 +9604,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 3
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 7808]     ; addresses gf2m_sq40_map near byte 7680
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9623,7 +9615,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 2
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     vpand        ymm11, ymm10, [rax]
     vpxor        ymm7, ymm11, ymm7
     vpand        ymm11, ymm10, [rax + 32]
@@ -9633,7 +9625,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm10, ymm10, [rax + 96]
     vpxor        ymm6, ymm10, ymm6
     vpsllq       ymm10, ymm4, 1
-    vpcmpgtq     ymm10, ymm5, ymm10
+    vpcmpgtq     ymm10, ymm14, ymm10
     lea          rax, [rel gf2m_sq40_map + 8064]     ; addresses gf2m_sq40_map near byte 7936
     vpand        ymm11, ymm10, [rax - 128]
     vpxor        ymm7, ymm11, ymm7
@@ -9643,7 +9635,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm9, ymm9, ymm11
     vpand        ymm10, ymm10, [rax - 32]
     vpxor        ymm6, ymm10, ymm6
-    vpcmpgtq     ymm4, ymm5, ymm4
+    vpcmpgtq     ymm4, ymm14, ymm4
     vpand        ymm5, ymm4, [rax]
     vpxor        ymm5, ymm7, ymm5
     vpand        ymm7, ymm4, [rax + 32]
@@ -9755,18 +9747,16 @@ kg_gf2m163_inv_avx2:
     vpbroadcastq ymm4, xmm6
     vpblendd     ymm1, ymm3, ymm1, 12
     vpblendd     ymm1, ymm1, ymm4, 48
-    vmovdqu      ymm3, [rel gf2m_zero4]
-    vpblendd     ymm1, ymm1, ymm3, 192
-    vmovdqu      ymm3, [rel gf2m_zero4]
+    vpblendd     ymm1, ymm1, ymm14, 192
     vpsllq       ymm4, ymm1, 63
-    vpcmpgtq     ymm4, ymm3, ymm4
+    vpcmpgtq     ymm4, ymm14, ymm4
     lea          rax, [rel gf2m_sq81_map + 128]      ; addresses gf2m_sq81_map near byte 0
     vpand        ymm5, ymm4, [rax - 128]
     vpand        ymm6, ymm4, [rax - 96]
     vpand        ymm7, ymm4, [rax - 64]
     vpand        ymm4, ymm4, [rax - 32]
     vpsllq       ymm8, ymm1, 62
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9776,7 +9766,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 61
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 384]      ; addresses gf2m_sq81_map near byte 256
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9787,7 +9777,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 60
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9797,7 +9787,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 59
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 640]      ; addresses gf2m_sq81_map near byte 512
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9808,7 +9798,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 58
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9818,7 +9808,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 57
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 896]      ; addresses gf2m_sq81_map near byte 768
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9829,7 +9819,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 56
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9839,7 +9829,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 55
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 1152]     ; addresses gf2m_sq81_map near byte 1024
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9850,7 +9840,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 54
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9860,7 +9850,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 53
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 1408]     ; addresses gf2m_sq81_map near byte 1280
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9871,7 +9861,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 52
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9881,7 +9871,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 51
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 1664]     ; addresses gf2m_sq81_map near byte 1536
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9892,7 +9882,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 50
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9902,7 +9892,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 49
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 1920]     ; addresses gf2m_sq81_map near byte 1792
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9913,7 +9903,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 48
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9923,7 +9913,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 47
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 2176]     ; addresses gf2m_sq81_map near byte 2048
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9934,7 +9924,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 46
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9944,7 +9934,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 45
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 2432]     ; addresses gf2m_sq81_map near byte 2304
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9955,7 +9945,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 44
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9965,7 +9955,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 43
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 2688]     ; addresses gf2m_sq81_map near byte 2560
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9976,7 +9966,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 42
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -9986,7 +9976,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 41
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 2944]     ; addresses gf2m_sq81_map near byte 2816
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -9997,7 +9987,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 40
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10007,7 +9997,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 39
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 3200]     ; addresses gf2m_sq81_map near byte 3072
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10018,7 +10008,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 38
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10028,7 +10018,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 37
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 3456]     ; addresses gf2m_sq81_map near byte 3328
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10039,7 +10029,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 36
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10049,7 +10039,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 35
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 3712]     ; addresses gf2m_sq81_map near byte 3584
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10060,7 +10050,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 34
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10070,7 +10060,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 33
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 3968]     ; addresses gf2m_sq81_map near byte 3840
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10081,7 +10071,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 32
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10091,7 +10081,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 31
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 4224]     ; addresses gf2m_sq81_map near byte 4096
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10102,7 +10092,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 30
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10112,7 +10102,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 29
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 4480]     ; addresses gf2m_sq81_map near byte 4352
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10123,7 +10113,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 28
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10133,7 +10123,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 27
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 4736]     ; addresses gf2m_sq81_map near byte 4608
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10144,7 +10134,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 26
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10154,7 +10144,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 25
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 4992]     ; addresses gf2m_sq81_map near byte 4864
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10165,7 +10155,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 24
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10175,7 +10165,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 23
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 5248]     ; addresses gf2m_sq81_map near byte 5120
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10186,7 +10176,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 22
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10196,7 +10186,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 21
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 5504]     ; addresses gf2m_sq81_map near byte 5376
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10207,7 +10197,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 20
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10217,7 +10207,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 19
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 5760]     ; addresses gf2m_sq81_map near byte 5632
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10228,7 +10218,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 18
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10238,7 +10228,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 17
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 6016]     ; addresses gf2m_sq81_map near byte 5888
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10249,7 +10239,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 16
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10259,7 +10249,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 15
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 6272]     ; addresses gf2m_sq81_map near byte 6144
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10270,7 +10260,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 14
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10280,7 +10270,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 13
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 6528]     ; addresses gf2m_sq81_map near byte 6400
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10291,7 +10281,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 12
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10301,7 +10291,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 11
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 6784]     ; addresses gf2m_sq81_map near byte 6656
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10312,7 +10302,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 10
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10322,7 +10312,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 9
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 7040]     ; addresses gf2m_sq81_map near byte 6912
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10333,7 +10323,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 8
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10343,7 +10333,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 7
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 7296]     ; addresses gf2m_sq81_map near byte 7168
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10354,7 +10344,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 6
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10364,7 +10354,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 5
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 7552]     ; addresses gf2m_sq81_map near byte 7424
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10375,7 +10365,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 4
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10385,7 +10375,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 3
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 7808]     ; addresses gf2m_sq81_map near byte 7680
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10396,7 +10386,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 2
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     vpand        ymm9, ymm8, [rax]
     vpxor        ymm5, ymm9, ymm5
     vpand        ymm9, ymm8, [rax + 32]
@@ -10406,7 +10396,7 @@ kg_gf2m163_inv_avx2:
     vpand        ymm8, ymm8, [rax + 96]
     vpxor        ymm4, ymm8, ymm4
     vpsllq       ymm8, ymm1, 1
-    vpcmpgtq     ymm8, ymm3, ymm8
+    vpcmpgtq     ymm8, ymm14, ymm8
     lea          rax, [rel gf2m_sq81_map + 8064]     ; addresses gf2m_sq81_map near byte 7936
     vpand        ymm9, ymm8, [rax - 128]
     vpxor        ymm5, ymm9, ymm5
@@ -10416,7 +10406,7 @@ kg_gf2m163_inv_avx2:
     vpxor        ymm7, ymm9, ymm7
     vpand        ymm8, ymm8, [rax - 32]
     vpxor        ymm4, ymm8, ymm4
-    vpcmpgtq     ymm1, ymm3, ymm1
+    vpcmpgtq     ymm1, ymm14, ymm1
     vpand        ymm3, ymm1, [rax]
     vpxor        ymm3, ymm5, ymm3
     vpand        ymm5, ymm1, [rax + 32]

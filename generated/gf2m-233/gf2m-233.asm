@@ -2311,7 +2311,7 @@ kg_gf2m233_msqr8_avx512:
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-6}, k{1-2}, rax, r11, flags
+;   clobbers: zmm{0-5}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr16_avx512.end - kg_gf2m233_msqr16_avx512)
 align 32
@@ -2334,427 +2334,426 @@ kg_gf2m233_msqr16_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm0{k1}, ymm0, ymm1
-    vmovdqu64    ymm1, [rel gf2m_zero4]
-    vpsllq       ymm2, ymm0, 63
-    vpcmpgtq     k2, ymm1, ymm2
+    vpsllq       ymm1, ymm0, 63
+    vpsraq       ymm1, ymm1, 63
+    vpsllq       ymm2, ymm0, 62
+    vpsraq       ymm2, ymm2, 63
     lea          rax, [rel gf2m_sq16_map + 128]      ; addresses gf2m_sq16_map near byte 0
-    vpxorq       ymm2{k2}{z}, ymm1, [rax - 128]
-    vpxorq       ymm3{k2}{z}, ymm1, [rax - 96]
-    vpxorq       ymm4{k2}{z}, ymm1, [rax - 64]
-    vpxorq       ymm5{k2}{z}, ymm1, [rax - 32]
-    vpsllq       ymm6, ymm0, 62
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 61
-    vpcmpgtq     k2, ymm1, ymm6
+    vpandq       ymm3, ymm2, [rax]
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpandq       ymm4, ymm2, [rax + 32]
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpandq       ymm5, ymm2, [rax + 64]
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpandq       ymm2, ymm2, [rax + 96]
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 61
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 384]      ; addresses gf2m_sq16_map near byte 256
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 60
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 59
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 60
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 59
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 640]      ; addresses gf2m_sq16_map near byte 512
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 58
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 57
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 58
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 57
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 896]      ; addresses gf2m_sq16_map near byte 768
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 56
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 55
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 56
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 55
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 1152]     ; addresses gf2m_sq16_map near byte 1024
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 54
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 53
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 54
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 53
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 1408]     ; addresses gf2m_sq16_map near byte 1280
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 52
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 51
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 52
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 51
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 1664]     ; addresses gf2m_sq16_map near byte 1536
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 50
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 49
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 50
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 49
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 1920]     ; addresses gf2m_sq16_map near byte 1792
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 48
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 47
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 48
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 47
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 2176]     ; addresses gf2m_sq16_map near byte 2048
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 46
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 45
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 46
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 45
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 2432]     ; addresses gf2m_sq16_map near byte 2304
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 44
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 43
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 44
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 43
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 2688]     ; addresses gf2m_sq16_map near byte 2560
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 42
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 41
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 42
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 41
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 2944]     ; addresses gf2m_sq16_map near byte 2816
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 40
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 39
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 40
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 39
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 3200]     ; addresses gf2m_sq16_map near byte 3072
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 38
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 37
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 38
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 37
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 3456]     ; addresses gf2m_sq16_map near byte 3328
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 36
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 35
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 36
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 35
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 3712]     ; addresses gf2m_sq16_map near byte 3584
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 34
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 33
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 34
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 33
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 3968]     ; addresses gf2m_sq16_map near byte 3840
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 32
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 31
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 32
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 31
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 4224]     ; addresses gf2m_sq16_map near byte 4096
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 30
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 29
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 30
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 29
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 4480]     ; addresses gf2m_sq16_map near byte 4352
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 28
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 27
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 28
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 27
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 4736]     ; addresses gf2m_sq16_map near byte 4608
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 26
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 25
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 26
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 25
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 4992]     ; addresses gf2m_sq16_map near byte 4864
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 24
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 23
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 24
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 23
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 5248]     ; addresses gf2m_sq16_map near byte 5120
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 22
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 21
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 22
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 21
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 5504]     ; addresses gf2m_sq16_map near byte 5376
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 20
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 19
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 20
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 19
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 5760]     ; addresses gf2m_sq16_map near byte 5632
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 18
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 17
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 18
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 17
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 6016]     ; addresses gf2m_sq16_map near byte 5888
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 16
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 15
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 16
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 15
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 6272]     ; addresses gf2m_sq16_map near byte 6144
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 14
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 13
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 14
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 13
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 6528]     ; addresses gf2m_sq16_map near byte 6400
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 12
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 11
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 12
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 11
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 6784]     ; addresses gf2m_sq16_map near byte 6656
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 10
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 9
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 10
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 9
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 7040]     ; addresses gf2m_sq16_map near byte 6912
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 8
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 7
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 8
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 7
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 7296]     ; addresses gf2m_sq16_map near byte 7168
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 6
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 5
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 6
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 5
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 7552]     ; addresses gf2m_sq16_map near byte 7424
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 4
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 3
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 4
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 3
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 7808]     ; addresses gf2m_sq16_map near byte 7680
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpsllq       ymm6, ymm0, 2
-    vpcmpgtq     k2, ymm1, ymm6
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpsllq       ymm6, ymm0, 1
-    vpcmpgtq     k2, ymm1, ymm6
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsllq       ymm1, ymm0, 2
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm3, ymm1, [rax], 120
+    vpternlogq   ymm4, ymm1, [rax + 32], 120
+    vpternlogq   ymm5, ymm1, [rax + 64], 120
+    vpternlogq   ymm2, ymm1, [rax + 96], 120
+    vpsllq       ymm1, ymm0, 1
+    vpsraq       ymm1, ymm1, 63
     lea          rax, [rel gf2m_sq16_map + 8064]     ; addresses gf2m_sq16_map near byte 7936
-    vpxorq       ymm2{k2}, ymm2, [rax - 128]
-    vpxorq       ymm3{k2}, ymm3, [rax - 96]
-    vpxorq       ymm4{k2}, ymm4, [rax - 64]
-    vpxorq       ymm5{k2}, ymm5, [rax - 32]
-    vpcmpgtq     k2, ymm1, ymm0
-    vpxorq       ymm2{k2}, ymm2, [rax]
-    vpxorq       ymm3{k2}, ymm3, [rax + 32]
-    vpxorq       ymm4{k2}, ymm4, [rax + 64]
-    vpxorq       ymm5{k2}, ymm5, [rax + 96]
-    vpermq       ymm0, ymm3, 147
-    vpermq       ymm1, ymm4, 78
-    vpermq       ymm3, ymm5, 57
-    vpternlogq   ymm0, ymm2, ymm1, 150
-    vpxorq       ymm0, ymm0, ymm3
+    vpternlogq   ymm3, ymm1, [rax - 128], 120
+    vpternlogq   ymm4, ymm1, [rax - 96], 120
+    vpternlogq   ymm5, ymm1, [rax - 64], 120
+    vpternlogq   ymm2, ymm1, [rax - 32], 120
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm3, ymm0, [rax], 120
+    vpternlogq   ymm4, ymm0, [rax + 32], 120
+    vpternlogq   ymm5, ymm0, [rax + 64], 120
+    vpternlogq   ymm2, ymm0, [rax + 96], 120
+    vpermq       ymm0, ymm4, 147
+    vpermq       ymm1, ymm5, 78
+    vpermq       ymm2, ymm2, 57
+    vpternlogq   ymm3, ymm0, ymm1, 150
+    vpxorq       ymm0, ymm3, ymm2
     vextracti64x2 xmm1, ymm0, 0
     vextracti64x2 xmm0, ymm0, 1
     vmovdqu64    [rdi], xmm1
@@ -3475,7 +3474,7 @@ kg_gf2m233_ladder_step2_avx512:
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-12}, k{1-2}, rax, r11, flags
+;   clobbers: zmm{0-12}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_inv_avx512.end - kg_gf2m233_inv_avx512)
 align 32
@@ -4001,427 +4000,426 @@ kg_gf2m233_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm2{k1}, ymm2, ymm5
-    vmovdqu64    ymm3, [rel gf2m_zero4]
-    vpsllq       ymm5, ymm2, 63
-    vpcmpgtq     k2, ymm3, ymm5
+    vpsllq       ymm3, ymm2, 63
+    vpsraq       ymm3, ymm3, 63
+    vpsllq       ymm5, ymm2, 62
+    vpsraq       ymm5, ymm5, 63
     lea          rax, [rel gf2m_sq14_map + 128]      ; addresses gf2m_sq14_map near byte 0
-    vpxorq       ymm5{k2}{z}, ymm3, [rax - 128]
-    vpxorq       ymm7{k2}{z}, ymm3, [rax - 96]
-    vpxorq       ymm8{k2}{z}, ymm3, [rax - 64]
-    vpxorq       ymm9{k2}{z}, ymm3, [rax - 32]
-    vpsllq       ymm10, ymm2, 62
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 61
-    vpcmpgtq     k2, ymm3, ymm10
+    vpandq       ymm7, ymm5, [rax]
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpandq       ymm8, ymm5, [rax + 32]
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpandq       ymm9, ymm5, [rax + 64]
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpandq       ymm5, ymm5, [rax + 96]
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 61
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 384]      ; addresses gf2m_sq14_map near byte 256
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 60
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 59
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 60
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 59
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 640]      ; addresses gf2m_sq14_map near byte 512
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 58
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 57
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 58
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 57
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 896]      ; addresses gf2m_sq14_map near byte 768
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 56
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 55
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 56
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 55
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 1152]     ; addresses gf2m_sq14_map near byte 1024
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 54
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 53
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 54
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 53
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 1408]     ; addresses gf2m_sq14_map near byte 1280
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 52
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 51
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 52
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 51
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 1664]     ; addresses gf2m_sq14_map near byte 1536
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 50
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 49
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 50
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 49
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 1920]     ; addresses gf2m_sq14_map near byte 1792
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 48
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 47
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 48
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 47
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 2176]     ; addresses gf2m_sq14_map near byte 2048
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 46
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 45
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 46
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 45
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 2432]     ; addresses gf2m_sq14_map near byte 2304
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 44
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 43
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 44
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 43
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 2688]     ; addresses gf2m_sq14_map near byte 2560
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 42
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 41
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 42
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 41
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 2944]     ; addresses gf2m_sq14_map near byte 2816
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 40
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 39
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 40
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 39
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 3200]     ; addresses gf2m_sq14_map near byte 3072
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 38
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 37
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 38
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 37
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 3456]     ; addresses gf2m_sq14_map near byte 3328
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 36
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 35
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 36
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 35
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 3712]     ; addresses gf2m_sq14_map near byte 3584
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 34
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 33
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 34
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 33
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 3968]     ; addresses gf2m_sq14_map near byte 3840
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 32
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 31
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 32
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 31
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 4224]     ; addresses gf2m_sq14_map near byte 4096
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 30
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 29
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 30
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 29
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 4480]     ; addresses gf2m_sq14_map near byte 4352
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 28
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 27
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 28
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 27
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 4736]     ; addresses gf2m_sq14_map near byte 4608
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 26
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 25
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 26
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 25
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 4992]     ; addresses gf2m_sq14_map near byte 4864
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 24
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 23
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 24
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 23
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 5248]     ; addresses gf2m_sq14_map near byte 5120
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 22
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 21
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 22
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 21
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 5504]     ; addresses gf2m_sq14_map near byte 5376
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 20
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 19
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 20
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 19
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 5760]     ; addresses gf2m_sq14_map near byte 5632
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 18
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 17
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 18
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 17
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 6016]     ; addresses gf2m_sq14_map near byte 5888
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 16
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 15
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 16
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 15
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 6272]     ; addresses gf2m_sq14_map near byte 6144
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 14
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 13
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 14
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 13
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 6528]     ; addresses gf2m_sq14_map near byte 6400
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 12
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 11
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 12
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 11
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 6784]     ; addresses gf2m_sq14_map near byte 6656
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 10
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 9
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 10
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 9
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 7040]     ; addresses gf2m_sq14_map near byte 6912
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 8
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 7
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 8
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 7
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 7296]     ; addresses gf2m_sq14_map near byte 7168
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 6
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 5
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 6
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 5
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 7552]     ; addresses gf2m_sq14_map near byte 7424
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 4
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 3
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 4
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 3
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 7808]     ; addresses gf2m_sq14_map near byte 7680
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpsllq       ymm10, ymm2, 2
-    vpcmpgtq     k2, ymm3, ymm10
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpsllq       ymm10, ymm2, 1
-    vpcmpgtq     k2, ymm3, ymm10
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 2
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm7, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 1
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq14_map + 8064]     ; addresses gf2m_sq14_map near byte 7936
-    vpxorq       ymm5{k2}, ymm5, [rax - 128]
-    vpxorq       ymm7{k2}, ymm7, [rax - 96]
-    vpxorq       ymm8{k2}, ymm8, [rax - 64]
-    vpxorq       ymm9{k2}, ymm9, [rax - 32]
-    vpcmpgtq     k2, ymm3, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rax]
-    vpxorq       ymm7{k2}, ymm7, [rax + 32]
-    vpxorq       ymm8{k2}, ymm8, [rax + 64]
-    vpxorq       ymm9{k2}, ymm9, [rax + 96]
-    vpermq       ymm2, ymm7, 147
-    vpermq       ymm3, ymm8, 78
-    vpermq       ymm7, ymm9, 57
-    vpternlogq   ymm2, ymm5, ymm3, 150
-    vpxorq       ymm2, ymm2, ymm7
+    vpternlogq   ymm7, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm7, ymm2, [rax], 120
+    vpternlogq   ymm8, ymm2, [rax + 32], 120
+    vpternlogq   ymm9, ymm2, [rax + 64], 120
+    vpternlogq   ymm5, ymm2, [rax + 96], 120
+    vpermq       ymm2, ymm8, 147
+    vpermq       ymm3, ymm9, 78
+    vpermq       ymm5, ymm5, 57
+    vpternlogq   ymm7, ymm2, ymm3, 150
+    vpxorq       ymm2, ymm7, ymm5
     vextracti64x2 xmm3, ymm2, 0
     vextracti64x2 xmm2, ymm2, 1
     vpclmulqdq   xmm5, xmm3, xmm4, 0
@@ -4555,427 +4553,426 @@ kg_gf2m233_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm0{k1}, ymm0, ymm4
-    vmovdqu64    ymm3, [rel gf2m_zero4]
-    vpsllq       ymm4, ymm0, 63
-    vpcmpgtq     k2, ymm3, ymm4
+    vpsllq       ymm3, ymm0, 63
+    vpsraq       ymm3, ymm3, 63
+    vpsllq       ymm4, ymm0, 62
+    vpsraq       ymm4, ymm4, 63
     lea          rax, [rel gf2m_sq29_map + 128]      ; addresses gf2m_sq29_map near byte 0
-    vpxorq       ymm4{k2}{z}, ymm3, [rax - 128]
-    vpxorq       ymm5{k2}{z}, ymm3, [rax - 96]
-    vpxorq       ymm6{k2}{z}, ymm3, [rax - 64]
-    vpxorq       ymm7{k2}{z}, ymm3, [rax - 32]
-    vpsllq       ymm8, ymm0, 62
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 61
-    vpcmpgtq     k2, ymm3, ymm8
+    vpandq       ymm5, ymm4, [rax]
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpandq       ymm6, ymm4, [rax + 32]
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpandq       ymm7, ymm4, [rax + 64]
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpandq       ymm4, ymm4, [rax + 96]
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 61
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 384]      ; addresses gf2m_sq29_map near byte 256
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 60
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 59
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 60
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 59
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 640]      ; addresses gf2m_sq29_map near byte 512
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 58
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 57
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 58
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 57
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 896]      ; addresses gf2m_sq29_map near byte 768
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 56
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 55
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 56
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 55
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 1152]     ; addresses gf2m_sq29_map near byte 1024
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 54
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 53
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 54
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 53
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 1408]     ; addresses gf2m_sq29_map near byte 1280
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 52
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 51
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 52
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 51
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 1664]     ; addresses gf2m_sq29_map near byte 1536
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 50
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 49
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 50
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 49
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 1920]     ; addresses gf2m_sq29_map near byte 1792
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 48
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 47
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 48
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 47
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 2176]     ; addresses gf2m_sq29_map near byte 2048
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 46
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 45
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 46
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 45
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 2432]     ; addresses gf2m_sq29_map near byte 2304
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 44
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 43
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 44
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 43
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 2688]     ; addresses gf2m_sq29_map near byte 2560
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 42
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 41
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 42
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 41
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 2944]     ; addresses gf2m_sq29_map near byte 2816
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 40
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 39
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 40
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 39
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 3200]     ; addresses gf2m_sq29_map near byte 3072
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 38
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 37
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 38
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 37
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 3456]     ; addresses gf2m_sq29_map near byte 3328
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 36
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 35
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 36
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 35
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 3712]     ; addresses gf2m_sq29_map near byte 3584
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 34
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 33
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 34
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 33
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 3968]     ; addresses gf2m_sq29_map near byte 3840
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 32
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 31
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 32
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 31
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 4224]     ; addresses gf2m_sq29_map near byte 4096
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 30
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 29
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 30
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 29
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 4480]     ; addresses gf2m_sq29_map near byte 4352
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 28
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 27
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 28
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 27
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 4736]     ; addresses gf2m_sq29_map near byte 4608
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 26
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 25
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 26
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 25
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 4992]     ; addresses gf2m_sq29_map near byte 4864
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 24
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 23
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 24
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 23
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 5248]     ; addresses gf2m_sq29_map near byte 5120
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 22
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 21
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 22
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 21
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 5504]     ; addresses gf2m_sq29_map near byte 5376
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 20
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 19
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 20
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 19
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 5760]     ; addresses gf2m_sq29_map near byte 5632
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 18
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 17
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 18
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 17
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 6016]     ; addresses gf2m_sq29_map near byte 5888
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 16
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 15
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 16
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 15
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 6272]     ; addresses gf2m_sq29_map near byte 6144
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 14
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 13
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 14
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 13
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 6528]     ; addresses gf2m_sq29_map near byte 6400
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 12
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 11
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 12
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 11
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 6784]     ; addresses gf2m_sq29_map near byte 6656
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 10
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 9
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 10
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 9
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 7040]     ; addresses gf2m_sq29_map near byte 6912
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 8
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 7
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 8
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 7
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 7296]     ; addresses gf2m_sq29_map near byte 7168
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 6
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 5
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 6
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 5
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 7552]     ; addresses gf2m_sq29_map near byte 7424
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 4
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 3
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 4
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 3
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 7808]     ; addresses gf2m_sq29_map near byte 7680
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 2
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 1
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 2
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 1
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq29_map + 8064]     ; addresses gf2m_sq29_map near byte 7936
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpcmpgtq     k2, ymm3, ymm0
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpermq       ymm0, ymm5, 147
-    vpermq       ymm3, ymm6, 78
-    vpermq       ymm5, ymm7, 57
-    vpternlogq   ymm0, ymm4, ymm3, 150
-    vpxorq       ymm0, ymm0, ymm5
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm5, ymm0, [rax], 120
+    vpternlogq   ymm6, ymm0, [rax + 32], 120
+    vpternlogq   ymm7, ymm0, [rax + 64], 120
+    vpternlogq   ymm4, ymm0, [rax + 96], 120
+    vpermq       ymm0, ymm6, 147
+    vpermq       ymm3, ymm7, 78
+    vpermq       ymm4, ymm4, 57
+    vpternlogq   ymm5, ymm0, ymm3, 150
+    vpxorq       ymm0, ymm5, ymm4
     vextracti64x2 xmm3, ymm0, 0
     vextracti64x2 xmm0, ymm0, 1
     vpclmulqdq   xmm4, xmm3, xmm2, 0
@@ -5043,427 +5040,426 @@ kg_gf2m233_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm0{k1}, ymm0, ymm4
-    vmovdqu64    ymm3, [rel gf2m_zero4]
-    vpsllq       ymm4, ymm0, 63
-    vpcmpgtq     k2, ymm3, ymm4
+    vpsllq       ymm3, ymm0, 63
+    vpsraq       ymm3, ymm3, 63
+    vpsllq       ymm4, ymm0, 62
+    vpsraq       ymm4, ymm4, 63
     lea          rax, [rel gf2m_sq58_map + 128]      ; addresses gf2m_sq58_map near byte 0
-    vpxorq       ymm4{k2}{z}, ymm3, [rax - 128]
-    vpxorq       ymm5{k2}{z}, ymm3, [rax - 96]
-    vpxorq       ymm6{k2}{z}, ymm3, [rax - 64]
-    vpxorq       ymm7{k2}{z}, ymm3, [rax - 32]
-    vpsllq       ymm8, ymm0, 62
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 61
-    vpcmpgtq     k2, ymm3, ymm8
+    vpandq       ymm5, ymm4, [rax]
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpandq       ymm6, ymm4, [rax + 32]
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpandq       ymm7, ymm4, [rax + 64]
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpandq       ymm4, ymm4, [rax + 96]
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 61
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 384]      ; addresses gf2m_sq58_map near byte 256
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 60
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 59
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 60
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 59
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 640]      ; addresses gf2m_sq58_map near byte 512
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 58
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 57
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 58
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 57
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 896]      ; addresses gf2m_sq58_map near byte 768
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 56
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 55
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 56
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 55
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 1152]     ; addresses gf2m_sq58_map near byte 1024
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 54
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 53
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 54
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 53
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 1408]     ; addresses gf2m_sq58_map near byte 1280
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 52
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 51
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 52
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 51
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 1664]     ; addresses gf2m_sq58_map near byte 1536
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 50
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 49
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 50
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 49
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 1920]     ; addresses gf2m_sq58_map near byte 1792
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 48
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 47
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 48
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 47
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 2176]     ; addresses gf2m_sq58_map near byte 2048
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 46
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 45
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 46
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 45
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 2432]     ; addresses gf2m_sq58_map near byte 2304
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 44
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 43
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 44
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 43
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 2688]     ; addresses gf2m_sq58_map near byte 2560
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 42
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 41
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 42
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 41
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 2944]     ; addresses gf2m_sq58_map near byte 2816
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 40
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 39
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 40
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 39
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 3200]     ; addresses gf2m_sq58_map near byte 3072
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 38
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 37
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 38
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 37
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 3456]     ; addresses gf2m_sq58_map near byte 3328
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 36
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 35
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 36
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 35
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 3712]     ; addresses gf2m_sq58_map near byte 3584
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 34
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 33
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 34
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 33
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 3968]     ; addresses gf2m_sq58_map near byte 3840
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 32
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 31
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 32
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 31
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 4224]     ; addresses gf2m_sq58_map near byte 4096
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 30
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 29
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 30
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 29
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 4480]     ; addresses gf2m_sq58_map near byte 4352
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 28
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 27
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 28
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 27
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 4736]     ; addresses gf2m_sq58_map near byte 4608
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 26
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 25
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 26
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 25
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 4992]     ; addresses gf2m_sq58_map near byte 4864
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 24
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 23
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 24
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 23
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 5248]     ; addresses gf2m_sq58_map near byte 5120
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 22
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 21
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 22
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 21
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 5504]     ; addresses gf2m_sq58_map near byte 5376
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 20
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 19
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 20
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 19
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 5760]     ; addresses gf2m_sq58_map near byte 5632
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 18
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 17
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 18
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 17
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 6016]     ; addresses gf2m_sq58_map near byte 5888
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 16
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 15
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 16
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 15
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 6272]     ; addresses gf2m_sq58_map near byte 6144
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 14
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 13
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 14
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 13
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 6528]     ; addresses gf2m_sq58_map near byte 6400
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 12
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 11
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 12
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 11
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 6784]     ; addresses gf2m_sq58_map near byte 6656
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 10
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 9
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 10
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 9
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 7040]     ; addresses gf2m_sq58_map near byte 6912
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 8
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 7
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 8
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 7
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 7296]     ; addresses gf2m_sq58_map near byte 7168
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 6
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 5
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 6
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 5
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 7552]     ; addresses gf2m_sq58_map near byte 7424
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 4
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 3
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 4
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 3
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 7808]     ; addresses gf2m_sq58_map near byte 7680
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 2
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 1
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 2
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 1
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq58_map + 8064]     ; addresses gf2m_sq58_map near byte 7936
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpcmpgtq     k2, ymm3, ymm0
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpermq       ymm0, ymm5, 147
-    vpermq       ymm3, ymm6, 78
-    vpermq       ymm5, ymm7, 57
-    vpternlogq   ymm0, ymm4, ymm3, 150
-    vpxorq       ymm0, ymm0, ymm5
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm5, ymm0, [rax], 120
+    vpternlogq   ymm6, ymm0, [rax + 32], 120
+    vpternlogq   ymm7, ymm0, [rax + 64], 120
+    vpternlogq   ymm4, ymm0, [rax + 96], 120
+    vpermq       ymm0, ymm6, 147
+    vpermq       ymm3, ymm7, 78
+    vpermq       ymm4, ymm4, 57
+    vpternlogq   ymm5, ymm0, ymm3, 150
+    vpxorq       ymm0, ymm5, ymm4
     vextracti64x2 xmm3, ymm0, 0
     vextracti64x2 xmm0, ymm0, 1
     vpclmulqdq   xmm4, xmm3, xmm1, 0
@@ -5531,427 +5527,426 @@ kg_gf2m233_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm0{k1}, ymm0, ymm4
-    vmovdqu64    ymm3, [rel gf2m_zero4]
-    vpsllq       ymm4, ymm0, 63
-    vpcmpgtq     k2, ymm3, ymm4
+    vpsllq       ymm3, ymm0, 63
+    vpsraq       ymm3, ymm3, 63
+    vpsllq       ymm4, ymm0, 62
+    vpsraq       ymm4, ymm4, 63
     lea          rax, [rel gf2m_sq116_map + 128]     ; addresses gf2m_sq116_map near byte 0
-    vpxorq       ymm4{k2}{z}, ymm3, [rax - 128]
-    vpxorq       ymm5{k2}{z}, ymm3, [rax - 96]
-    vpxorq       ymm6{k2}{z}, ymm3, [rax - 64]
-    vpxorq       ymm7{k2}{z}, ymm3, [rax - 32]
-    vpsllq       ymm8, ymm0, 62
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 61
-    vpcmpgtq     k2, ymm3, ymm8
+    vpandq       ymm5, ymm4, [rax]
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpandq       ymm6, ymm4, [rax + 32]
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpandq       ymm7, ymm4, [rax + 64]
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpandq       ymm4, ymm4, [rax + 96]
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 61
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 384]     ; addresses gf2m_sq116_map near byte 256
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 60
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 59
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 60
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 59
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 640]     ; addresses gf2m_sq116_map near byte 512
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 58
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 57
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 58
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 57
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 896]     ; addresses gf2m_sq116_map near byte 768
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 56
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 55
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 56
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 55
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 1152]    ; addresses gf2m_sq116_map near byte 1024
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 54
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 53
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 54
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 53
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 1408]    ; addresses gf2m_sq116_map near byte 1280
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 52
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 51
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 52
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 51
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 1664]    ; addresses gf2m_sq116_map near byte 1536
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 50
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 49
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 50
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 49
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 1920]    ; addresses gf2m_sq116_map near byte 1792
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 48
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 47
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 48
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 47
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 2176]    ; addresses gf2m_sq116_map near byte 2048
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 46
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 45
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 46
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 45
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 2432]    ; addresses gf2m_sq116_map near byte 2304
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 44
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 43
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 44
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 43
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 2688]    ; addresses gf2m_sq116_map near byte 2560
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 42
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 41
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 42
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 41
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 2944]    ; addresses gf2m_sq116_map near byte 2816
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 40
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 39
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 40
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 39
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 3200]    ; addresses gf2m_sq116_map near byte 3072
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 38
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 37
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 38
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 37
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 3456]    ; addresses gf2m_sq116_map near byte 3328
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 36
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 35
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 36
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 35
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 3712]    ; addresses gf2m_sq116_map near byte 3584
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 34
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 33
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 34
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 33
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 3968]    ; addresses gf2m_sq116_map near byte 3840
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 32
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 31
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 32
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 31
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 4224]    ; addresses gf2m_sq116_map near byte 4096
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 30
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 29
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 30
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 29
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 4480]    ; addresses gf2m_sq116_map near byte 4352
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 28
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 27
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 28
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 27
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 4736]    ; addresses gf2m_sq116_map near byte 4608
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 26
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 25
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 26
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 25
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 4992]    ; addresses gf2m_sq116_map near byte 4864
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 24
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 23
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 24
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 23
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 5248]    ; addresses gf2m_sq116_map near byte 5120
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 22
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 21
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 22
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 21
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 5504]    ; addresses gf2m_sq116_map near byte 5376
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 20
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 19
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 20
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 19
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 5760]    ; addresses gf2m_sq116_map near byte 5632
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 18
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 17
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 18
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 17
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 6016]    ; addresses gf2m_sq116_map near byte 5888
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 16
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 15
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 16
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 15
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 6272]    ; addresses gf2m_sq116_map near byte 6144
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 14
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 13
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 14
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 13
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 6528]    ; addresses gf2m_sq116_map near byte 6400
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 12
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 11
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 12
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 11
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 6784]    ; addresses gf2m_sq116_map near byte 6656
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 10
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 9
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 10
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 9
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 7040]    ; addresses gf2m_sq116_map near byte 6912
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 8
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 7
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 8
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 7
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 7296]    ; addresses gf2m_sq116_map near byte 7168
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 6
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 5
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 6
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 5
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 7552]    ; addresses gf2m_sq116_map near byte 7424
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 4
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 3
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 4
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 3
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 7808]    ; addresses gf2m_sq116_map near byte 7680
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpsllq       ymm8, ymm0, 2
-    vpcmpgtq     k2, ymm3, ymm8
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpsllq       ymm8, ymm0, 1
-    vpcmpgtq     k2, ymm3, ymm8
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm0, 2
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm5, ymm3, [rax], 120
+    vpternlogq   ymm6, ymm3, [rax + 32], 120
+    vpternlogq   ymm7, ymm3, [rax + 64], 120
+    vpternlogq   ymm4, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm0, 1
+    vpsraq       ymm3, ymm3, 63
     lea          rax, [rel gf2m_sq116_map + 8064]    ; addresses gf2m_sq116_map near byte 7936
-    vpxorq       ymm4{k2}, ymm4, [rax - 128]
-    vpxorq       ymm5{k2}, ymm5, [rax - 96]
-    vpxorq       ymm6{k2}, ymm6, [rax - 64]
-    vpxorq       ymm7{k2}, ymm7, [rax - 32]
-    vpcmpgtq     k2, ymm3, ymm0
-    vpxorq       ymm4{k2}, ymm4, [rax]
-    vpxorq       ymm5{k2}, ymm5, [rax + 32]
-    vpxorq       ymm6{k2}, ymm6, [rax + 64]
-    vpxorq       ymm7{k2}, ymm7, [rax + 96]
-    vpermq       ymm0, ymm5, 147
-    vpermq       ymm3, ymm6, 78
-    vpermq       ymm5, ymm7, 57
-    vpternlogq   ymm0, ymm4, ymm3, 150
-    vpxorq       ymm0, ymm0, ymm5
+    vpternlogq   ymm5, ymm3, [rax - 128], 120
+    vpternlogq   ymm6, ymm3, [rax - 96], 120
+    vpternlogq   ymm7, ymm3, [rax - 64], 120
+    vpternlogq   ymm4, ymm3, [rax - 32], 120
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm5, ymm0, [rax], 120
+    vpternlogq   ymm6, ymm0, [rax + 32], 120
+    vpternlogq   ymm7, ymm0, [rax + 64], 120
+    vpternlogq   ymm4, ymm0, [rax + 96], 120
+    vpermq       ymm0, ymm6, 147
+    vpermq       ymm3, ymm7, 78
+    vpermq       ymm4, ymm4, 57
+    vpternlogq   ymm5, ymm0, ymm3, 150
+    vpxorq       ymm0, ymm5, ymm4
     vextracti64x2 xmm3, ymm0, 0
     vextracti64x2 xmm0, ymm0, 1
     vpclmulqdq   xmm4, xmm3, xmm1, 0

@@ -4766,8 +4766,8 @@ kg_gf2m283_ladder_step2_avx512:
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-26}, k{1-2}, rax, rcx, r11, flags
-;   loops: 7 x 20 and 16 x 20 instructions (repeated groups rolled: 4046 instructions run, 3876 written)
+;   clobbers: zmm{0-27}, k1, rax, rcx, r11, flags
+;   loops: 7 x 20 and 16 x 20 instructions (repeated groups rolled: 4035 instructions run, 3856 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_inv_avx512.end - kg_gf2m283_inv_avx512)
 align 32
@@ -4775,6 +4775,7 @@ kg_gf2m283_inv_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm25, [rel gf2m_g_2142000000000]   ; held in a register: read 235 times
     vmovdqu64    xmm26, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 47 times
+    vmovdqu64    ymm27, [rel gf2m_zero4]             ; held in a register: read 9 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
@@ -5525,940 +5526,933 @@ kg_gf2m283_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm5{k1}, ymm5, ymm8
-    lea          rcx, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
-    vmovdqu64    ymm6, [rcx - 128]
     mov          r11d, 12
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm9, ymm6
-    vmovdqu64    ymm7, [rcx - 128]
+    vpblendmd    ymm6{k1}, ymm9, ymm27
     mov          r11d, 48
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm6, ymm7
-    vmovdqu64    ymm7, [rcx - 128]
+    vpblendmd    ymm6{k1}, ymm6, ymm27
     mov          r11d, 192
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm6, ymm7
-    vmovdqu64    ymm7, [rcx - 128]
-    vpsllq       ymm8, ymm5, 63
-    vpcmpgtq     k2, ymm7, ymm8
-    lea          rcx, [rel gf2m_sq35_map + 128]      ; addresses gf2m_sq35_map near byte 0
-    vpxorq       ymm8{k2}{z}, ymm7, [rcx - 128]
-    vpxorq       ymm9{k2}{z}, ymm7, [rcx - 96]
-    vpxorq       ymm11{k2}{z}, ymm7, [rcx - 64]
-    vpxorq       ymm12{k2}{z}, ymm7, [rcx - 32]
-    vpxorq       ymm13{k2}{z}, ymm7, [rcx]
-    vpxorq       ymm14{k2}{z}, ymm7, [rcx + 32]
-    vpxorq       ymm15{k2}{z}, ymm7, [rcx + 64]
-    vpsllq       ymm16, ymm5, 62
-    vpcmpgtq     k2, ymm7, ymm16
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 384]      ; addresses gf2m_sq35_map near byte 256
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}{z}, ymm7, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 61
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 640]      ; addresses gf2m_sq35_map near byte 512
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 60
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 896]      ; addresses gf2m_sq35_map near byte 768
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 59
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 1152]     ; addresses gf2m_sq35_map near byte 1024
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 58
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 1408]     ; addresses gf2m_sq35_map near byte 1280
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 57
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 1664]     ; addresses gf2m_sq35_map near byte 1536
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 56
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 1920]     ; addresses gf2m_sq35_map near byte 1792
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 55
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 2176]     ; addresses gf2m_sq35_map near byte 2048
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 54
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 2432]     ; addresses gf2m_sq35_map near byte 2304
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 53
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 2688]     ; addresses gf2m_sq35_map near byte 2560
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 52
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 2944]     ; addresses gf2m_sq35_map near byte 2816
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 51
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 3200]     ; addresses gf2m_sq35_map near byte 3072
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 50
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 3456]     ; addresses gf2m_sq35_map near byte 3328
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 49
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 3712]     ; addresses gf2m_sq35_map near byte 3584
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 48
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 3968]     ; addresses gf2m_sq35_map near byte 3840
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 47
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 4224]     ; addresses gf2m_sq35_map near byte 4096
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 46
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 4480]     ; addresses gf2m_sq35_map near byte 4352
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 45
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 4736]     ; addresses gf2m_sq35_map near byte 4608
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 44
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 4992]     ; addresses gf2m_sq35_map near byte 4864
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 43
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 5248]     ; addresses gf2m_sq35_map near byte 5120
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 42
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 5504]     ; addresses gf2m_sq35_map near byte 5376
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 41
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 5760]     ; addresses gf2m_sq35_map near byte 5632
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 40
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 6016]     ; addresses gf2m_sq35_map near byte 5888
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 39
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 6272]     ; addresses gf2m_sq35_map near byte 6144
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 38
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 6528]     ; addresses gf2m_sq35_map near byte 6400
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 37
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 6784]     ; addresses gf2m_sq35_map near byte 6656
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 36
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 7040]     ; addresses gf2m_sq35_map near byte 6912
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 35
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 7296]     ; addresses gf2m_sq35_map near byte 7168
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 34
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 7552]     ; addresses gf2m_sq35_map near byte 7424
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 33
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 7808]     ; addresses gf2m_sq35_map near byte 7680
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 32
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 8064]     ; addresses gf2m_sq35_map near byte 7936
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 31
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 8320]     ; addresses gf2m_sq35_map near byte 8192
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 30
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 8576]     ; addresses gf2m_sq35_map near byte 8448
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 29
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 8832]     ; addresses gf2m_sq35_map near byte 8704
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 28
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 9088]     ; addresses gf2m_sq35_map near byte 8960
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 27
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 9344]     ; addresses gf2m_sq35_map near byte 9216
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 26
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 9600]     ; addresses gf2m_sq35_map near byte 9472
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 25
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 9856]     ; addresses gf2m_sq35_map near byte 9728
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 24
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 10112]    ; addresses gf2m_sq35_map near byte 9984
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 23
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 10368]    ; addresses gf2m_sq35_map near byte 10240
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 22
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 10624]    ; addresses gf2m_sq35_map near byte 10496
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 21
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 10880]    ; addresses gf2m_sq35_map near byte 10752
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 20
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 11136]    ; addresses gf2m_sq35_map near byte 11008
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 19
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 11392]    ; addresses gf2m_sq35_map near byte 11264
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 18
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 11648]    ; addresses gf2m_sq35_map near byte 11520
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 17
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 11904]    ; addresses gf2m_sq35_map near byte 11776
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 16
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 12160]    ; addresses gf2m_sq35_map near byte 12032
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 15
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 12416]    ; addresses gf2m_sq35_map near byte 12288
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 14
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 12672]    ; addresses gf2m_sq35_map near byte 12544
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 13
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 12928]    ; addresses gf2m_sq35_map near byte 12800
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 12
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 13184]    ; addresses gf2m_sq35_map near byte 13056
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 11
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 13440]    ; addresses gf2m_sq35_map near byte 13312
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 10
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 13696]    ; addresses gf2m_sq35_map near byte 13568
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 9
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 13952]    ; addresses gf2m_sq35_map near byte 13824
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 8
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 14208]    ; addresses gf2m_sq35_map near byte 14080
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 7
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 14464]    ; addresses gf2m_sq35_map near byte 14336
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 6
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 14720]    ; addresses gf2m_sq35_map near byte 14592
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 5
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 14976]    ; addresses gf2m_sq35_map near byte 14848
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 4
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 15232]    ; addresses gf2m_sq35_map near byte 15104
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 3
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 15488]    ; addresses gf2m_sq35_map near byte 15360
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 2
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 15744]    ; addresses gf2m_sq35_map near byte 15616
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 1
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 16000]    ; addresses gf2m_sq35_map near byte 15872
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 16256]    ; addresses gf2m_sq35_map near byte 16128
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
+    vpblendmd    ymm6{k1}, ymm6, ymm27
+    vpsllq       ymm7, ymm5, 63
+    vpsraq       ymm7, ymm7, 63
+    vpsllq       ymm8, ymm5, 62
+    vpsraq       ymm8, ymm8, 63
+    vpandq       ymm9, ymm8, [rel gf2m_sq35_map + 224]
+    vpternlogq   ymm9, ymm7, [rel gf2m_sq35_map], 120
+    vpandq       ymm11, ymm8, [rel gf2m_sq35_map + 256]
+    vpternlogq   ymm11, ymm7, [rel gf2m_sq35_map + 32], 120
+    vpandq       ymm12, ymm8, [rel gf2m_sq35_map + 288]
+    vpternlogq   ymm12, ymm7, [rel gf2m_sq35_map + 64], 120
+    vpandq       ymm13, ymm8, [rel gf2m_sq35_map + 320]
+    vpternlogq   ymm13, ymm7, [rel gf2m_sq35_map + 96], 120
+    vpandq       ymm14, ymm8, [rel gf2m_sq35_map + 384]
+    vpternlogq   ymm14, ymm7, [rel gf2m_sq35_map + 128], 120
+    vpandq       ymm15, ymm8, [rel gf2m_sq35_map + 416]
+    vpternlogq   ymm15, ymm7, [rel gf2m_sq35_map + 160], 120
+    vpandq       ymm16, ymm8, [rel gf2m_sq35_map + 448]
+    vpternlogq   ymm16, ymm7, [rel gf2m_sq35_map + 192], 120
+    vpsllq       ymm7, ymm5, 61
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 608]      ; addresses gf2m_sq35_map near byte 480
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpandq       ymm17, ymm7, [rcx]
+    vpternlogq   ymm17, ymm8, [rel gf2m_sq35_map + 352], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 60
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 864]      ; addresses gf2m_sq35_map near byte 736
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 59
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 1120]     ; addresses gf2m_sq35_map near byte 992
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 58
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 1376]     ; addresses gf2m_sq35_map near byte 1248
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 57
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 1632]     ; addresses gf2m_sq35_map near byte 1504
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 56
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 1888]     ; addresses gf2m_sq35_map near byte 1760
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 55
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 2144]     ; addresses gf2m_sq35_map near byte 2016
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 54
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 2400]     ; addresses gf2m_sq35_map near byte 2272
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 53
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 2656]     ; addresses gf2m_sq35_map near byte 2528
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 52
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 2912]     ; addresses gf2m_sq35_map near byte 2784
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 51
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 3168]     ; addresses gf2m_sq35_map near byte 3040
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 50
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 3424]     ; addresses gf2m_sq35_map near byte 3296
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 49
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 3680]     ; addresses gf2m_sq35_map near byte 3552
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 48
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 3936]     ; addresses gf2m_sq35_map near byte 3808
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 47
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 4192]     ; addresses gf2m_sq35_map near byte 4064
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 46
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 4448]     ; addresses gf2m_sq35_map near byte 4320
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 45
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 4704]     ; addresses gf2m_sq35_map near byte 4576
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 44
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 4960]     ; addresses gf2m_sq35_map near byte 4832
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 43
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 5216]     ; addresses gf2m_sq35_map near byte 5088
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 42
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 5472]     ; addresses gf2m_sq35_map near byte 5344
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 41
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 5728]     ; addresses gf2m_sq35_map near byte 5600
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 40
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 5984]     ; addresses gf2m_sq35_map near byte 5856
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 39
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 6240]     ; addresses gf2m_sq35_map near byte 6112
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 38
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 6496]     ; addresses gf2m_sq35_map near byte 6368
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 37
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 6752]     ; addresses gf2m_sq35_map near byte 6624
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 36
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 7008]     ; addresses gf2m_sq35_map near byte 6880
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 35
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 7264]     ; addresses gf2m_sq35_map near byte 7136
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 34
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 7520]     ; addresses gf2m_sq35_map near byte 7392
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 33
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 7776]     ; addresses gf2m_sq35_map near byte 7648
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 32
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 8032]     ; addresses gf2m_sq35_map near byte 7904
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 31
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 8288]     ; addresses gf2m_sq35_map near byte 8160
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 30
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 8544]     ; addresses gf2m_sq35_map near byte 8416
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 29
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 8800]     ; addresses gf2m_sq35_map near byte 8672
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 28
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 9056]     ; addresses gf2m_sq35_map near byte 8928
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 27
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 9312]     ; addresses gf2m_sq35_map near byte 9184
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 26
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 9568]     ; addresses gf2m_sq35_map near byte 9440
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 25
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 9824]     ; addresses gf2m_sq35_map near byte 9696
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 24
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 10080]    ; addresses gf2m_sq35_map near byte 9952
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 23
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 10336]    ; addresses gf2m_sq35_map near byte 10208
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 22
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 10592]    ; addresses gf2m_sq35_map near byte 10464
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 21
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 10848]    ; addresses gf2m_sq35_map near byte 10720
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 20
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 11104]    ; addresses gf2m_sq35_map near byte 10976
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 19
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 11360]    ; addresses gf2m_sq35_map near byte 11232
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 18
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 11616]    ; addresses gf2m_sq35_map near byte 11488
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 17
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 11872]    ; addresses gf2m_sq35_map near byte 11744
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 16
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 12128]    ; addresses gf2m_sq35_map near byte 12000
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 15
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 12384]    ; addresses gf2m_sq35_map near byte 12256
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 14
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 12640]    ; addresses gf2m_sq35_map near byte 12512
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 13
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 12896]    ; addresses gf2m_sq35_map near byte 12768
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 12
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 13152]    ; addresses gf2m_sq35_map near byte 13024
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 11
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 13408]    ; addresses gf2m_sq35_map near byte 13280
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 10
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 13664]    ; addresses gf2m_sq35_map near byte 13536
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 9
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 13920]    ; addresses gf2m_sq35_map near byte 13792
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 8
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 14176]    ; addresses gf2m_sq35_map near byte 14048
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 7
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 14432]    ; addresses gf2m_sq35_map near byte 14304
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 6
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 14688]    ; addresses gf2m_sq35_map near byte 14560
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 5
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 14944]    ; addresses gf2m_sq35_map near byte 14816
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 4
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 15200]    ; addresses gf2m_sq35_map near byte 15072
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 3
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 15456]    ; addresses gf2m_sq35_map near byte 15328
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 2
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 15712]    ; addresses gf2m_sq35_map near byte 15584
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 1
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq35_map + 15968]    ; addresses gf2m_sq35_map near byte 15840
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq35_map + 16224]    ; addresses gf2m_sq35_map near byte 16096
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
+    vpternlogq   ymm14, ymm5, [rcx + 32], 120
+    vpternlogq   ymm15, ymm5, [rcx + 64], 120
+    vpternlogq   ymm16, ymm5, [rcx + 96], 120
     vpsllq       ymm5, ymm6, 63
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 16512]    ; addresses gf2m_sq35_map near byte 16384
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq35_map + 16480]    ; addresses gf2m_sq35_map near byte 16352
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
     vpsllq       ymm5, ymm6, 62
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 16768]    ; addresses gf2m_sq35_map near byte 16640
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 32], 120
+    vpternlogq   ymm11, ymm5, [rcx + 64], 120
+    vpternlogq   ymm12, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 16736]    ; addresses gf2m_sq35_map near byte 16608
+    vpternlogq   ymm13, ymm5, [rcx - 128], 120
+    vpternlogq   ymm17, ymm5, [rcx - 96], 120
     vpsllq       ymm5, ymm6, 61
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 64], 120
+    vpternlogq   ymm11, ymm5, [rcx - 32], 120
+    vpternlogq   ymm12, ymm5, [rcx], 120
+    vpternlogq   ymm13, ymm5, [rcx + 32], 120
+    vpternlogq   ymm17, ymm5, [rcx + 64], 120
     vpsllq       ymm5, ymm6, 60
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 17024]    ; addresses gf2m_sq35_map near byte 16896
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 16992]    ; addresses gf2m_sq35_map near byte 16864
+    vpternlogq   ymm11, ymm5, [rcx - 128], 120
+    vpternlogq   ymm12, ymm5, [rcx - 96], 120
+    vpternlogq   ymm13, ymm5, [rcx - 64], 120
+    vpternlogq   ymm17, ymm5, [rcx - 32], 120
     vpsllq       ymm5, ymm6, 59
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx], 120
+    vpternlogq   ymm11, ymm5, [rcx + 32], 120
+    vpternlogq   ymm12, ymm5, [rcx + 64], 120
+    vpternlogq   ymm13, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 17248]    ; addresses gf2m_sq35_map near byte 17120
+    vpternlogq   ymm17, ymm5, [rcx - 128], 120
     vpsllq       ymm5, ymm6, 58
-    vpcmpgtq     k2, ymm7, ymm5
-    lea          rcx, [rel gf2m_sq35_map + 17280]    ; addresses gf2m_sq35_map near byte 17152
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 96], 120
+    vpternlogq   ymm11, ymm5, [rcx - 64], 120
+    vpternlogq   ymm12, ymm5, [rcx - 32], 120
+    vpternlogq   ymm13, ymm5, [rcx], 120
+    vpternlogq   ymm17, ymm5, [rcx + 32], 120
     vpsllq       ymm5, ymm6, 57
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 17536]    ; addresses gf2m_sq35_map near byte 17408
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 64], 120
+    vpternlogq   ymm11, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 17504]    ; addresses gf2m_sq35_map near byte 17376
+    vpternlogq   ymm12, ymm5, [rcx - 128], 120
+    vpternlogq   ymm13, ymm5, [rcx - 96], 120
+    vpternlogq   ymm17, ymm5, [rcx - 64], 120
     vpsllq       ymm5, ymm6, 56
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 32], 120
+    vpternlogq   ymm11, ymm5, [rcx], 120
+    vpternlogq   ymm12, ymm5, [rcx + 32], 120
+    vpternlogq   ymm13, ymm5, [rcx + 64], 120
+    vpternlogq   ymm17, ymm5, [rcx + 96], 120
     vpsllq       ymm5, ymm6, 55
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 17792]    ; addresses gf2m_sq35_map near byte 17664
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq35_map + 17760]    ; addresses gf2m_sq35_map near byte 17632
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
     vpsllq       ymm5, ymm6, 54
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 18048]    ; addresses gf2m_sq35_map near byte 17920
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 32], 120
+    vpternlogq   ymm11, ymm5, [rcx + 64], 120
+    vpternlogq   ymm12, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 18016]    ; addresses gf2m_sq35_map near byte 17888
+    vpternlogq   ymm13, ymm5, [rcx - 128], 120
+    vpternlogq   ymm17, ymm5, [rcx - 96], 120
     vpsllq       ymm5, ymm6, 53
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 64], 120
+    vpternlogq   ymm11, ymm5, [rcx - 32], 120
+    vpternlogq   ymm12, ymm5, [rcx], 120
+    vpternlogq   ymm13, ymm5, [rcx + 32], 120
+    vpternlogq   ymm17, ymm5, [rcx + 64], 120
     vpsllq       ymm5, ymm6, 52
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 18304]    ; addresses gf2m_sq35_map near byte 18176
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 18272]    ; addresses gf2m_sq35_map near byte 18144
+    vpternlogq   ymm11, ymm5, [rcx - 128], 120
+    vpternlogq   ymm12, ymm5, [rcx - 96], 120
+    vpternlogq   ymm13, ymm5, [rcx - 64], 120
+    vpternlogq   ymm17, ymm5, [rcx - 32], 120
     vpsllq       ymm5, ymm6, 51
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx], 120
+    vpternlogq   ymm11, ymm5, [rcx + 32], 120
+    vpternlogq   ymm12, ymm5, [rcx + 64], 120
+    vpternlogq   ymm13, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 18528]    ; addresses gf2m_sq35_map near byte 18400
+    vpternlogq   ymm17, ymm5, [rcx - 128], 120
     vpsllq       ymm5, ymm6, 50
-    vpcmpgtq     k2, ymm7, ymm5
-    lea          rcx, [rel gf2m_sq35_map + 18560]    ; addresses gf2m_sq35_map near byte 18432
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 96], 120
+    vpternlogq   ymm11, ymm5, [rcx - 64], 120
+    vpternlogq   ymm12, ymm5, [rcx - 32], 120
+    vpternlogq   ymm13, ymm5, [rcx], 120
+    vpternlogq   ymm17, ymm5, [rcx + 32], 120
     vpsllq       ymm5, ymm6, 49
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 18816]    ; addresses gf2m_sq35_map near byte 18688
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 64], 120
+    vpternlogq   ymm11, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 18784]    ; addresses gf2m_sq35_map near byte 18656
+    vpternlogq   ymm12, ymm5, [rcx - 128], 120
+    vpternlogq   ymm13, ymm5, [rcx - 96], 120
+    vpternlogq   ymm17, ymm5, [rcx - 64], 120
     vpsllq       ymm5, ymm6, 48
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 32], 120
+    vpternlogq   ymm11, ymm5, [rcx], 120
+    vpternlogq   ymm12, ymm5, [rcx + 32], 120
+    vpternlogq   ymm13, ymm5, [rcx + 64], 120
+    vpternlogq   ymm17, ymm5, [rcx + 96], 120
     vpsllq       ymm5, ymm6, 47
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 19072]    ; addresses gf2m_sq35_map near byte 18944
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq35_map + 19040]    ; addresses gf2m_sq35_map near byte 18912
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
     vpsllq       ymm5, ymm6, 46
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 19328]    ; addresses gf2m_sq35_map near byte 19200
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 32], 120
+    vpternlogq   ymm11, ymm5, [rcx + 64], 120
+    vpternlogq   ymm12, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 19296]    ; addresses gf2m_sq35_map near byte 19168
+    vpternlogq   ymm13, ymm5, [rcx - 128], 120
+    vpternlogq   ymm17, ymm5, [rcx - 96], 120
     vpsllq       ymm5, ymm6, 45
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 64], 120
+    vpternlogq   ymm11, ymm5, [rcx - 32], 120
+    vpternlogq   ymm12, ymm5, [rcx], 120
+    vpternlogq   ymm13, ymm5, [rcx + 32], 120
+    vpternlogq   ymm17, ymm5, [rcx + 64], 120
     vpsllq       ymm5, ymm6, 44
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 19584]    ; addresses gf2m_sq35_map near byte 19456
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 19552]    ; addresses gf2m_sq35_map near byte 19424
+    vpternlogq   ymm11, ymm5, [rcx - 128], 120
+    vpternlogq   ymm12, ymm5, [rcx - 96], 120
+    vpternlogq   ymm13, ymm5, [rcx - 64], 120
+    vpternlogq   ymm17, ymm5, [rcx - 32], 120
     vpsllq       ymm5, ymm6, 43
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx], 120
+    vpternlogq   ymm11, ymm5, [rcx + 32], 120
+    vpternlogq   ymm12, ymm5, [rcx + 64], 120
+    vpternlogq   ymm13, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 19808]    ; addresses gf2m_sq35_map near byte 19680
+    vpternlogq   ymm17, ymm5, [rcx - 128], 120
     vpsllq       ymm5, ymm6, 42
-    vpcmpgtq     k2, ymm7, ymm5
-    lea          rcx, [rel gf2m_sq35_map + 19840]    ; addresses gf2m_sq35_map near byte 19712
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 96], 120
+    vpternlogq   ymm11, ymm5, [rcx - 64], 120
+    vpternlogq   ymm12, ymm5, [rcx - 32], 120
+    vpternlogq   ymm13, ymm5, [rcx], 120
+    vpternlogq   ymm17, ymm5, [rcx + 32], 120
     vpsllq       ymm5, ymm6, 41
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 20096]    ; addresses gf2m_sq35_map near byte 19968
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 64], 120
+    vpternlogq   ymm11, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 20064]    ; addresses gf2m_sq35_map near byte 19936
+    vpternlogq   ymm12, ymm5, [rcx - 128], 120
+    vpternlogq   ymm13, ymm5, [rcx - 96], 120
+    vpternlogq   ymm17, ymm5, [rcx - 64], 120
     vpsllq       ymm5, ymm6, 40
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 32], 120
+    vpternlogq   ymm11, ymm5, [rcx], 120
+    vpternlogq   ymm12, ymm5, [rcx + 32], 120
+    vpternlogq   ymm13, ymm5, [rcx + 64], 120
+    vpternlogq   ymm17, ymm5, [rcx + 96], 120
     vpsllq       ymm5, ymm6, 39
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 20352]    ; addresses gf2m_sq35_map near byte 20224
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq35_map + 20320]    ; addresses gf2m_sq35_map near byte 20192
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
     vpsllq       ymm5, ymm6, 38
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
-    lea          rcx, [rel gf2m_sq35_map + 20608]    ; addresses gf2m_sq35_map near byte 20480
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 32], 120
+    vpternlogq   ymm11, ymm5, [rcx + 64], 120
+    vpternlogq   ymm12, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq35_map + 20576]    ; addresses gf2m_sq35_map near byte 20448
+    vpternlogq   ymm13, ymm5, [rcx - 128], 120
+    vpternlogq   ymm17, ymm5, [rcx - 96], 120
     vpsllq       ymm5, ymm6, 37
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpermq       ymm5, ymm9, 147
-    vpermq       ymm6, ymm11, 78
-    vpermq       ymm7, ymm12, 57
-    vpternlogq   ymm5, ymm8, ymm6, 150
-    vpxorq       ymm5, ymm5, ymm7
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 64], 120
+    vpternlogq   ymm11, ymm5, [rcx - 32], 120
+    vpternlogq   ymm12, ymm5, [rcx], 120
+    vpternlogq   ymm13, ymm5, [rcx + 32], 120
+    vpternlogq   ymm17, ymm5, [rcx + 64], 120
+    vpermq       ymm5, ymm11, 147
+    vpermq       ymm6, ymm12, 78
+    vpermq       ymm7, ymm13, 57
+    vpternlogq   ymm9, ymm5, ymm6, 150
+    vpxorq       ymm5, ymm9, ymm7
     vextracti64x2 xmm6, ymm5, 0
     vextracti64x2 xmm5, ymm5, 1
-    vpermq       ymm7, ymm13, 147
-    vpermq       ymm8, ymm14, 78
-    vpermq       ymm9, ymm15, 57
-    vpternlogq   ymm7, ymm16, ymm8, 150
-    vpxorq       ymm7, ymm7, ymm9
+    vpermq       ymm7, ymm14, 147
+    vpermq       ymm8, ymm15, 78
+    vpermq       ymm9, ymm16, 57
+    vpternlogq   ymm17, ymm7, ymm8, 150
+    vpxorq       ymm7, ymm17, ymm9
     vextracti64x2 xmm7, ymm7, 0
     vpclmulqdq   xmm8, xmm6, xmm3, 0
     vpclmulqdq   xmm9, xmm6, xmm3, 17
@@ -6549,940 +6543,933 @@ kg_gf2m283_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm5{k1}, ymm5, ymm8
-    lea          rcx, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
-    vmovdqu64    ymm6, [rcx - 128]
     mov          r11d, 12
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm9, ymm6
-    vmovdqu64    ymm7, [rcx - 128]
+    vpblendmd    ymm6{k1}, ymm9, ymm27
     mov          r11d, 48
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm6, ymm7
-    vmovdqu64    ymm7, [rcx - 128]
+    vpblendmd    ymm6{k1}, ymm6, ymm27
     mov          r11d, 192
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm6, ymm7
-    vmovdqu64    ymm7, [rcx - 128]
-    vpsllq       ymm8, ymm5, 63
-    vpcmpgtq     k2, ymm7, ymm8
-    lea          rcx, [rel gf2m_sq70_map + 128]      ; addresses gf2m_sq70_map near byte 0
-    vpxorq       ymm8{k2}{z}, ymm7, [rcx - 128]
-    vpxorq       ymm9{k2}{z}, ymm7, [rcx - 96]
-    vpxorq       ymm11{k2}{z}, ymm7, [rcx - 64]
-    vpxorq       ymm12{k2}{z}, ymm7, [rcx - 32]
-    vpxorq       ymm13{k2}{z}, ymm7, [rcx]
-    vpxorq       ymm14{k2}{z}, ymm7, [rcx + 32]
-    vpxorq       ymm15{k2}{z}, ymm7, [rcx + 64]
-    vpsllq       ymm16, ymm5, 62
-    vpcmpgtq     k2, ymm7, ymm16
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 384]      ; addresses gf2m_sq70_map near byte 256
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}{z}, ymm7, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 61
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 640]      ; addresses gf2m_sq70_map near byte 512
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 60
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 896]      ; addresses gf2m_sq70_map near byte 768
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 59
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 1152]     ; addresses gf2m_sq70_map near byte 1024
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 58
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 1408]     ; addresses gf2m_sq70_map near byte 1280
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 57
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 1664]     ; addresses gf2m_sq70_map near byte 1536
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 56
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 1920]     ; addresses gf2m_sq70_map near byte 1792
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 55
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 2176]     ; addresses gf2m_sq70_map near byte 2048
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 54
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 2432]     ; addresses gf2m_sq70_map near byte 2304
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 53
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 2688]     ; addresses gf2m_sq70_map near byte 2560
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 52
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 2944]     ; addresses gf2m_sq70_map near byte 2816
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 51
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 3200]     ; addresses gf2m_sq70_map near byte 3072
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 50
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 3456]     ; addresses gf2m_sq70_map near byte 3328
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 49
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 3712]     ; addresses gf2m_sq70_map near byte 3584
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 48
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 3968]     ; addresses gf2m_sq70_map near byte 3840
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 47
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 4224]     ; addresses gf2m_sq70_map near byte 4096
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 46
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 4480]     ; addresses gf2m_sq70_map near byte 4352
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 45
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 4736]     ; addresses gf2m_sq70_map near byte 4608
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 44
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 4992]     ; addresses gf2m_sq70_map near byte 4864
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 43
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 5248]     ; addresses gf2m_sq70_map near byte 5120
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 42
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 5504]     ; addresses gf2m_sq70_map near byte 5376
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 41
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 5760]     ; addresses gf2m_sq70_map near byte 5632
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 40
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 6016]     ; addresses gf2m_sq70_map near byte 5888
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 39
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 6272]     ; addresses gf2m_sq70_map near byte 6144
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 38
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 6528]     ; addresses gf2m_sq70_map near byte 6400
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 37
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 6784]     ; addresses gf2m_sq70_map near byte 6656
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 36
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 7040]     ; addresses gf2m_sq70_map near byte 6912
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 35
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 7296]     ; addresses gf2m_sq70_map near byte 7168
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 34
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 7552]     ; addresses gf2m_sq70_map near byte 7424
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 33
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 7808]     ; addresses gf2m_sq70_map near byte 7680
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 32
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 8064]     ; addresses gf2m_sq70_map near byte 7936
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 31
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 8320]     ; addresses gf2m_sq70_map near byte 8192
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 30
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 8576]     ; addresses gf2m_sq70_map near byte 8448
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 29
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 8832]     ; addresses gf2m_sq70_map near byte 8704
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 28
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 9088]     ; addresses gf2m_sq70_map near byte 8960
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 27
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 9344]     ; addresses gf2m_sq70_map near byte 9216
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 26
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 9600]     ; addresses gf2m_sq70_map near byte 9472
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 25
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 9856]     ; addresses gf2m_sq70_map near byte 9728
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 24
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 10112]    ; addresses gf2m_sq70_map near byte 9984
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 23
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 10368]    ; addresses gf2m_sq70_map near byte 10240
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 22
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 10624]    ; addresses gf2m_sq70_map near byte 10496
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 21
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 10880]    ; addresses gf2m_sq70_map near byte 10752
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 20
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 11136]    ; addresses gf2m_sq70_map near byte 11008
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 19
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 11392]    ; addresses gf2m_sq70_map near byte 11264
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 18
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 11648]    ; addresses gf2m_sq70_map near byte 11520
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 17
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 11904]    ; addresses gf2m_sq70_map near byte 11776
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 16
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 12160]    ; addresses gf2m_sq70_map near byte 12032
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 15
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 12416]    ; addresses gf2m_sq70_map near byte 12288
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 14
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 12672]    ; addresses gf2m_sq70_map near byte 12544
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 13
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 12928]    ; addresses gf2m_sq70_map near byte 12800
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 12
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 13184]    ; addresses gf2m_sq70_map near byte 13056
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 11
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 13440]    ; addresses gf2m_sq70_map near byte 13312
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 10
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 13696]    ; addresses gf2m_sq70_map near byte 13568
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 9
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 13952]    ; addresses gf2m_sq70_map near byte 13824
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 8
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 14208]    ; addresses gf2m_sq70_map near byte 14080
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 7
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 14464]    ; addresses gf2m_sq70_map near byte 14336
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 6
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 14720]    ; addresses gf2m_sq70_map near byte 14592
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 5
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 14976]    ; addresses gf2m_sq70_map near byte 14848
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 4
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 15232]    ; addresses gf2m_sq70_map near byte 15104
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 3
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 15488]    ; addresses gf2m_sq70_map near byte 15360
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 2
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 15744]    ; addresses gf2m_sq70_map near byte 15616
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpsllq       ymm17, ymm5, 1
-    vpcmpgtq     k2, ymm7, ymm17
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 16000]    ; addresses gf2m_sq70_map near byte 15872
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 16256]    ; addresses gf2m_sq70_map near byte 16128
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
+    vpblendmd    ymm6{k1}, ymm6, ymm27
+    vpsllq       ymm7, ymm5, 63
+    vpsraq       ymm7, ymm7, 63
+    vpsllq       ymm8, ymm5, 62
+    vpsraq       ymm8, ymm8, 63
+    vpandq       ymm9, ymm8, [rel gf2m_sq70_map + 224]
+    vpternlogq   ymm9, ymm7, [rel gf2m_sq70_map], 120
+    vpandq       ymm11, ymm8, [rel gf2m_sq70_map + 256]
+    vpternlogq   ymm11, ymm7, [rel gf2m_sq70_map + 32], 120
+    vpandq       ymm12, ymm8, [rel gf2m_sq70_map + 288]
+    vpternlogq   ymm12, ymm7, [rel gf2m_sq70_map + 64], 120
+    vpandq       ymm13, ymm8, [rel gf2m_sq70_map + 320]
+    vpternlogq   ymm13, ymm7, [rel gf2m_sq70_map + 96], 120
+    vpandq       ymm14, ymm8, [rel gf2m_sq70_map + 384]
+    vpternlogq   ymm14, ymm7, [rel gf2m_sq70_map + 128], 120
+    vpandq       ymm15, ymm8, [rel gf2m_sq70_map + 416]
+    vpternlogq   ymm15, ymm7, [rel gf2m_sq70_map + 160], 120
+    vpandq       ymm16, ymm8, [rel gf2m_sq70_map + 448]
+    vpternlogq   ymm16, ymm7, [rel gf2m_sq70_map + 192], 120
+    vpsllq       ymm7, ymm5, 61
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 608]      ; addresses gf2m_sq70_map near byte 480
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpandq       ymm17, ymm7, [rcx]
+    vpternlogq   ymm17, ymm8, [rel gf2m_sq70_map + 352], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 60
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 864]      ; addresses gf2m_sq70_map near byte 736
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 59
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 1120]     ; addresses gf2m_sq70_map near byte 992
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 58
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 1376]     ; addresses gf2m_sq70_map near byte 1248
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 57
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 1632]     ; addresses gf2m_sq70_map near byte 1504
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 56
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 1888]     ; addresses gf2m_sq70_map near byte 1760
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 55
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 2144]     ; addresses gf2m_sq70_map near byte 2016
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 54
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 2400]     ; addresses gf2m_sq70_map near byte 2272
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 53
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 2656]     ; addresses gf2m_sq70_map near byte 2528
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 52
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 2912]     ; addresses gf2m_sq70_map near byte 2784
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 51
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 3168]     ; addresses gf2m_sq70_map near byte 3040
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 50
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 3424]     ; addresses gf2m_sq70_map near byte 3296
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 49
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 3680]     ; addresses gf2m_sq70_map near byte 3552
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 48
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 3936]     ; addresses gf2m_sq70_map near byte 3808
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 47
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 4192]     ; addresses gf2m_sq70_map near byte 4064
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 46
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 4448]     ; addresses gf2m_sq70_map near byte 4320
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 45
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 4704]     ; addresses gf2m_sq70_map near byte 4576
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 44
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 4960]     ; addresses gf2m_sq70_map near byte 4832
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 43
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 5216]     ; addresses gf2m_sq70_map near byte 5088
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 42
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 5472]     ; addresses gf2m_sq70_map near byte 5344
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 41
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 5728]     ; addresses gf2m_sq70_map near byte 5600
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 40
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 5984]     ; addresses gf2m_sq70_map near byte 5856
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 39
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 6240]     ; addresses gf2m_sq70_map near byte 6112
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 38
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 6496]     ; addresses gf2m_sq70_map near byte 6368
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 37
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 6752]     ; addresses gf2m_sq70_map near byte 6624
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 36
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 7008]     ; addresses gf2m_sq70_map near byte 6880
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 35
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 7264]     ; addresses gf2m_sq70_map near byte 7136
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 34
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 7520]     ; addresses gf2m_sq70_map near byte 7392
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 33
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 7776]     ; addresses gf2m_sq70_map near byte 7648
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 32
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 8032]     ; addresses gf2m_sq70_map near byte 7904
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 31
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 8288]     ; addresses gf2m_sq70_map near byte 8160
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 30
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 8544]     ; addresses gf2m_sq70_map near byte 8416
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 29
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 8800]     ; addresses gf2m_sq70_map near byte 8672
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 28
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 9056]     ; addresses gf2m_sq70_map near byte 8928
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 27
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 9312]     ; addresses gf2m_sq70_map near byte 9184
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 26
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 9568]     ; addresses gf2m_sq70_map near byte 9440
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 25
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 9824]     ; addresses gf2m_sq70_map near byte 9696
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 24
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 10080]    ; addresses gf2m_sq70_map near byte 9952
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 23
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 10336]    ; addresses gf2m_sq70_map near byte 10208
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 22
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 10592]    ; addresses gf2m_sq70_map near byte 10464
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 21
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 10848]    ; addresses gf2m_sq70_map near byte 10720
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 20
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 11104]    ; addresses gf2m_sq70_map near byte 10976
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 19
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 11360]    ; addresses gf2m_sq70_map near byte 11232
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 18
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 11616]    ; addresses gf2m_sq70_map near byte 11488
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 17
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 11872]    ; addresses gf2m_sq70_map near byte 11744
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 16
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 12128]    ; addresses gf2m_sq70_map near byte 12000
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 15
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 12384]    ; addresses gf2m_sq70_map near byte 12256
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 14
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 12640]    ; addresses gf2m_sq70_map near byte 12512
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 13
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 12896]    ; addresses gf2m_sq70_map near byte 12768
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 12
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 13152]    ; addresses gf2m_sq70_map near byte 13024
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 11
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 13408]    ; addresses gf2m_sq70_map near byte 13280
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 10
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 13664]    ; addresses gf2m_sq70_map near byte 13536
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 9
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 13920]    ; addresses gf2m_sq70_map near byte 13792
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 8
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 14176]    ; addresses gf2m_sq70_map near byte 14048
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 7
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 14432]    ; addresses gf2m_sq70_map near byte 14304
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 6
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 14688]    ; addresses gf2m_sq70_map near byte 14560
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 5
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 14944]    ; addresses gf2m_sq70_map near byte 14816
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 4
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 15200]    ; addresses gf2m_sq70_map near byte 15072
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 3
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 15456]    ; addresses gf2m_sq70_map near byte 15328
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 2
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 15712]    ; addresses gf2m_sq70_map near byte 15584
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsllq       ymm7, ymm5, 1
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq70_map + 15968]    ; addresses gf2m_sq70_map near byte 15840
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm17, ymm7, [rcx], 120
+    vpternlogq   ymm14, ymm7, [rcx + 32], 120
+    vpternlogq   ymm15, ymm7, [rcx + 64], 120
+    vpternlogq   ymm16, ymm7, [rcx + 96], 120
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq70_map + 16224]    ; addresses gf2m_sq70_map near byte 16096
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
+    vpternlogq   ymm14, ymm5, [rcx + 32], 120
+    vpternlogq   ymm15, ymm5, [rcx + 64], 120
+    vpternlogq   ymm16, ymm5, [rcx + 96], 120
     vpsllq       ymm5, ymm6, 63
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 16512]    ; addresses gf2m_sq70_map near byte 16384
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq70_map + 16480]    ; addresses gf2m_sq70_map near byte 16352
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
     vpsllq       ymm5, ymm6, 62
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 16768]    ; addresses gf2m_sq70_map near byte 16640
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 32], 120
+    vpternlogq   ymm11, ymm5, [rcx + 64], 120
+    vpternlogq   ymm12, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 16736]    ; addresses gf2m_sq70_map near byte 16608
+    vpternlogq   ymm13, ymm5, [rcx - 128], 120
+    vpternlogq   ymm17, ymm5, [rcx - 96], 120
     vpsllq       ymm5, ymm6, 61
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 64], 120
+    vpternlogq   ymm11, ymm5, [rcx - 32], 120
+    vpternlogq   ymm12, ymm5, [rcx], 120
+    vpternlogq   ymm13, ymm5, [rcx + 32], 120
+    vpternlogq   ymm17, ymm5, [rcx + 64], 120
     vpsllq       ymm5, ymm6, 60
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 17024]    ; addresses gf2m_sq70_map near byte 16896
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 16992]    ; addresses gf2m_sq70_map near byte 16864
+    vpternlogq   ymm11, ymm5, [rcx - 128], 120
+    vpternlogq   ymm12, ymm5, [rcx - 96], 120
+    vpternlogq   ymm13, ymm5, [rcx - 64], 120
+    vpternlogq   ymm17, ymm5, [rcx - 32], 120
     vpsllq       ymm5, ymm6, 59
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx], 120
+    vpternlogq   ymm11, ymm5, [rcx + 32], 120
+    vpternlogq   ymm12, ymm5, [rcx + 64], 120
+    vpternlogq   ymm13, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 17248]    ; addresses gf2m_sq70_map near byte 17120
+    vpternlogq   ymm17, ymm5, [rcx - 128], 120
     vpsllq       ymm5, ymm6, 58
-    vpcmpgtq     k2, ymm7, ymm5
-    lea          rcx, [rel gf2m_sq70_map + 17280]    ; addresses gf2m_sq70_map near byte 17152
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 96], 120
+    vpternlogq   ymm11, ymm5, [rcx - 64], 120
+    vpternlogq   ymm12, ymm5, [rcx - 32], 120
+    vpternlogq   ymm13, ymm5, [rcx], 120
+    vpternlogq   ymm17, ymm5, [rcx + 32], 120
     vpsllq       ymm5, ymm6, 57
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 17536]    ; addresses gf2m_sq70_map near byte 17408
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 64], 120
+    vpternlogq   ymm11, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 17504]    ; addresses gf2m_sq70_map near byte 17376
+    vpternlogq   ymm12, ymm5, [rcx - 128], 120
+    vpternlogq   ymm13, ymm5, [rcx - 96], 120
+    vpternlogq   ymm17, ymm5, [rcx - 64], 120
     vpsllq       ymm5, ymm6, 56
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 32], 120
+    vpternlogq   ymm11, ymm5, [rcx], 120
+    vpternlogq   ymm12, ymm5, [rcx + 32], 120
+    vpternlogq   ymm13, ymm5, [rcx + 64], 120
+    vpternlogq   ymm17, ymm5, [rcx + 96], 120
     vpsllq       ymm5, ymm6, 55
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 17792]    ; addresses gf2m_sq70_map near byte 17664
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq70_map + 17760]    ; addresses gf2m_sq70_map near byte 17632
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
     vpsllq       ymm5, ymm6, 54
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 18048]    ; addresses gf2m_sq70_map near byte 17920
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 32], 120
+    vpternlogq   ymm11, ymm5, [rcx + 64], 120
+    vpternlogq   ymm12, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 18016]    ; addresses gf2m_sq70_map near byte 17888
+    vpternlogq   ymm13, ymm5, [rcx - 128], 120
+    vpternlogq   ymm17, ymm5, [rcx - 96], 120
     vpsllq       ymm5, ymm6, 53
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 64], 120
+    vpternlogq   ymm11, ymm5, [rcx - 32], 120
+    vpternlogq   ymm12, ymm5, [rcx], 120
+    vpternlogq   ymm13, ymm5, [rcx + 32], 120
+    vpternlogq   ymm17, ymm5, [rcx + 64], 120
     vpsllq       ymm5, ymm6, 52
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 18304]    ; addresses gf2m_sq70_map near byte 18176
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 18272]    ; addresses gf2m_sq70_map near byte 18144
+    vpternlogq   ymm11, ymm5, [rcx - 128], 120
+    vpternlogq   ymm12, ymm5, [rcx - 96], 120
+    vpternlogq   ymm13, ymm5, [rcx - 64], 120
+    vpternlogq   ymm17, ymm5, [rcx - 32], 120
     vpsllq       ymm5, ymm6, 51
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx], 120
+    vpternlogq   ymm11, ymm5, [rcx + 32], 120
+    vpternlogq   ymm12, ymm5, [rcx + 64], 120
+    vpternlogq   ymm13, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 18528]    ; addresses gf2m_sq70_map near byte 18400
+    vpternlogq   ymm17, ymm5, [rcx - 128], 120
     vpsllq       ymm5, ymm6, 50
-    vpcmpgtq     k2, ymm7, ymm5
-    lea          rcx, [rel gf2m_sq70_map + 18560]    ; addresses gf2m_sq70_map near byte 18432
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 96], 120
+    vpternlogq   ymm11, ymm5, [rcx - 64], 120
+    vpternlogq   ymm12, ymm5, [rcx - 32], 120
+    vpternlogq   ymm13, ymm5, [rcx], 120
+    vpternlogq   ymm17, ymm5, [rcx + 32], 120
     vpsllq       ymm5, ymm6, 49
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 18816]    ; addresses gf2m_sq70_map near byte 18688
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 64], 120
+    vpternlogq   ymm11, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 18784]    ; addresses gf2m_sq70_map near byte 18656
+    vpternlogq   ymm12, ymm5, [rcx - 128], 120
+    vpternlogq   ymm13, ymm5, [rcx - 96], 120
+    vpternlogq   ymm17, ymm5, [rcx - 64], 120
     vpsllq       ymm5, ymm6, 48
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 32], 120
+    vpternlogq   ymm11, ymm5, [rcx], 120
+    vpternlogq   ymm12, ymm5, [rcx + 32], 120
+    vpternlogq   ymm13, ymm5, [rcx + 64], 120
+    vpternlogq   ymm17, ymm5, [rcx + 96], 120
     vpsllq       ymm5, ymm6, 47
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 19072]    ; addresses gf2m_sq70_map near byte 18944
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq70_map + 19040]    ; addresses gf2m_sq70_map near byte 18912
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
     vpsllq       ymm5, ymm6, 46
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 19328]    ; addresses gf2m_sq70_map near byte 19200
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 32], 120
+    vpternlogq   ymm11, ymm5, [rcx + 64], 120
+    vpternlogq   ymm12, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 19296]    ; addresses gf2m_sq70_map near byte 19168
+    vpternlogq   ymm13, ymm5, [rcx - 128], 120
+    vpternlogq   ymm17, ymm5, [rcx - 96], 120
     vpsllq       ymm5, ymm6, 45
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 64], 120
+    vpternlogq   ymm11, ymm5, [rcx - 32], 120
+    vpternlogq   ymm12, ymm5, [rcx], 120
+    vpternlogq   ymm13, ymm5, [rcx + 32], 120
+    vpternlogq   ymm17, ymm5, [rcx + 64], 120
     vpsllq       ymm5, ymm6, 44
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 19584]    ; addresses gf2m_sq70_map near byte 19456
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 19552]    ; addresses gf2m_sq70_map near byte 19424
+    vpternlogq   ymm11, ymm5, [rcx - 128], 120
+    vpternlogq   ymm12, ymm5, [rcx - 96], 120
+    vpternlogq   ymm13, ymm5, [rcx - 64], 120
+    vpternlogq   ymm17, ymm5, [rcx - 32], 120
     vpsllq       ymm5, ymm6, 43
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx], 120
+    vpternlogq   ymm11, ymm5, [rcx + 32], 120
+    vpternlogq   ymm12, ymm5, [rcx + 64], 120
+    vpternlogq   ymm13, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 19808]    ; addresses gf2m_sq70_map near byte 19680
+    vpternlogq   ymm17, ymm5, [rcx - 128], 120
     vpsllq       ymm5, ymm6, 42
-    vpcmpgtq     k2, ymm7, ymm5
-    lea          rcx, [rel gf2m_sq70_map + 19840]    ; addresses gf2m_sq70_map near byte 19712
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 96], 120
+    vpternlogq   ymm11, ymm5, [rcx - 64], 120
+    vpternlogq   ymm12, ymm5, [rcx - 32], 120
+    vpternlogq   ymm13, ymm5, [rcx], 120
+    vpternlogq   ymm17, ymm5, [rcx + 32], 120
     vpsllq       ymm5, ymm6, 41
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 20096]    ; addresses gf2m_sq70_map near byte 19968
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 64], 120
+    vpternlogq   ymm11, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 20064]    ; addresses gf2m_sq70_map near byte 19936
+    vpternlogq   ymm12, ymm5, [rcx - 128], 120
+    vpternlogq   ymm13, ymm5, [rcx - 96], 120
+    vpternlogq   ymm17, ymm5, [rcx - 64], 120
     vpsllq       ymm5, ymm6, 40
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 32], 120
+    vpternlogq   ymm11, ymm5, [rcx], 120
+    vpternlogq   ymm12, ymm5, [rcx + 32], 120
+    vpternlogq   ymm13, ymm5, [rcx + 64], 120
+    vpternlogq   ymm17, ymm5, [rcx + 96], 120
     vpsllq       ymm5, ymm6, 39
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 20352]    ; addresses gf2m_sq70_map near byte 20224
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
+    vpsraq       ymm5, ymm5, 63
+    lea          rcx, [rel gf2m_sq70_map + 20320]    ; addresses gf2m_sq70_map near byte 20192
+    vpternlogq   ymm9, ymm5, [rcx - 128], 120
+    vpternlogq   ymm11, ymm5, [rcx - 96], 120
+    vpternlogq   ymm12, ymm5, [rcx - 64], 120
+    vpternlogq   ymm13, ymm5, [rcx - 32], 120
+    vpternlogq   ymm17, ymm5, [rcx], 120
     vpsllq       ymm5, ymm6, 38
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
-    lea          rcx, [rel gf2m_sq70_map + 20608]    ; addresses gf2m_sq70_map near byte 20480
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx + 32], 120
+    vpternlogq   ymm11, ymm5, [rcx + 64], 120
+    vpternlogq   ymm12, ymm5, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq70_map + 20576]    ; addresses gf2m_sq70_map near byte 20448
+    vpternlogq   ymm13, ymm5, [rcx - 128], 120
+    vpternlogq   ymm17, ymm5, [rcx - 96], 120
     vpsllq       ymm5, ymm6, 37
-    vpcmpgtq     k2, ymm7, ymm5
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpermq       ymm5, ymm9, 147
-    vpermq       ymm6, ymm11, 78
-    vpermq       ymm7, ymm12, 57
-    vpternlogq   ymm5, ymm8, ymm6, 150
-    vpxorq       ymm5, ymm5, ymm7
+    vpsraq       ymm5, ymm5, 63
+    vpternlogq   ymm9, ymm5, [rcx - 64], 120
+    vpternlogq   ymm11, ymm5, [rcx - 32], 120
+    vpternlogq   ymm12, ymm5, [rcx], 120
+    vpternlogq   ymm13, ymm5, [rcx + 32], 120
+    vpternlogq   ymm17, ymm5, [rcx + 64], 120
+    vpermq       ymm5, ymm11, 147
+    vpermq       ymm6, ymm12, 78
+    vpermq       ymm7, ymm13, 57
+    vpternlogq   ymm9, ymm5, ymm6, 150
+    vpxorq       ymm5, ymm9, ymm7
     vextracti64x2 xmm6, ymm5, 0
     vextracti64x2 xmm5, ymm5, 1
-    vpermq       ymm7, ymm13, 147
-    vpermq       ymm8, ymm14, 78
-    vpermq       ymm9, ymm15, 57
-    vpternlogq   ymm7, ymm16, ymm8, 150
-    vpxorq       ymm7, ymm7, ymm9
+    vpermq       ymm7, ymm14, 147
+    vpermq       ymm8, ymm15, 78
+    vpermq       ymm9, ymm16, 57
+    vpternlogq   ymm17, ymm7, ymm8, 150
+    vpxorq       ymm7, ymm17, ymm9
     vextracti64x2 xmm7, ymm7, 0
     vpclmulqdq   xmm8, xmm6, xmm4, 0
     vpclmulqdq   xmm9, xmm6, xmm4, 17
@@ -7658,940 +7645,933 @@ kg_gf2m283_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm2{k1}, ymm2, ymm5
-    lea          rcx, [rel gf2m_zero4 + 128]         ; addresses gf2m_zero4 near byte 0
-    vmovdqu64    ymm3, [rcx - 128]
     mov          r11d, 12
     kmovd        k1, r11d
-    vpblendmd    ymm3{k1}, ymm6, ymm3
-    vmovdqu64    ymm4, [rcx - 128]
+    vpblendmd    ymm3{k1}, ymm6, ymm27
     mov          r11d, 48
     kmovd        k1, r11d
-    vpblendmd    ymm3{k1}, ymm3, ymm4
-    vmovdqu64    ymm4, [rcx - 128]
+    vpblendmd    ymm3{k1}, ymm3, ymm27
     mov          r11d, 192
     kmovd        k1, r11d
-    vpblendmd    ymm3{k1}, ymm3, ymm4
-    vmovdqu64    ymm4, [rcx - 128]
-    vpsllq       ymm5, ymm2, 63
-    vpcmpgtq     k2, ymm4, ymm5
-    lea          rcx, [rel gf2m_sq141_map + 128]     ; addresses gf2m_sq141_map near byte 0
-    vpxorq       ymm5{k2}{z}, ymm4, [rcx - 128]
-    vpxorq       ymm6{k2}{z}, ymm4, [rcx - 96]
-    vpxorq       ymm8{k2}{z}, ymm4, [rcx - 64]
-    vpxorq       ymm9{k2}{z}, ymm4, [rcx - 32]
-    vpxorq       ymm10{k2}{z}, ymm4, [rcx]
-    vpxorq       ymm11{k2}{z}, ymm4, [rcx + 32]
-    vpxorq       ymm12{k2}{z}, ymm4, [rcx + 64]
-    vpsllq       ymm13, ymm2, 62
-    vpcmpgtq     k2, ymm4, ymm13
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 384]     ; addresses gf2m_sq141_map near byte 256
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}{z}, ymm4, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 61
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 640]     ; addresses gf2m_sq141_map near byte 512
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 60
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 896]     ; addresses gf2m_sq141_map near byte 768
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 59
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 1152]    ; addresses gf2m_sq141_map near byte 1024
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 58
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 1408]    ; addresses gf2m_sq141_map near byte 1280
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 57
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 1664]    ; addresses gf2m_sq141_map near byte 1536
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 56
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 1920]    ; addresses gf2m_sq141_map near byte 1792
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 55
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 2176]    ; addresses gf2m_sq141_map near byte 2048
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 54
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 2432]    ; addresses gf2m_sq141_map near byte 2304
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 53
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 2688]    ; addresses gf2m_sq141_map near byte 2560
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 52
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 2944]    ; addresses gf2m_sq141_map near byte 2816
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 51
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 3200]    ; addresses gf2m_sq141_map near byte 3072
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 50
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 3456]    ; addresses gf2m_sq141_map near byte 3328
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 49
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 3712]    ; addresses gf2m_sq141_map near byte 3584
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 48
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 3968]    ; addresses gf2m_sq141_map near byte 3840
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 47
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 4224]    ; addresses gf2m_sq141_map near byte 4096
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 46
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 4480]    ; addresses gf2m_sq141_map near byte 4352
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 45
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 4736]    ; addresses gf2m_sq141_map near byte 4608
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 44
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 4992]    ; addresses gf2m_sq141_map near byte 4864
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 43
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 5248]    ; addresses gf2m_sq141_map near byte 5120
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 42
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 5504]    ; addresses gf2m_sq141_map near byte 5376
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 41
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 5760]    ; addresses gf2m_sq141_map near byte 5632
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 40
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 6016]    ; addresses gf2m_sq141_map near byte 5888
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 39
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 6272]    ; addresses gf2m_sq141_map near byte 6144
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 38
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 6528]    ; addresses gf2m_sq141_map near byte 6400
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 37
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 6784]    ; addresses gf2m_sq141_map near byte 6656
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 36
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 7040]    ; addresses gf2m_sq141_map near byte 6912
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 35
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 7296]    ; addresses gf2m_sq141_map near byte 7168
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 34
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 7552]    ; addresses gf2m_sq141_map near byte 7424
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 33
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 7808]    ; addresses gf2m_sq141_map near byte 7680
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 32
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 8064]    ; addresses gf2m_sq141_map near byte 7936
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 31
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 8320]    ; addresses gf2m_sq141_map near byte 8192
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 30
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 8576]    ; addresses gf2m_sq141_map near byte 8448
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 29
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 8832]    ; addresses gf2m_sq141_map near byte 8704
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 28
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 9088]    ; addresses gf2m_sq141_map near byte 8960
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 27
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 9344]    ; addresses gf2m_sq141_map near byte 9216
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 26
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 9600]    ; addresses gf2m_sq141_map near byte 9472
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 25
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 9856]    ; addresses gf2m_sq141_map near byte 9728
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 24
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 10112]   ; addresses gf2m_sq141_map near byte 9984
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 23
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 10368]   ; addresses gf2m_sq141_map near byte 10240
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 22
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 10624]   ; addresses gf2m_sq141_map near byte 10496
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 21
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 10880]   ; addresses gf2m_sq141_map near byte 10752
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 20
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 11136]   ; addresses gf2m_sq141_map near byte 11008
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 19
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 11392]   ; addresses gf2m_sq141_map near byte 11264
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 18
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 11648]   ; addresses gf2m_sq141_map near byte 11520
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 17
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 11904]   ; addresses gf2m_sq141_map near byte 11776
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 16
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 12160]   ; addresses gf2m_sq141_map near byte 12032
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 15
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 12416]   ; addresses gf2m_sq141_map near byte 12288
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 14
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 12672]   ; addresses gf2m_sq141_map near byte 12544
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 13
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 12928]   ; addresses gf2m_sq141_map near byte 12800
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 12
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 13184]   ; addresses gf2m_sq141_map near byte 13056
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 11
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 13440]   ; addresses gf2m_sq141_map near byte 13312
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 10
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 13696]   ; addresses gf2m_sq141_map near byte 13568
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 9
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 13952]   ; addresses gf2m_sq141_map near byte 13824
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 8
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 14208]   ; addresses gf2m_sq141_map near byte 14080
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 7
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 14464]   ; addresses gf2m_sq141_map near byte 14336
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 6
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 14720]   ; addresses gf2m_sq141_map near byte 14592
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 5
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 14976]   ; addresses gf2m_sq141_map near byte 14848
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 4
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 15232]   ; addresses gf2m_sq141_map near byte 15104
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 3
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 15488]   ; addresses gf2m_sq141_map near byte 15360
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 2
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 15744]   ; addresses gf2m_sq141_map near byte 15616
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpsllq       ymm14, ymm2, 1
-    vpcmpgtq     k2, ymm4, ymm14
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 16000]   ; addresses gf2m_sq141_map near byte 15872
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 16256]   ; addresses gf2m_sq141_map near byte 16128
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
+    vpblendmd    ymm3{k1}, ymm3, ymm27
+    vpsllq       ymm4, ymm2, 63
+    vpsraq       ymm4, ymm4, 63
+    vpsllq       ymm5, ymm2, 62
+    vpsraq       ymm5, ymm5, 63
+    vpandq       ymm6, ymm5, [rel gf2m_sq141_map + 224]
+    vpternlogq   ymm6, ymm4, [rel gf2m_sq141_map], 120
+    vpandq       ymm8, ymm5, [rel gf2m_sq141_map + 256]
+    vpternlogq   ymm8, ymm4, [rel gf2m_sq141_map + 32], 120
+    vpandq       ymm9, ymm5, [rel gf2m_sq141_map + 288]
+    vpternlogq   ymm9, ymm4, [rel gf2m_sq141_map + 64], 120
+    vpandq       ymm10, ymm5, [rel gf2m_sq141_map + 320]
+    vpternlogq   ymm10, ymm4, [rel gf2m_sq141_map + 96], 120
+    vpandq       ymm11, ymm5, [rel gf2m_sq141_map + 384]
+    vpternlogq   ymm11, ymm4, [rel gf2m_sq141_map + 128], 120
+    vpandq       ymm12, ymm5, [rel gf2m_sq141_map + 416]
+    vpternlogq   ymm12, ymm4, [rel gf2m_sq141_map + 160], 120
+    vpandq       ymm13, ymm5, [rel gf2m_sq141_map + 448]
+    vpternlogq   ymm13, ymm4, [rel gf2m_sq141_map + 192], 120
+    vpsllq       ymm4, ymm2, 61
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 608]     ; addresses gf2m_sq141_map near byte 480
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpandq       ymm14, ymm4, [rcx]
+    vpternlogq   ymm14, ymm5, [rel gf2m_sq141_map + 352], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 60
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 864]     ; addresses gf2m_sq141_map near byte 736
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 59
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 1120]    ; addresses gf2m_sq141_map near byte 992
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 58
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 1376]    ; addresses gf2m_sq141_map near byte 1248
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 57
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 1632]    ; addresses gf2m_sq141_map near byte 1504
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 56
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 1888]    ; addresses gf2m_sq141_map near byte 1760
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 55
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 2144]    ; addresses gf2m_sq141_map near byte 2016
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 54
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 2400]    ; addresses gf2m_sq141_map near byte 2272
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 53
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 2656]    ; addresses gf2m_sq141_map near byte 2528
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 52
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 2912]    ; addresses gf2m_sq141_map near byte 2784
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 51
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 3168]    ; addresses gf2m_sq141_map near byte 3040
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 50
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 3424]    ; addresses gf2m_sq141_map near byte 3296
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 49
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 3680]    ; addresses gf2m_sq141_map near byte 3552
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 48
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 3936]    ; addresses gf2m_sq141_map near byte 3808
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 47
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 4192]    ; addresses gf2m_sq141_map near byte 4064
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 46
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 4448]    ; addresses gf2m_sq141_map near byte 4320
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 45
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 4704]    ; addresses gf2m_sq141_map near byte 4576
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 44
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 4960]    ; addresses gf2m_sq141_map near byte 4832
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 43
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 5216]    ; addresses gf2m_sq141_map near byte 5088
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 42
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 5472]    ; addresses gf2m_sq141_map near byte 5344
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 41
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 5728]    ; addresses gf2m_sq141_map near byte 5600
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 40
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 5984]    ; addresses gf2m_sq141_map near byte 5856
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 39
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 6240]    ; addresses gf2m_sq141_map near byte 6112
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 38
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 6496]    ; addresses gf2m_sq141_map near byte 6368
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 37
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 6752]    ; addresses gf2m_sq141_map near byte 6624
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 36
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 7008]    ; addresses gf2m_sq141_map near byte 6880
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 35
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 7264]    ; addresses gf2m_sq141_map near byte 7136
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 34
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 7520]    ; addresses gf2m_sq141_map near byte 7392
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 33
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 7776]    ; addresses gf2m_sq141_map near byte 7648
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 32
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 8032]    ; addresses gf2m_sq141_map near byte 7904
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 31
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 8288]    ; addresses gf2m_sq141_map near byte 8160
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 30
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 8544]    ; addresses gf2m_sq141_map near byte 8416
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 29
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 8800]    ; addresses gf2m_sq141_map near byte 8672
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 28
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 9056]    ; addresses gf2m_sq141_map near byte 8928
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 27
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 9312]    ; addresses gf2m_sq141_map near byte 9184
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 26
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 9568]    ; addresses gf2m_sq141_map near byte 9440
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 25
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 9824]    ; addresses gf2m_sq141_map near byte 9696
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 24
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 10080]   ; addresses gf2m_sq141_map near byte 9952
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 23
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 10336]   ; addresses gf2m_sq141_map near byte 10208
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 22
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 10592]   ; addresses gf2m_sq141_map near byte 10464
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 21
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 10848]   ; addresses gf2m_sq141_map near byte 10720
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 20
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 11104]   ; addresses gf2m_sq141_map near byte 10976
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 19
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 11360]   ; addresses gf2m_sq141_map near byte 11232
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 18
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 11616]   ; addresses gf2m_sq141_map near byte 11488
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 17
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 11872]   ; addresses gf2m_sq141_map near byte 11744
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 16
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 12128]   ; addresses gf2m_sq141_map near byte 12000
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 15
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 12384]   ; addresses gf2m_sq141_map near byte 12256
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 14
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 12640]   ; addresses gf2m_sq141_map near byte 12512
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 13
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 12896]   ; addresses gf2m_sq141_map near byte 12768
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 12
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 13152]   ; addresses gf2m_sq141_map near byte 13024
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 11
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 13408]   ; addresses gf2m_sq141_map near byte 13280
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 10
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 13664]   ; addresses gf2m_sq141_map near byte 13536
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 9
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 13920]   ; addresses gf2m_sq141_map near byte 13792
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 8
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 14176]   ; addresses gf2m_sq141_map near byte 14048
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 7
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 14432]   ; addresses gf2m_sq141_map near byte 14304
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 6
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 14688]   ; addresses gf2m_sq141_map near byte 14560
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 5
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 14944]   ; addresses gf2m_sq141_map near byte 14816
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 4
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 15200]   ; addresses gf2m_sq141_map near byte 15072
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 3
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 15456]   ; addresses gf2m_sq141_map near byte 15328
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 2
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 15712]   ; addresses gf2m_sq141_map near byte 15584
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsllq       ymm4, ymm2, 1
+    vpsraq       ymm4, ymm4, 63
+    lea          rcx, [rel gf2m_sq141_map + 15968]   ; addresses gf2m_sq141_map near byte 15840
+    vpternlogq   ymm6, ymm4, [rcx - 128], 120
+    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm9, ymm4, [rcx - 64], 120
+    vpternlogq   ymm10, ymm4, [rcx - 32], 120
+    vpternlogq   ymm14, ymm4, [rcx], 120
+    vpternlogq   ymm11, ymm4, [rcx + 32], 120
+    vpternlogq   ymm12, ymm4, [rcx + 64], 120
+    vpternlogq   ymm13, ymm4, [rcx + 96], 120
+    vpsraq       ymm2, ymm2, 63
+    lea          rcx, [rel gf2m_sq141_map + 16224]   ; addresses gf2m_sq141_map near byte 16096
+    vpternlogq   ymm6, ymm2, [rcx - 128], 120
+    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm9, ymm2, [rcx - 64], 120
+    vpternlogq   ymm10, ymm2, [rcx - 32], 120
+    vpternlogq   ymm14, ymm2, [rcx], 120
+    vpternlogq   ymm11, ymm2, [rcx + 32], 120
+    vpternlogq   ymm12, ymm2, [rcx + 64], 120
+    vpternlogq   ymm13, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm3, 63
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 16512]   ; addresses gf2m_sq141_map near byte 16384
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
+    vpsraq       ymm2, ymm2, 63
+    lea          rcx, [rel gf2m_sq141_map + 16480]   ; addresses gf2m_sq141_map near byte 16352
+    vpternlogq   ymm6, ymm2, [rcx - 128], 120
+    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm9, ymm2, [rcx - 64], 120
+    vpternlogq   ymm10, ymm2, [rcx - 32], 120
+    vpternlogq   ymm14, ymm2, [rcx], 120
     vpsllq       ymm2, ymm3, 62
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 32]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 16768]   ; addresses gf2m_sq141_map near byte 16640
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 32], 120
+    vpternlogq   ymm8, ymm2, [rcx + 64], 120
+    vpternlogq   ymm9, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 16736]   ; addresses gf2m_sq141_map near byte 16608
+    vpternlogq   ymm10, ymm2, [rcx - 128], 120
+    vpternlogq   ymm14, ymm2, [rcx - 96], 120
     vpsllq       ymm2, ymm3, 61
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 96]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 64]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 64], 120
+    vpternlogq   ymm8, ymm2, [rcx - 32], 120
+    vpternlogq   ymm9, ymm2, [rcx], 120
+    vpternlogq   ymm10, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
     vpsllq       ymm2, ymm3, 60
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 64]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 17024]   ; addresses gf2m_sq141_map near byte 16896
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 16992]   ; addresses gf2m_sq141_map near byte 16864
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm14, ymm2, [rcx - 32], 120
     vpsllq       ymm2, ymm3, 59
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 32]
-    vpxorq       ymm6{k2}, ymm6, [rcx]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx], 120
+    vpternlogq   ymm8, ymm2, [rcx + 32], 120
+    vpternlogq   ymm9, ymm2, [rcx + 64], 120
+    vpternlogq   ymm10, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 17248]   ; addresses gf2m_sq141_map near byte 17120
+    vpternlogq   ymm14, ymm2, [rcx - 128], 120
     vpsllq       ymm2, ymm3, 58
-    vpcmpgtq     k2, ymm4, ymm2
-    lea          rcx, [rel gf2m_sq141_map + 17280]   ; addresses gf2m_sq141_map near byte 17152
-    vpxorq       ymm5{k2}, ymm5, [rcx - 128]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 96]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 96], 120
+    vpternlogq   ymm8, ymm2, [rcx - 64], 120
+    vpternlogq   ymm9, ymm2, [rcx - 32], 120
+    vpternlogq   ymm10, ymm2, [rcx], 120
+    vpternlogq   ymm14, ymm2, [rcx + 32], 120
     vpsllq       ymm2, ymm3, 57
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 32]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 64]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 17536]   ; addresses gf2m_sq141_map near byte 17408
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 64], 120
+    vpternlogq   ymm8, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 17504]   ; addresses gf2m_sq141_map near byte 17376
+    vpternlogq   ymm9, ymm2, [rcx - 128], 120
+    vpternlogq   ymm10, ymm2, [rcx - 96], 120
+    vpternlogq   ymm14, ymm2, [rcx - 64], 120
     vpsllq       ymm2, ymm3, 56
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 64]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 32]
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 32], 120
+    vpternlogq   ymm8, ymm2, [rcx], 120
+    vpternlogq   ymm9, ymm2, [rcx + 32], 120
+    vpternlogq   ymm10, ymm2, [rcx + 64], 120
+    vpternlogq   ymm14, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm3, 55
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 17792]   ; addresses gf2m_sq141_map near byte 17664
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
+    vpsraq       ymm2, ymm2, 63
+    lea          rcx, [rel gf2m_sq141_map + 17760]   ; addresses gf2m_sq141_map near byte 17632
+    vpternlogq   ymm6, ymm2, [rcx - 128], 120
+    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm9, ymm2, [rcx - 64], 120
+    vpternlogq   ymm10, ymm2, [rcx - 32], 120
+    vpternlogq   ymm14, ymm2, [rcx], 120
     vpsllq       ymm2, ymm3, 54
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 32]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 18048]   ; addresses gf2m_sq141_map near byte 17920
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 32], 120
+    vpternlogq   ymm8, ymm2, [rcx + 64], 120
+    vpternlogq   ymm9, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 18016]   ; addresses gf2m_sq141_map near byte 17888
+    vpternlogq   ymm10, ymm2, [rcx - 128], 120
+    vpternlogq   ymm14, ymm2, [rcx - 96], 120
     vpsllq       ymm2, ymm3, 53
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 96]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 64]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 64], 120
+    vpternlogq   ymm8, ymm2, [rcx - 32], 120
+    vpternlogq   ymm9, ymm2, [rcx], 120
+    vpternlogq   ymm10, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
     vpsllq       ymm2, ymm3, 52
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 64]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 18304]   ; addresses gf2m_sq141_map near byte 18176
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 18272]   ; addresses gf2m_sq141_map near byte 18144
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm14, ymm2, [rcx - 32], 120
     vpsllq       ymm2, ymm3, 51
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 32]
-    vpxorq       ymm6{k2}, ymm6, [rcx]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx], 120
+    vpternlogq   ymm8, ymm2, [rcx + 32], 120
+    vpternlogq   ymm9, ymm2, [rcx + 64], 120
+    vpternlogq   ymm10, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 18528]   ; addresses gf2m_sq141_map near byte 18400
+    vpternlogq   ymm14, ymm2, [rcx - 128], 120
     vpsllq       ymm2, ymm3, 50
-    vpcmpgtq     k2, ymm4, ymm2
-    lea          rcx, [rel gf2m_sq141_map + 18560]   ; addresses gf2m_sq141_map near byte 18432
-    vpxorq       ymm5{k2}, ymm5, [rcx - 128]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 96]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 96], 120
+    vpternlogq   ymm8, ymm2, [rcx - 64], 120
+    vpternlogq   ymm9, ymm2, [rcx - 32], 120
+    vpternlogq   ymm10, ymm2, [rcx], 120
+    vpternlogq   ymm14, ymm2, [rcx + 32], 120
     vpsllq       ymm2, ymm3, 49
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 32]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 64]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 18816]   ; addresses gf2m_sq141_map near byte 18688
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 64], 120
+    vpternlogq   ymm8, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 18784]   ; addresses gf2m_sq141_map near byte 18656
+    vpternlogq   ymm9, ymm2, [rcx - 128], 120
+    vpternlogq   ymm10, ymm2, [rcx - 96], 120
+    vpternlogq   ymm14, ymm2, [rcx - 64], 120
     vpsllq       ymm2, ymm3, 48
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 64]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 32]
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 32], 120
+    vpternlogq   ymm8, ymm2, [rcx], 120
+    vpternlogq   ymm9, ymm2, [rcx + 32], 120
+    vpternlogq   ymm10, ymm2, [rcx + 64], 120
+    vpternlogq   ymm14, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm3, 47
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 19072]   ; addresses gf2m_sq141_map near byte 18944
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
+    vpsraq       ymm2, ymm2, 63
+    lea          rcx, [rel gf2m_sq141_map + 19040]   ; addresses gf2m_sq141_map near byte 18912
+    vpternlogq   ymm6, ymm2, [rcx - 128], 120
+    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm9, ymm2, [rcx - 64], 120
+    vpternlogq   ymm10, ymm2, [rcx - 32], 120
+    vpternlogq   ymm14, ymm2, [rcx], 120
     vpsllq       ymm2, ymm3, 46
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 32]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 19328]   ; addresses gf2m_sq141_map near byte 19200
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 32], 120
+    vpternlogq   ymm8, ymm2, [rcx + 64], 120
+    vpternlogq   ymm9, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 19296]   ; addresses gf2m_sq141_map near byte 19168
+    vpternlogq   ymm10, ymm2, [rcx - 128], 120
+    vpternlogq   ymm14, ymm2, [rcx - 96], 120
     vpsllq       ymm2, ymm3, 45
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 96]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 64]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 64], 120
+    vpternlogq   ymm8, ymm2, [rcx - 32], 120
+    vpternlogq   ymm9, ymm2, [rcx], 120
+    vpternlogq   ymm10, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
     vpsllq       ymm2, ymm3, 44
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 64]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 19584]   ; addresses gf2m_sq141_map near byte 19456
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 19552]   ; addresses gf2m_sq141_map near byte 19424
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm14, ymm2, [rcx - 32], 120
     vpsllq       ymm2, ymm3, 43
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 32]
-    vpxorq       ymm6{k2}, ymm6, [rcx]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx], 120
+    vpternlogq   ymm8, ymm2, [rcx + 32], 120
+    vpternlogq   ymm9, ymm2, [rcx + 64], 120
+    vpternlogq   ymm10, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 19808]   ; addresses gf2m_sq141_map near byte 19680
+    vpternlogq   ymm14, ymm2, [rcx - 128], 120
     vpsllq       ymm2, ymm3, 42
-    vpcmpgtq     k2, ymm4, ymm2
-    lea          rcx, [rel gf2m_sq141_map + 19840]   ; addresses gf2m_sq141_map near byte 19712
-    vpxorq       ymm5{k2}, ymm5, [rcx - 128]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 96]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 96], 120
+    vpternlogq   ymm8, ymm2, [rcx - 64], 120
+    vpternlogq   ymm9, ymm2, [rcx - 32], 120
+    vpternlogq   ymm10, ymm2, [rcx], 120
+    vpternlogq   ymm14, ymm2, [rcx + 32], 120
     vpsllq       ymm2, ymm3, 41
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 32]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 64]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 20096]   ; addresses gf2m_sq141_map near byte 19968
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 64], 120
+    vpternlogq   ymm8, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 20064]   ; addresses gf2m_sq141_map near byte 19936
+    vpternlogq   ymm9, ymm2, [rcx - 128], 120
+    vpternlogq   ymm10, ymm2, [rcx - 96], 120
+    vpternlogq   ymm14, ymm2, [rcx - 64], 120
     vpsllq       ymm2, ymm3, 40
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 64]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 32]
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 32], 120
+    vpternlogq   ymm8, ymm2, [rcx], 120
+    vpternlogq   ymm9, ymm2, [rcx + 32], 120
+    vpternlogq   ymm10, ymm2, [rcx + 64], 120
+    vpternlogq   ymm14, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm3, 39
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 20352]   ; addresses gf2m_sq141_map near byte 20224
-    vpxorq       ymm6{k2}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
+    vpsraq       ymm2, ymm2, 63
+    lea          rcx, [rel gf2m_sq141_map + 20320]   ; addresses gf2m_sq141_map near byte 20192
+    vpternlogq   ymm6, ymm2, [rcx - 128], 120
+    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm9, ymm2, [rcx - 64], 120
+    vpternlogq   ymm10, ymm2, [rcx - 32], 120
+    vpternlogq   ymm14, ymm2, [rcx], 120
     vpsllq       ymm2, ymm3, 38
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx]
-    vpxorq       ymm6{k2}, ymm6, [rcx + 32]
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq141_map + 20608]   ; addresses gf2m_sq141_map near byte 20480
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx + 32], 120
+    vpternlogq   ymm8, ymm2, [rcx + 64], 120
+    vpternlogq   ymm9, ymm2, [rcx + 96], 120
+    lea          rcx, [rel gf2m_sq141_map + 20576]   ; addresses gf2m_sq141_map near byte 20448
+    vpternlogq   ymm10, ymm2, [rcx - 128], 120
+    vpternlogq   ymm14, ymm2, [rcx - 96], 120
     vpsllq       ymm2, ymm3, 37
-    vpcmpgtq     k2, ymm4, ymm2
-    vpxorq       ymm5{k2}, ymm5, [rcx - 96]
-    vpxorq       ymm6{k2}, ymm6, [rcx - 64]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpermq       ymm2, ymm6, 147
-    vpermq       ymm3, ymm8, 78
-    vpermq       ymm4, ymm9, 57
-    vpternlogq   ymm2, ymm5, ymm3, 150
-    vpxorq       ymm2, ymm2, ymm4
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rcx - 64], 120
+    vpternlogq   ymm8, ymm2, [rcx - 32], 120
+    vpternlogq   ymm9, ymm2, [rcx], 120
+    vpternlogq   ymm10, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpermq       ymm2, ymm8, 147
+    vpermq       ymm3, ymm9, 78
+    vpermq       ymm4, ymm10, 57
+    vpternlogq   ymm6, ymm2, ymm3, 150
+    vpxorq       ymm2, ymm6, ymm4
     vextracti64x2 xmm3, ymm2, 0
     vextracti64x2 xmm2, ymm2, 1
-    vpermq       ymm4, ymm10, 147
-    vpermq       ymm5, ymm11, 78
-    vpermq       ymm6, ymm12, 57
-    vpternlogq   ymm4, ymm13, ymm5, 150
-    vpxorq       ymm4, ymm4, ymm6
+    vpermq       ymm4, ymm11, 147
+    vpermq       ymm5, ymm12, 78
+    vpermq       ymm6, ymm13, 57
+    vpternlogq   ymm14, ymm4, ymm5, 150
+    vpxorq       ymm4, ymm14, ymm6
     vextracti64x2 xmm4, ymm4, 0
     vpclmulqdq   xmm5, xmm3, xmm1, 0
     vpclmulqdq   xmm6, xmm3, xmm1, 17

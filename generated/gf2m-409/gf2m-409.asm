@@ -7411,8 +7411,8 @@ kg_gf2m409_ladder_step2_avx512:
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-29}, k{1-2}, rax, rcx, r11, flags
-;   loops: 2 x 86 and 5 x 86 and 12 x 86 instructions (repeated groups rolled: 7769 instructions run, 6783 written)
+;   clobbers: zmm{0-29}, k1, rax, rcx, r11, flags
+;   loops: 2 x 86 and 5 x 86 and 12 x 86 instructions (repeated groups rolled: 7766 instructions run, 6774 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_inv_avx512.end - kg_gf2m409_inv_avx512)
 align 32
@@ -9419,1425 +9419,1422 @@ kg_gf2m409_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm3{k1}, ymm3, ymm6
-    vmovdqu64    ymm6, [rel gf2m_zero4]
-    vpsllq       ymm7, ymm1, 63
-    vpcmpgtq     k2, ymm6, ymm7
-    lea          rcx, [rel gf2m_sq51_map + 128]      ; addresses gf2m_sq51_map near byte 0
-    vpxorq       ymm7{k2}{z}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}{z}, ymm6, [rcx - 96]
-    vpxorq       ymm9{k2}{z}, ymm6, [rcx - 64]
-    vpxorq       ymm10{k2}{z}, ymm6, [rcx - 32]
-    vpxorq       ymm11{k2}{z}, ymm6, [rcx]
-    vpxorq       ymm12{k2}{z}, ymm6, [rcx + 32]
-    vpxorq       ymm13{k2}{z}, ymm6, [rcx + 64]
-    vpxorq       ymm14{k2}{z}, ymm6, [rcx + 96]
-    vpsllq       ymm15, ymm1, 62
-    vpcmpgtq     k2, ymm6, ymm15
-    lea          rcx, [rel gf2m_sq51_map + 384]      ; addresses gf2m_sq51_map near byte 256
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 61
-    vpcmpgtq     k2, ymm6, ymm15
+    vpsllq       ymm6, ymm1, 63
+    vpsraq       ymm6, ymm6, 63
+    vpsllq       ymm7, ymm1, 62
+    vpsraq       ymm7, ymm7, 63
+    vpandq       ymm8, ymm7, [rel gf2m_sq51_map + 256]
+    vpternlogq   ymm8, ymm6, [rel gf2m_sq51_map], 120
+    vpandq       ymm9, ymm7, [rel gf2m_sq51_map + 288]
+    vpternlogq   ymm9, ymm6, [rel gf2m_sq51_map + 32], 120
+    vpandq       ymm10, ymm7, [rel gf2m_sq51_map + 320]
+    vpternlogq   ymm10, ymm6, [rel gf2m_sq51_map + 64], 120
+    vpandq       ymm11, ymm7, [rel gf2m_sq51_map + 352]
+    vpternlogq   ymm11, ymm6, [rel gf2m_sq51_map + 96], 120
+    vpandq       ymm12, ymm7, [rel gf2m_sq51_map + 384]
+    vpternlogq   ymm12, ymm6, [rel gf2m_sq51_map + 128], 120
+    vpandq       ymm13, ymm7, [rel gf2m_sq51_map + 416]
+    vpternlogq   ymm13, ymm6, [rel gf2m_sq51_map + 160], 120
+    vpandq       ymm14, ymm7, [rel gf2m_sq51_map + 448]
+    vpternlogq   ymm14, ymm6, [rel gf2m_sq51_map + 192], 120
+    vpandq       ymm7, ymm7, [rel gf2m_sq51_map + 480]
+    vpternlogq   ymm7, ymm6, [rel gf2m_sq51_map + 224], 120
+    vpsllq       ymm6, ymm1, 61
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 640]      ; addresses gf2m_sq51_map near byte 512
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 60
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 60
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 896]      ; addresses gf2m_sq51_map near byte 768
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 59
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 59
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 1152]     ; addresses gf2m_sq51_map near byte 1024
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 58
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 58
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 1408]     ; addresses gf2m_sq51_map near byte 1280
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 57
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 57
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 1664]     ; addresses gf2m_sq51_map near byte 1536
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 56
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 56
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 1920]     ; addresses gf2m_sq51_map near byte 1792
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 55
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 55
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 2176]     ; addresses gf2m_sq51_map near byte 2048
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 54
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 54
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 2432]     ; addresses gf2m_sq51_map near byte 2304
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 53
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 53
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 2688]     ; addresses gf2m_sq51_map near byte 2560
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 52
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 52
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 2944]     ; addresses gf2m_sq51_map near byte 2816
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 51
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 51
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 3200]     ; addresses gf2m_sq51_map near byte 3072
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 50
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 50
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 3456]     ; addresses gf2m_sq51_map near byte 3328
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 49
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 49
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 3712]     ; addresses gf2m_sq51_map near byte 3584
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 48
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 48
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 3968]     ; addresses gf2m_sq51_map near byte 3840
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 47
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 47
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 4224]     ; addresses gf2m_sq51_map near byte 4096
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 46
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 46
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 4480]     ; addresses gf2m_sq51_map near byte 4352
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 45
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 45
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 4736]     ; addresses gf2m_sq51_map near byte 4608
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 44
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 44
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 4992]     ; addresses gf2m_sq51_map near byte 4864
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 43
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 43
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 5248]     ; addresses gf2m_sq51_map near byte 5120
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 42
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 42
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 5504]     ; addresses gf2m_sq51_map near byte 5376
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 41
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 41
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 5760]     ; addresses gf2m_sq51_map near byte 5632
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 40
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 40
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 6016]     ; addresses gf2m_sq51_map near byte 5888
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 39
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 39
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 6272]     ; addresses gf2m_sq51_map near byte 6144
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 38
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 38
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 6528]     ; addresses gf2m_sq51_map near byte 6400
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 37
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 37
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 6784]     ; addresses gf2m_sq51_map near byte 6656
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 36
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 36
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 7040]     ; addresses gf2m_sq51_map near byte 6912
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 35
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 35
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 7296]     ; addresses gf2m_sq51_map near byte 7168
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 34
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 34
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 7552]     ; addresses gf2m_sq51_map near byte 7424
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 33
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 33
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 7808]     ; addresses gf2m_sq51_map near byte 7680
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 32
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 32
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 8064]     ; addresses gf2m_sq51_map near byte 7936
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 31
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 31
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 8320]     ; addresses gf2m_sq51_map near byte 8192
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 30
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 30
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 8576]     ; addresses gf2m_sq51_map near byte 8448
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 29
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 29
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 8832]     ; addresses gf2m_sq51_map near byte 8704
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 28
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 28
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 9088]     ; addresses gf2m_sq51_map near byte 8960
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 27
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 27
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 9344]     ; addresses gf2m_sq51_map near byte 9216
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 26
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 26
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 9600]     ; addresses gf2m_sq51_map near byte 9472
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 25
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 25
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 9856]     ; addresses gf2m_sq51_map near byte 9728
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 24
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 24
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 10112]    ; addresses gf2m_sq51_map near byte 9984
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 23
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 23
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 10368]    ; addresses gf2m_sq51_map near byte 10240
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 22
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 22
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 10624]    ; addresses gf2m_sq51_map near byte 10496
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 21
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 21
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 10880]    ; addresses gf2m_sq51_map near byte 10752
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 20
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 20
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 11136]    ; addresses gf2m_sq51_map near byte 11008
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 19
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 19
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 11392]    ; addresses gf2m_sq51_map near byte 11264
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 18
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 18
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 11648]    ; addresses gf2m_sq51_map near byte 11520
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 17
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 17
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 11904]    ; addresses gf2m_sq51_map near byte 11776
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 16
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 16
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 12160]    ; addresses gf2m_sq51_map near byte 12032
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 15
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 15
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 12416]    ; addresses gf2m_sq51_map near byte 12288
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 14
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 14
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 12672]    ; addresses gf2m_sq51_map near byte 12544
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 13
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 13
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 12928]    ; addresses gf2m_sq51_map near byte 12800
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 12
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 12
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 13184]    ; addresses gf2m_sq51_map near byte 13056
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 11
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 11
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 13440]    ; addresses gf2m_sq51_map near byte 13312
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 10
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 10
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 13696]    ; addresses gf2m_sq51_map near byte 13568
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 9
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 9
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 13952]    ; addresses gf2m_sq51_map near byte 13824
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 8
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 8
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 14208]    ; addresses gf2m_sq51_map near byte 14080
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 7
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 7
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 14464]    ; addresses gf2m_sq51_map near byte 14336
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 6
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 6
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 14720]    ; addresses gf2m_sq51_map near byte 14592
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 5
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 5
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 14976]    ; addresses gf2m_sq51_map near byte 14848
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 4
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 4
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 15232]    ; addresses gf2m_sq51_map near byte 15104
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 3
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 3
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 15488]    ; addresses gf2m_sq51_map near byte 15360
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 2
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 2
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 15744]    ; addresses gf2m_sq51_map near byte 15616
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 1
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 1
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq51_map + 16000]    ; addresses gf2m_sq51_map near byte 15872
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpcmpgtq     k2, ymm6, ymm1
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 16256]    ; addresses gf2m_sq51_map near byte 16128
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 63
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 16512]    ; addresses gf2m_sq51_map near byte 16384
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 62
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 16768]    ; addresses gf2m_sq51_map near byte 16640
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 61
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 17024]    ; addresses gf2m_sq51_map near byte 16896
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 60
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 17280]    ; addresses gf2m_sq51_map near byte 17152
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 59
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 17536]    ; addresses gf2m_sq51_map near byte 17408
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 58
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 17792]    ; addresses gf2m_sq51_map near byte 17664
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 57
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 18048]    ; addresses gf2m_sq51_map near byte 17920
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 56
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 18304]    ; addresses gf2m_sq51_map near byte 18176
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 55
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 18560]    ; addresses gf2m_sq51_map near byte 18432
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 54
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 18816]    ; addresses gf2m_sq51_map near byte 18688
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 53
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 19072]    ; addresses gf2m_sq51_map near byte 18944
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 52
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 19328]    ; addresses gf2m_sq51_map near byte 19200
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 51
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 19584]    ; addresses gf2m_sq51_map near byte 19456
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 50
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 19840]    ; addresses gf2m_sq51_map near byte 19712
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 49
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 20096]    ; addresses gf2m_sq51_map near byte 19968
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 48
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 20352]    ; addresses gf2m_sq51_map near byte 20224
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 47
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 20608]    ; addresses gf2m_sq51_map near byte 20480
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 46
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 20864]    ; addresses gf2m_sq51_map near byte 20736
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 45
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 21120]    ; addresses gf2m_sq51_map near byte 20992
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 44
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 21376]    ; addresses gf2m_sq51_map near byte 21248
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 43
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 21632]    ; addresses gf2m_sq51_map near byte 21504
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 42
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 21888]    ; addresses gf2m_sq51_map near byte 21760
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 41
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 22144]    ; addresses gf2m_sq51_map near byte 22016
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 40
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 22400]    ; addresses gf2m_sq51_map near byte 22272
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 39
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 22656]    ; addresses gf2m_sq51_map near byte 22528
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 38
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 22912]    ; addresses gf2m_sq51_map near byte 22784
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 37
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 23168]    ; addresses gf2m_sq51_map near byte 23040
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 36
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 23424]    ; addresses gf2m_sq51_map near byte 23296
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 35
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 23680]    ; addresses gf2m_sq51_map near byte 23552
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 34
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 23936]    ; addresses gf2m_sq51_map near byte 23808
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 33
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 24192]    ; addresses gf2m_sq51_map near byte 24064
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 32
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 24448]    ; addresses gf2m_sq51_map near byte 24320
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 31
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 24704]    ; addresses gf2m_sq51_map near byte 24576
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 30
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 24960]    ; addresses gf2m_sq51_map near byte 24832
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 29
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 25216]    ; addresses gf2m_sq51_map near byte 25088
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 28
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 25472]    ; addresses gf2m_sq51_map near byte 25344
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 27
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 25728]    ; addresses gf2m_sq51_map near byte 25600
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 26
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 25984]    ; addresses gf2m_sq51_map near byte 25856
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 25
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 26240]    ; addresses gf2m_sq51_map near byte 26112
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 24
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 26496]    ; addresses gf2m_sq51_map near byte 26368
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 23
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 26752]    ; addresses gf2m_sq51_map near byte 26624
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 22
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 27008]    ; addresses gf2m_sq51_map near byte 26880
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 21
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 27264]    ; addresses gf2m_sq51_map near byte 27136
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 20
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 27520]    ; addresses gf2m_sq51_map near byte 27392
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 19
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 27776]    ; addresses gf2m_sq51_map near byte 27648
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 18
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 28032]    ; addresses gf2m_sq51_map near byte 27904
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 17
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 28288]    ; addresses gf2m_sq51_map near byte 28160
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 16
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 28544]    ; addresses gf2m_sq51_map near byte 28416
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 15
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 28800]    ; addresses gf2m_sq51_map near byte 28672
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 14
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 29056]    ; addresses gf2m_sq51_map near byte 28928
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 13
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 29312]    ; addresses gf2m_sq51_map near byte 29184
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 12
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 29568]    ; addresses gf2m_sq51_map near byte 29440
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 11
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 29824]    ; addresses gf2m_sq51_map near byte 29696
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 10
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 30080]    ; addresses gf2m_sq51_map near byte 29952
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 9
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 30336]    ; addresses gf2m_sq51_map near byte 30208
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 8
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 30592]    ; addresses gf2m_sq51_map near byte 30464
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 7
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 30848]    ; addresses gf2m_sq51_map near byte 30720
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 6
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 31104]    ; addresses gf2m_sq51_map near byte 30976
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 5
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 31360]    ; addresses gf2m_sq51_map near byte 31232
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 4
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 31616]    ; addresses gf2m_sq51_map near byte 31488
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 3
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 31872]    ; addresses gf2m_sq51_map near byte 31744
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 2
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 32128]    ; addresses gf2m_sq51_map near byte 32000
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 1
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq51_map + 32384]    ; addresses gf2m_sq51_map near byte 32256
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpcmpgtq     k2, ymm6, ymm3
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
+    vpsraq       ymm1, ymm3, 63
     lea          rcx, [rel gf2m_sq51_map + 32640]    ; addresses gf2m_sq51_map near byte 32512
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpermq       ymm1, ymm8, 147
-    vpermq       ymm3, ymm9, 78
-    vpermq       ymm6, ymm10, 57
-    vpternlogq   ymm1, ymm7, ymm3, 150
-    vpxorq       ymm1, ymm1, ymm6
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
+    vpermq       ymm1, ymm9, 147
+    vpermq       ymm3, ymm10, 78
+    vpermq       ymm6, ymm11, 57
+    vpternlogq   ymm8, ymm1, ymm3, 150
+    vpxorq       ymm1, ymm8, ymm6
     vextracti64x2 xmm3, ymm1, 0
     vextracti64x2 xmm1, ymm1, 1
-    vpermq       ymm6, ymm12, 147
-    vpermq       ymm7, ymm13, 78
-    vpermq       ymm8, ymm14, 57
-    vpternlogq   ymm6, ymm11, ymm7, 150
-    vpxorq       ymm6, ymm6, ymm8
+    vpermq       ymm6, ymm13, 147
+    vpermq       ymm8, ymm14, 78
+    vpermq       ymm7, ymm7, 57
+    vpternlogq   ymm12, ymm6, ymm8, 150
+    vpxorq       ymm6, ymm12, ymm7
     vextracti64x2 xmm7, ymm6, 0
     vextracti64x2 xmm6, ymm6, 1
     vpclmulqdq   xmm8, xmm3, xmm4, 0
@@ -11021,1425 +11018,1422 @@ kg_gf2m409_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm4{k1}, ymm4, ymm6
-    vmovdqu64    ymm6, [rel gf2m_zero4]
-    vpsllq       ymm7, ymm2, 63
-    vpcmpgtq     k2, ymm6, ymm7
-    lea          rcx, [rel gf2m_sq102_map + 128]     ; addresses gf2m_sq102_map near byte 0
-    vpxorq       ymm7{k2}{z}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}{z}, ymm6, [rcx - 96]
-    vpxorq       ymm9{k2}{z}, ymm6, [rcx - 64]
-    vpxorq       ymm10{k2}{z}, ymm6, [rcx - 32]
-    vpxorq       ymm11{k2}{z}, ymm6, [rcx]
-    vpxorq       ymm12{k2}{z}, ymm6, [rcx + 32]
-    vpxorq       ymm13{k2}{z}, ymm6, [rcx + 64]
-    vpxorq       ymm14{k2}{z}, ymm6, [rcx + 96]
-    vpsllq       ymm15, ymm2, 62
-    vpcmpgtq     k2, ymm6, ymm15
-    lea          rcx, [rel gf2m_sq102_map + 384]     ; addresses gf2m_sq102_map near byte 256
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 61
-    vpcmpgtq     k2, ymm6, ymm15
+    vpsllq       ymm6, ymm2, 63
+    vpsraq       ymm6, ymm6, 63
+    vpsllq       ymm7, ymm2, 62
+    vpsraq       ymm7, ymm7, 63
+    vpandq       ymm8, ymm7, [rel gf2m_sq102_map + 256]
+    vpternlogq   ymm8, ymm6, [rel gf2m_sq102_map], 120
+    vpandq       ymm9, ymm7, [rel gf2m_sq102_map + 288]
+    vpternlogq   ymm9, ymm6, [rel gf2m_sq102_map + 32], 120
+    vpandq       ymm10, ymm7, [rel gf2m_sq102_map + 320]
+    vpternlogq   ymm10, ymm6, [rel gf2m_sq102_map + 64], 120
+    vpandq       ymm11, ymm7, [rel gf2m_sq102_map + 352]
+    vpternlogq   ymm11, ymm6, [rel gf2m_sq102_map + 96], 120
+    vpandq       ymm12, ymm7, [rel gf2m_sq102_map + 384]
+    vpternlogq   ymm12, ymm6, [rel gf2m_sq102_map + 128], 120
+    vpandq       ymm13, ymm7, [rel gf2m_sq102_map + 416]
+    vpternlogq   ymm13, ymm6, [rel gf2m_sq102_map + 160], 120
+    vpandq       ymm14, ymm7, [rel gf2m_sq102_map + 448]
+    vpternlogq   ymm14, ymm6, [rel gf2m_sq102_map + 192], 120
+    vpandq       ymm7, ymm7, [rel gf2m_sq102_map + 480]
+    vpternlogq   ymm7, ymm6, [rel gf2m_sq102_map + 224], 120
+    vpsllq       ymm6, ymm2, 61
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 640]     ; addresses gf2m_sq102_map near byte 512
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 60
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 60
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 896]     ; addresses gf2m_sq102_map near byte 768
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 59
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 59
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 1152]    ; addresses gf2m_sq102_map near byte 1024
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 58
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 58
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 1408]    ; addresses gf2m_sq102_map near byte 1280
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 57
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 57
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 1664]    ; addresses gf2m_sq102_map near byte 1536
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 56
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 56
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 1920]    ; addresses gf2m_sq102_map near byte 1792
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 55
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 55
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 2176]    ; addresses gf2m_sq102_map near byte 2048
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 54
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 54
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 2432]    ; addresses gf2m_sq102_map near byte 2304
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 53
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 53
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 2688]    ; addresses gf2m_sq102_map near byte 2560
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 52
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 52
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 2944]    ; addresses gf2m_sq102_map near byte 2816
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 51
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 51
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 3200]    ; addresses gf2m_sq102_map near byte 3072
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 50
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 50
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 3456]    ; addresses gf2m_sq102_map near byte 3328
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 49
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 49
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 3712]    ; addresses gf2m_sq102_map near byte 3584
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 48
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 48
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 3968]    ; addresses gf2m_sq102_map near byte 3840
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 47
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 47
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 4224]    ; addresses gf2m_sq102_map near byte 4096
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 46
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 46
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 4480]    ; addresses gf2m_sq102_map near byte 4352
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 45
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 45
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 4736]    ; addresses gf2m_sq102_map near byte 4608
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 44
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 44
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 4992]    ; addresses gf2m_sq102_map near byte 4864
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 43
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 43
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 5248]    ; addresses gf2m_sq102_map near byte 5120
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 42
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 42
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 5504]    ; addresses gf2m_sq102_map near byte 5376
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 41
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 41
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 5760]    ; addresses gf2m_sq102_map near byte 5632
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 40
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 40
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 6016]    ; addresses gf2m_sq102_map near byte 5888
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 39
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 39
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 6272]    ; addresses gf2m_sq102_map near byte 6144
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 38
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 38
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 6528]    ; addresses gf2m_sq102_map near byte 6400
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 37
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 37
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 6784]    ; addresses gf2m_sq102_map near byte 6656
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 36
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 36
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 7040]    ; addresses gf2m_sq102_map near byte 6912
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 35
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 35
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 7296]    ; addresses gf2m_sq102_map near byte 7168
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 34
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 34
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 7552]    ; addresses gf2m_sq102_map near byte 7424
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 33
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 33
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 7808]    ; addresses gf2m_sq102_map near byte 7680
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 32
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 32
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 8064]    ; addresses gf2m_sq102_map near byte 7936
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 31
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 31
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 8320]    ; addresses gf2m_sq102_map near byte 8192
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 30
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 30
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 8576]    ; addresses gf2m_sq102_map near byte 8448
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 29
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 29
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 8832]    ; addresses gf2m_sq102_map near byte 8704
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 28
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 28
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 9088]    ; addresses gf2m_sq102_map near byte 8960
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 27
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 27
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 9344]    ; addresses gf2m_sq102_map near byte 9216
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 26
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 26
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 9600]    ; addresses gf2m_sq102_map near byte 9472
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 25
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 25
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 9856]    ; addresses gf2m_sq102_map near byte 9728
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 24
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 24
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 10112]   ; addresses gf2m_sq102_map near byte 9984
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 23
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 23
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 10368]   ; addresses gf2m_sq102_map near byte 10240
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 22
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 22
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 10624]   ; addresses gf2m_sq102_map near byte 10496
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 21
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 21
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 10880]   ; addresses gf2m_sq102_map near byte 10752
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 20
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 20
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 11136]   ; addresses gf2m_sq102_map near byte 11008
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 19
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 19
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 11392]   ; addresses gf2m_sq102_map near byte 11264
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 18
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 18
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 11648]   ; addresses gf2m_sq102_map near byte 11520
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 17
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 17
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 11904]   ; addresses gf2m_sq102_map near byte 11776
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 16
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 16
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 12160]   ; addresses gf2m_sq102_map near byte 12032
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 15
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 15
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 12416]   ; addresses gf2m_sq102_map near byte 12288
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 14
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 14
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 12672]   ; addresses gf2m_sq102_map near byte 12544
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 13
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 13
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 12928]   ; addresses gf2m_sq102_map near byte 12800
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 12
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 12
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 13184]   ; addresses gf2m_sq102_map near byte 13056
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 11
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 11
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 13440]   ; addresses gf2m_sq102_map near byte 13312
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 10
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 10
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 13696]   ; addresses gf2m_sq102_map near byte 13568
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 9
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 9
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 13952]   ; addresses gf2m_sq102_map near byte 13824
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 8
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 8
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 14208]   ; addresses gf2m_sq102_map near byte 14080
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 7
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 7
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 14464]   ; addresses gf2m_sq102_map near byte 14336
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 6
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 6
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 14720]   ; addresses gf2m_sq102_map near byte 14592
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 5
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 5
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 14976]   ; addresses gf2m_sq102_map near byte 14848
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 4
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 4
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 15232]   ; addresses gf2m_sq102_map near byte 15104
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 3
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 3
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 15488]   ; addresses gf2m_sq102_map near byte 15360
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 2
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 2
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 15744]   ; addresses gf2m_sq102_map near byte 15616
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm2, 1
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm2, 1
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq102_map + 16000]   ; addresses gf2m_sq102_map near byte 15872
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpcmpgtq     k2, ymm6, ymm2
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 16256]   ; addresses gf2m_sq102_map near byte 16128
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 63
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 16512]   ; addresses gf2m_sq102_map near byte 16384
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 62
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 16768]   ; addresses gf2m_sq102_map near byte 16640
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 61
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 17024]   ; addresses gf2m_sq102_map near byte 16896
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 60
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 17280]   ; addresses gf2m_sq102_map near byte 17152
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 59
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 17536]   ; addresses gf2m_sq102_map near byte 17408
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 58
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 17792]   ; addresses gf2m_sq102_map near byte 17664
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 57
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 18048]   ; addresses gf2m_sq102_map near byte 17920
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 56
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 18304]   ; addresses gf2m_sq102_map near byte 18176
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 55
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 18560]   ; addresses gf2m_sq102_map near byte 18432
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 54
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 18816]   ; addresses gf2m_sq102_map near byte 18688
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 53
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 19072]   ; addresses gf2m_sq102_map near byte 18944
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 52
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 19328]   ; addresses gf2m_sq102_map near byte 19200
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 51
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 19584]   ; addresses gf2m_sq102_map near byte 19456
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 50
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 19840]   ; addresses gf2m_sq102_map near byte 19712
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 49
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 20096]   ; addresses gf2m_sq102_map near byte 19968
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 48
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 20352]   ; addresses gf2m_sq102_map near byte 20224
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 47
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 20608]   ; addresses gf2m_sq102_map near byte 20480
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 46
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 20864]   ; addresses gf2m_sq102_map near byte 20736
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 45
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 21120]   ; addresses gf2m_sq102_map near byte 20992
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 44
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 21376]   ; addresses gf2m_sq102_map near byte 21248
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 43
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 21632]   ; addresses gf2m_sq102_map near byte 21504
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 42
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 21888]   ; addresses gf2m_sq102_map near byte 21760
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 41
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 22144]   ; addresses gf2m_sq102_map near byte 22016
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 40
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 22400]   ; addresses gf2m_sq102_map near byte 22272
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 39
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 22656]   ; addresses gf2m_sq102_map near byte 22528
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 38
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 22912]   ; addresses gf2m_sq102_map near byte 22784
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 37
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 23168]   ; addresses gf2m_sq102_map near byte 23040
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 36
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 23424]   ; addresses gf2m_sq102_map near byte 23296
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 35
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 23680]   ; addresses gf2m_sq102_map near byte 23552
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 34
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 23936]   ; addresses gf2m_sq102_map near byte 23808
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 33
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 24192]   ; addresses gf2m_sq102_map near byte 24064
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 32
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 24448]   ; addresses gf2m_sq102_map near byte 24320
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 31
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 24704]   ; addresses gf2m_sq102_map near byte 24576
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 30
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 24960]   ; addresses gf2m_sq102_map near byte 24832
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 29
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 25216]   ; addresses gf2m_sq102_map near byte 25088
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 28
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 25472]   ; addresses gf2m_sq102_map near byte 25344
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 27
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 25728]   ; addresses gf2m_sq102_map near byte 25600
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 26
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 25984]   ; addresses gf2m_sq102_map near byte 25856
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 25
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 26240]   ; addresses gf2m_sq102_map near byte 26112
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 24
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 26496]   ; addresses gf2m_sq102_map near byte 26368
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 23
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 26752]   ; addresses gf2m_sq102_map near byte 26624
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 22
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 27008]   ; addresses gf2m_sq102_map near byte 26880
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 21
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 27264]   ; addresses gf2m_sq102_map near byte 27136
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 20
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 27520]   ; addresses gf2m_sq102_map near byte 27392
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 19
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 27776]   ; addresses gf2m_sq102_map near byte 27648
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 18
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 28032]   ; addresses gf2m_sq102_map near byte 27904
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 17
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 28288]   ; addresses gf2m_sq102_map near byte 28160
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 16
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 28544]   ; addresses gf2m_sq102_map near byte 28416
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 15
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 28800]   ; addresses gf2m_sq102_map near byte 28672
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 14
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 29056]   ; addresses gf2m_sq102_map near byte 28928
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 13
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 29312]   ; addresses gf2m_sq102_map near byte 29184
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 12
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 29568]   ; addresses gf2m_sq102_map near byte 29440
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 11
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 29824]   ; addresses gf2m_sq102_map near byte 29696
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 10
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 30080]   ; addresses gf2m_sq102_map near byte 29952
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 9
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 30336]   ; addresses gf2m_sq102_map near byte 30208
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 8
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 30592]   ; addresses gf2m_sq102_map near byte 30464
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 7
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 30848]   ; addresses gf2m_sq102_map near byte 30720
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 6
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 31104]   ; addresses gf2m_sq102_map near byte 30976
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 5
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 31360]   ; addresses gf2m_sq102_map near byte 31232
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 4
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 31616]   ; addresses gf2m_sq102_map near byte 31488
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 3
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 31872]   ; addresses gf2m_sq102_map near byte 31744
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 2
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 32128]   ; addresses gf2m_sq102_map near byte 32000
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     vpsllq       ymm2, ymm4, 1
-    vpcmpgtq     k2, ymm6, ymm2
+    vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq102_map + 32384]   ; addresses gf2m_sq102_map near byte 32256
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpcmpgtq     k2, ymm6, ymm4
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
+    vpsraq       ymm2, ymm4, 63
     lea          rcx, [rel gf2m_sq102_map + 32640]   ; addresses gf2m_sq102_map near byte 32512
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpermq       ymm2, ymm8, 147
-    vpermq       ymm4, ymm9, 78
-    vpermq       ymm6, ymm10, 57
-    vpternlogq   ymm2, ymm7, ymm4, 150
-    vpxorq       ymm2, ymm2, ymm6
+    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm9, ymm2, [rcx - 96], 120
+    vpternlogq   ymm10, ymm2, [rcx - 64], 120
+    vpternlogq   ymm11, ymm2, [rcx - 32], 120
+    vpternlogq   ymm12, ymm2, [rcx], 120
+    vpternlogq   ymm13, ymm2, [rcx + 32], 120
+    vpternlogq   ymm14, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
+    vpermq       ymm2, ymm9, 147
+    vpermq       ymm4, ymm10, 78
+    vpermq       ymm6, ymm11, 57
+    vpternlogq   ymm8, ymm2, ymm4, 150
+    vpxorq       ymm2, ymm8, ymm6
     vextracti64x2 xmm4, ymm2, 0
     vextracti64x2 xmm2, ymm2, 1
-    vpermq       ymm6, ymm12, 147
-    vpermq       ymm7, ymm13, 78
-    vpermq       ymm8, ymm14, 57
-    vpternlogq   ymm6, ymm11, ymm7, 150
-    vpxorq       ymm6, ymm6, ymm8
+    vpermq       ymm6, ymm13, 147
+    vpermq       ymm8, ymm14, 78
+    vpermq       ymm7, ymm7, 57
+    vpternlogq   ymm12, ymm6, ymm8, 150
+    vpxorq       ymm6, ymm12, ymm7
     vextracti64x2 xmm7, ymm6, 0
     vextracti64x2 xmm6, ymm6, 1
     vpclmulqdq   xmm8, xmm4, xmm3, 0
@@ -12623,1425 +12617,1422 @@ kg_gf2m409_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm3{k1}, ymm3, ymm6
-    vmovdqu64    ymm6, [rel gf2m_zero4]
-    vpsllq       ymm7, ymm1, 63
-    vpcmpgtq     k2, ymm6, ymm7
-    lea          rcx, [rel gf2m_sq204_map + 128]     ; addresses gf2m_sq204_map near byte 0
-    vpxorq       ymm7{k2}{z}, ymm6, [rcx - 128]
-    vpxorq       ymm8{k2}{z}, ymm6, [rcx - 96]
-    vpxorq       ymm9{k2}{z}, ymm6, [rcx - 64]
-    vpxorq       ymm10{k2}{z}, ymm6, [rcx - 32]
-    vpxorq       ymm11{k2}{z}, ymm6, [rcx]
-    vpxorq       ymm12{k2}{z}, ymm6, [rcx + 32]
-    vpxorq       ymm13{k2}{z}, ymm6, [rcx + 64]
-    vpxorq       ymm14{k2}{z}, ymm6, [rcx + 96]
-    vpsllq       ymm15, ymm1, 62
-    vpcmpgtq     k2, ymm6, ymm15
-    lea          rcx, [rel gf2m_sq204_map + 384]     ; addresses gf2m_sq204_map near byte 256
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 61
-    vpcmpgtq     k2, ymm6, ymm15
+    vpsllq       ymm6, ymm1, 63
+    vpsraq       ymm6, ymm6, 63
+    vpsllq       ymm7, ymm1, 62
+    vpsraq       ymm7, ymm7, 63
+    vpandq       ymm8, ymm7, [rel gf2m_sq204_map + 256]
+    vpternlogq   ymm8, ymm6, [rel gf2m_sq204_map], 120
+    vpandq       ymm9, ymm7, [rel gf2m_sq204_map + 288]
+    vpternlogq   ymm9, ymm6, [rel gf2m_sq204_map + 32], 120
+    vpandq       ymm10, ymm7, [rel gf2m_sq204_map + 320]
+    vpternlogq   ymm10, ymm6, [rel gf2m_sq204_map + 64], 120
+    vpandq       ymm11, ymm7, [rel gf2m_sq204_map + 352]
+    vpternlogq   ymm11, ymm6, [rel gf2m_sq204_map + 96], 120
+    vpandq       ymm12, ymm7, [rel gf2m_sq204_map + 384]
+    vpternlogq   ymm12, ymm6, [rel gf2m_sq204_map + 128], 120
+    vpandq       ymm13, ymm7, [rel gf2m_sq204_map + 416]
+    vpternlogq   ymm13, ymm6, [rel gf2m_sq204_map + 160], 120
+    vpandq       ymm14, ymm7, [rel gf2m_sq204_map + 448]
+    vpternlogq   ymm14, ymm6, [rel gf2m_sq204_map + 192], 120
+    vpandq       ymm7, ymm7, [rel gf2m_sq204_map + 480]
+    vpternlogq   ymm7, ymm6, [rel gf2m_sq204_map + 224], 120
+    vpsllq       ymm6, ymm1, 61
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 640]     ; addresses gf2m_sq204_map near byte 512
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 60
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 60
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 896]     ; addresses gf2m_sq204_map near byte 768
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 59
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 59
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 1152]    ; addresses gf2m_sq204_map near byte 1024
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 58
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 58
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 1408]    ; addresses gf2m_sq204_map near byte 1280
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 57
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 57
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 1664]    ; addresses gf2m_sq204_map near byte 1536
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 56
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 56
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 1920]    ; addresses gf2m_sq204_map near byte 1792
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 55
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 55
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 2176]    ; addresses gf2m_sq204_map near byte 2048
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 54
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 54
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 2432]    ; addresses gf2m_sq204_map near byte 2304
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 53
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 53
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 2688]    ; addresses gf2m_sq204_map near byte 2560
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 52
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 52
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 2944]    ; addresses gf2m_sq204_map near byte 2816
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 51
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 51
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 3200]    ; addresses gf2m_sq204_map near byte 3072
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 50
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 50
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 3456]    ; addresses gf2m_sq204_map near byte 3328
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 49
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 49
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 3712]    ; addresses gf2m_sq204_map near byte 3584
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 48
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 48
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 3968]    ; addresses gf2m_sq204_map near byte 3840
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 47
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 47
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 4224]    ; addresses gf2m_sq204_map near byte 4096
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 46
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 46
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 4480]    ; addresses gf2m_sq204_map near byte 4352
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 45
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 45
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 4736]    ; addresses gf2m_sq204_map near byte 4608
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 44
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 44
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 4992]    ; addresses gf2m_sq204_map near byte 4864
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 43
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 43
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 5248]    ; addresses gf2m_sq204_map near byte 5120
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 42
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 42
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 5504]    ; addresses gf2m_sq204_map near byte 5376
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 41
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 41
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 5760]    ; addresses gf2m_sq204_map near byte 5632
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 40
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 40
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 6016]    ; addresses gf2m_sq204_map near byte 5888
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 39
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 39
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 6272]    ; addresses gf2m_sq204_map near byte 6144
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 38
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 38
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 6528]    ; addresses gf2m_sq204_map near byte 6400
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 37
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 37
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 6784]    ; addresses gf2m_sq204_map near byte 6656
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 36
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 36
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 7040]    ; addresses gf2m_sq204_map near byte 6912
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 35
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 35
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 7296]    ; addresses gf2m_sq204_map near byte 7168
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 34
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 34
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 7552]    ; addresses gf2m_sq204_map near byte 7424
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 33
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 33
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 7808]    ; addresses gf2m_sq204_map near byte 7680
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 32
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 32
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 8064]    ; addresses gf2m_sq204_map near byte 7936
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 31
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 31
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 8320]    ; addresses gf2m_sq204_map near byte 8192
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 30
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 30
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 8576]    ; addresses gf2m_sq204_map near byte 8448
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 29
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 29
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 8832]    ; addresses gf2m_sq204_map near byte 8704
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 28
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 28
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 9088]    ; addresses gf2m_sq204_map near byte 8960
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 27
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 27
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 9344]    ; addresses gf2m_sq204_map near byte 9216
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 26
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 26
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 9600]    ; addresses gf2m_sq204_map near byte 9472
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 25
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 25
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 9856]    ; addresses gf2m_sq204_map near byte 9728
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 24
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 24
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 10112]   ; addresses gf2m_sq204_map near byte 9984
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 23
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 23
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 10368]   ; addresses gf2m_sq204_map near byte 10240
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 22
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 22
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 10624]   ; addresses gf2m_sq204_map near byte 10496
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 21
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 21
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 10880]   ; addresses gf2m_sq204_map near byte 10752
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 20
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 20
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 11136]   ; addresses gf2m_sq204_map near byte 11008
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 19
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 19
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 11392]   ; addresses gf2m_sq204_map near byte 11264
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 18
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 18
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 11648]   ; addresses gf2m_sq204_map near byte 11520
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 17
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 17
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 11904]   ; addresses gf2m_sq204_map near byte 11776
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 16
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 16
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 12160]   ; addresses gf2m_sq204_map near byte 12032
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 15
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 15
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 12416]   ; addresses gf2m_sq204_map near byte 12288
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 14
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 14
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 12672]   ; addresses gf2m_sq204_map near byte 12544
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 13
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 13
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 12928]   ; addresses gf2m_sq204_map near byte 12800
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 12
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 12
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 13184]   ; addresses gf2m_sq204_map near byte 13056
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 11
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 11
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 13440]   ; addresses gf2m_sq204_map near byte 13312
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 10
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 10
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 13696]   ; addresses gf2m_sq204_map near byte 13568
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 9
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 9
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 13952]   ; addresses gf2m_sq204_map near byte 13824
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 8
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 8
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 14208]   ; addresses gf2m_sq204_map near byte 14080
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 7
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 7
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 14464]   ; addresses gf2m_sq204_map near byte 14336
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 6
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 6
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 14720]   ; addresses gf2m_sq204_map near byte 14592
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 5
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 5
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 14976]   ; addresses gf2m_sq204_map near byte 14848
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 4
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 4
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 15232]   ; addresses gf2m_sq204_map near byte 15104
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 3
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 3
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 15488]   ; addresses gf2m_sq204_map near byte 15360
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 2
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 2
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 15744]   ; addresses gf2m_sq204_map near byte 15616
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpsllq       ymm15, ymm1, 1
-    vpcmpgtq     k2, ymm6, ymm15
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsllq       ymm6, ymm1, 1
+    vpsraq       ymm6, ymm6, 63
     lea          rcx, [rel gf2m_sq204_map + 16000]   ; addresses gf2m_sq204_map near byte 15872
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpcmpgtq     k2, ymm6, ymm1
+    vpternlogq   ymm8, ymm6, [rcx - 128], 120
+    vpternlogq   ymm9, ymm6, [rcx - 96], 120
+    vpternlogq   ymm10, ymm6, [rcx - 64], 120
+    vpternlogq   ymm11, ymm6, [rcx - 32], 120
+    vpternlogq   ymm12, ymm6, [rcx], 120
+    vpternlogq   ymm13, ymm6, [rcx + 32], 120
+    vpternlogq   ymm14, ymm6, [rcx + 64], 120
+    vpternlogq   ymm7, ymm6, [rcx + 96], 120
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 16256]   ; addresses gf2m_sq204_map near byte 16128
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 63
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 16512]   ; addresses gf2m_sq204_map near byte 16384
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 62
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 16768]   ; addresses gf2m_sq204_map near byte 16640
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 61
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 17024]   ; addresses gf2m_sq204_map near byte 16896
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 60
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 17280]   ; addresses gf2m_sq204_map near byte 17152
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 59
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 17536]   ; addresses gf2m_sq204_map near byte 17408
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 58
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 17792]   ; addresses gf2m_sq204_map near byte 17664
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 57
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 18048]   ; addresses gf2m_sq204_map near byte 17920
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 56
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 18304]   ; addresses gf2m_sq204_map near byte 18176
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 55
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 18560]   ; addresses gf2m_sq204_map near byte 18432
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 54
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 18816]   ; addresses gf2m_sq204_map near byte 18688
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 53
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 19072]   ; addresses gf2m_sq204_map near byte 18944
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 52
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 19328]   ; addresses gf2m_sq204_map near byte 19200
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 51
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 19584]   ; addresses gf2m_sq204_map near byte 19456
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 50
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 19840]   ; addresses gf2m_sq204_map near byte 19712
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 49
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 20096]   ; addresses gf2m_sq204_map near byte 19968
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 48
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 20352]   ; addresses gf2m_sq204_map near byte 20224
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 47
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 20608]   ; addresses gf2m_sq204_map near byte 20480
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 46
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 20864]   ; addresses gf2m_sq204_map near byte 20736
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 45
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 21120]   ; addresses gf2m_sq204_map near byte 20992
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 44
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 21376]   ; addresses gf2m_sq204_map near byte 21248
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 43
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 21632]   ; addresses gf2m_sq204_map near byte 21504
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 42
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 21888]   ; addresses gf2m_sq204_map near byte 21760
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 41
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 22144]   ; addresses gf2m_sq204_map near byte 22016
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 40
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 22400]   ; addresses gf2m_sq204_map near byte 22272
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 39
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 22656]   ; addresses gf2m_sq204_map near byte 22528
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 38
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 22912]   ; addresses gf2m_sq204_map near byte 22784
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 37
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 23168]   ; addresses gf2m_sq204_map near byte 23040
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 36
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 23424]   ; addresses gf2m_sq204_map near byte 23296
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 35
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 23680]   ; addresses gf2m_sq204_map near byte 23552
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 34
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 23936]   ; addresses gf2m_sq204_map near byte 23808
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 33
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 24192]   ; addresses gf2m_sq204_map near byte 24064
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 32
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 24448]   ; addresses gf2m_sq204_map near byte 24320
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 31
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 24704]   ; addresses gf2m_sq204_map near byte 24576
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 30
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 24960]   ; addresses gf2m_sq204_map near byte 24832
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 29
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 25216]   ; addresses gf2m_sq204_map near byte 25088
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 28
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 25472]   ; addresses gf2m_sq204_map near byte 25344
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 27
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 25728]   ; addresses gf2m_sq204_map near byte 25600
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 26
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 25984]   ; addresses gf2m_sq204_map near byte 25856
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 25
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 26240]   ; addresses gf2m_sq204_map near byte 26112
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 24
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 26496]   ; addresses gf2m_sq204_map near byte 26368
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 23
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 26752]   ; addresses gf2m_sq204_map near byte 26624
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 22
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 27008]   ; addresses gf2m_sq204_map near byte 26880
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 21
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 27264]   ; addresses gf2m_sq204_map near byte 27136
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 20
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 27520]   ; addresses gf2m_sq204_map near byte 27392
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 19
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 27776]   ; addresses gf2m_sq204_map near byte 27648
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 18
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 28032]   ; addresses gf2m_sq204_map near byte 27904
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 17
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 28288]   ; addresses gf2m_sq204_map near byte 28160
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 16
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 28544]   ; addresses gf2m_sq204_map near byte 28416
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 15
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 28800]   ; addresses gf2m_sq204_map near byte 28672
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 14
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 29056]   ; addresses gf2m_sq204_map near byte 28928
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 13
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 29312]   ; addresses gf2m_sq204_map near byte 29184
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 12
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 29568]   ; addresses gf2m_sq204_map near byte 29440
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 11
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 29824]   ; addresses gf2m_sq204_map near byte 29696
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 10
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 30080]   ; addresses gf2m_sq204_map near byte 29952
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 9
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 30336]   ; addresses gf2m_sq204_map near byte 30208
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 8
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 30592]   ; addresses gf2m_sq204_map near byte 30464
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 7
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 30848]   ; addresses gf2m_sq204_map near byte 30720
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 6
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 31104]   ; addresses gf2m_sq204_map near byte 30976
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 5
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 31360]   ; addresses gf2m_sq204_map near byte 31232
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 4
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 31616]   ; addresses gf2m_sq204_map near byte 31488
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 3
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 31872]   ; addresses gf2m_sq204_map near byte 31744
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 2
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 32128]   ; addresses gf2m_sq204_map near byte 32000
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm3, 1
-    vpcmpgtq     k2, ymm6, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq204_map + 32384]   ; addresses gf2m_sq204_map near byte 32256
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpcmpgtq     k2, ymm6, ymm3
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
+    vpsraq       ymm1, ymm3, 63
     lea          rcx, [rel gf2m_sq204_map + 32640]   ; addresses gf2m_sq204_map near byte 32512
-    vpxorq       ymm7{k2}, ymm7, [rcx - 128]
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
-    vpermq       ymm1, ymm8, 147
-    vpermq       ymm3, ymm9, 78
-    vpermq       ymm6, ymm10, 57
-    vpternlogq   ymm1, ymm7, ymm3, 150
-    vpxorq       ymm1, ymm1, ymm6
+    vpternlogq   ymm8, ymm1, [rcx - 128], 120
+    vpternlogq   ymm9, ymm1, [rcx - 96], 120
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm7, ymm1, [rcx + 96], 120
+    vpermq       ymm1, ymm9, 147
+    vpermq       ymm3, ymm10, 78
+    vpermq       ymm6, ymm11, 57
+    vpternlogq   ymm8, ymm1, ymm3, 150
+    vpxorq       ymm1, ymm8, ymm6
     vextracti64x2 xmm3, ymm1, 0
     vextracti64x2 xmm1, ymm1, 1
-    vpermq       ymm6, ymm12, 147
-    vpermq       ymm7, ymm13, 78
-    vpermq       ymm8, ymm14, 57
-    vpternlogq   ymm6, ymm11, ymm7, 150
-    vpxorq       ymm6, ymm6, ymm8
+    vpermq       ymm6, ymm13, 147
+    vpermq       ymm8, ymm14, 78
+    vpermq       ymm7, ymm7, 57
+    vpternlogq   ymm12, ymm6, ymm8, 150
+    vpxorq       ymm6, ymm12, ymm7
     vextracti64x2 xmm7, ymm6, 0
     vextracti64x2 xmm6, ymm6, 1
     vpclmulqdq   xmm8, xmm3, xmm4, 0

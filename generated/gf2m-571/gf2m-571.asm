@@ -12579,8 +12579,8 @@ kg_gf2m571_ladder_step2_avx512:
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
 ;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-31}, k{1-2}, rax, rcx, r11, flags
-;   loops: 3 x 33 and 7 x 33 and 16 x 33 and 34 x 33 instructions (repeated groups rolled: 13083 instructions run, 12088 written)
+;   clobbers: zmm{0-31}, k1, rax, rcx, r11, flags
+;   loops: 3 x 33 and 7 x 33 and 16 x 33 and 34 x 33 instructions (repeated groups rolled: 13080 instructions run, 12076 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_inv_avx512.end - kg_gf2m571_inv_avx512)
 align 32
@@ -15396,2722 +15396,2718 @@ kg_gf2m571_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm6{k1}, ymm6, ymm7
-    vmovdqu64    ymm7, [rcx - 128]
-    vpsllq       ymm8, ymm0, 63
-    vpcmpgtq     k2, ymm7, ymm8
-    lea          rcx, [rel gf2m_sq71_map + 128]      ; addresses gf2m_sq71_map near byte 0
-    vpxorq       ymm8{k2}{z}, ymm7, [rcx - 128]
-    vpxorq       ymm9{k2}{z}, ymm7, [rcx - 96]
-    vpxorq       ymm10{k2}{z}, ymm7, [rcx - 64]
-    vpxorq       ymm12{k2}{z}, ymm7, [rcx - 32]
-    vpxorq       ymm13{k2}{z}, ymm7, [rcx]
-    vpxorq       ymm14{k2}{z}, ymm7, [rcx + 32]
-    vpxorq       ymm15{k2}{z}, ymm7, [rcx + 64]
-    vpxorq       ymm16{k2}{z}, ymm7, [rcx + 96]
-    lea          rcx, [rel gf2m_sq71_map + 384]      ; addresses gf2m_sq71_map near byte 256
-    vpxorq       ymm17{k2}{z}, ymm7, [rcx - 128]
-    vpxorq       ymm18{k2}{z}, ymm7, [rcx - 96]
-    vpxorq       ymm19{k2}{z}, ymm7, [rcx - 64]
-    vpsllq       ymm20, ymm0, 62
-    vpcmpgtq     k2, ymm7, ymm20
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
-    lea          rcx, [rel gf2m_sq71_map + 640]      ; addresses gf2m_sq71_map near byte 512
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}{z}, ymm7, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 61
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq71_map + 896]      ; addresses gf2m_sq71_map near byte 768
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpsllq       ymm7, ymm0, 63
+    vpsraq       ymm7, ymm7, 63
+    vpsllq       ymm8, ymm0, 62
+    vpsraq       ymm8, ymm8, 63
+    vpandq       ymm9, ymm8, [rel gf2m_sq71_map + 352]
+    vpternlogq   ymm9, ymm7, [rel gf2m_sq71_map], 120
+    vpandq       ymm10, ymm8, [rel gf2m_sq71_map + 384]
+    vpternlogq   ymm10, ymm7, [rel gf2m_sq71_map + 32], 120
+    vpandq       ymm12, ymm8, [rel gf2m_sq71_map + 416]
+    vpternlogq   ymm12, ymm7, [rel gf2m_sq71_map + 64], 120
+    vpandq       ymm13, ymm8, [rel gf2m_sq71_map + 448]
+    vpternlogq   ymm13, ymm7, [rel gf2m_sq71_map + 96], 120
+    vpandq       ymm14, ymm8, [rel gf2m_sq71_map + 480]
+    vpternlogq   ymm14, ymm7, [rel gf2m_sq71_map + 128], 120
+    vpandq       ymm15, ymm8, [rel gf2m_sq71_map + 512]
+    vpternlogq   ymm15, ymm7, [rel gf2m_sq71_map + 160], 120
+    vpandq       ymm16, ymm8, [rel gf2m_sq71_map + 544]
+    vpternlogq   ymm16, ymm7, [rel gf2m_sq71_map + 192], 120
+    vpandq       ymm17, ymm8, [rel gf2m_sq71_map + 576]
+    vpternlogq   ymm17, ymm7, [rel gf2m_sq71_map + 224], 120
+    vpandq       ymm18, ymm8, [rel gf2m_sq71_map + 640]
+    vpternlogq   ymm18, ymm7, [rel gf2m_sq71_map + 256], 120
+    vpandq       ymm19, ymm8, [rel gf2m_sq71_map + 672]
+    vpternlogq   ymm19, ymm7, [rel gf2m_sq71_map + 288], 120
+    vpandq       ymm20, ymm8, [rel gf2m_sq71_map + 704]
+    vpternlogq   ymm20, ymm7, [rel gf2m_sq71_map + 320], 120
+    vpsllq       ymm7, ymm0, 61
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq71_map + 864]      ; addresses gf2m_sq71_map near byte 736
+    vpternlogq   ymm9, ymm7, [rcx - 128], 120
+    vpternlogq   ymm10, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm14, ymm7, [rcx], 120
+    vpternlogq   ymm15, ymm7, [rcx + 32], 120
+    vpternlogq   ymm16, ymm7, [rcx + 64], 120
+    vpternlogq   ymm17, ymm7, [rcx + 96], 120
+    vpandq       ymm21, ymm7, [rel gf2m_sq71_map + 992]
+    vpternlogq   ymm21, ymm8, [rel gf2m_sq71_map + 608], 120
     lea          rcx, [rel gf2m_sq71_map + 1152]     ; addresses gf2m_sq71_map near byte 1024
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 60
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 60
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 1408]     ; addresses gf2m_sq71_map near byte 1280
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 59
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 59
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 1664]     ; addresses gf2m_sq71_map near byte 1536
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 1920]     ; addresses gf2m_sq71_map near byte 1792
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 58
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 58
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 2176]     ; addresses gf2m_sq71_map near byte 2048
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 57
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 57
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 2432]     ; addresses gf2m_sq71_map near byte 2304
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 2688]     ; addresses gf2m_sq71_map near byte 2560
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 56
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 56
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 2944]     ; addresses gf2m_sq71_map near byte 2816
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 55
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 55
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 3200]     ; addresses gf2m_sq71_map near byte 3072
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 3456]     ; addresses gf2m_sq71_map near byte 3328
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 54
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 54
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 3712]     ; addresses gf2m_sq71_map near byte 3584
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 53
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 53
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 3968]     ; addresses gf2m_sq71_map near byte 3840
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 4224]     ; addresses gf2m_sq71_map near byte 4096
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 52
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 52
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 4480]     ; addresses gf2m_sq71_map near byte 4352
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 51
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 51
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 4736]     ; addresses gf2m_sq71_map near byte 4608
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 4992]     ; addresses gf2m_sq71_map near byte 4864
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 50
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 50
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 5248]     ; addresses gf2m_sq71_map near byte 5120
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 49
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 49
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 5504]     ; addresses gf2m_sq71_map near byte 5376
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 5760]     ; addresses gf2m_sq71_map near byte 5632
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 48
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 48
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 6016]     ; addresses gf2m_sq71_map near byte 5888
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 47
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 47
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 6272]     ; addresses gf2m_sq71_map near byte 6144
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 6528]     ; addresses gf2m_sq71_map near byte 6400
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 46
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 46
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 6784]     ; addresses gf2m_sq71_map near byte 6656
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 45
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 45
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 7040]     ; addresses gf2m_sq71_map near byte 6912
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 7296]     ; addresses gf2m_sq71_map near byte 7168
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 44
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 44
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 7552]     ; addresses gf2m_sq71_map near byte 7424
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 43
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 43
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 7808]     ; addresses gf2m_sq71_map near byte 7680
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 8064]     ; addresses gf2m_sq71_map near byte 7936
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 42
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 42
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 8320]     ; addresses gf2m_sq71_map near byte 8192
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 41
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 41
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 8576]     ; addresses gf2m_sq71_map near byte 8448
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 8832]     ; addresses gf2m_sq71_map near byte 8704
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 40
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 40
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 9088]     ; addresses gf2m_sq71_map near byte 8960
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 39
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 39
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 9344]     ; addresses gf2m_sq71_map near byte 9216
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 9600]     ; addresses gf2m_sq71_map near byte 9472
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 38
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 38
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 9856]     ; addresses gf2m_sq71_map near byte 9728
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 37
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 37
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 10112]    ; addresses gf2m_sq71_map near byte 9984
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 10368]    ; addresses gf2m_sq71_map near byte 10240
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 36
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 36
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 10624]    ; addresses gf2m_sq71_map near byte 10496
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 35
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 35
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 10880]    ; addresses gf2m_sq71_map near byte 10752
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 11136]    ; addresses gf2m_sq71_map near byte 11008
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 34
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 34
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 11392]    ; addresses gf2m_sq71_map near byte 11264
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 33
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 33
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 11648]    ; addresses gf2m_sq71_map near byte 11520
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 11904]    ; addresses gf2m_sq71_map near byte 11776
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 32
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 32
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 12160]    ; addresses gf2m_sq71_map near byte 12032
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 31
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 31
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 12416]    ; addresses gf2m_sq71_map near byte 12288
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 12672]    ; addresses gf2m_sq71_map near byte 12544
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 30
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 30
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 12928]    ; addresses gf2m_sq71_map near byte 12800
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 29
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 29
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 13184]    ; addresses gf2m_sq71_map near byte 13056
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 13440]    ; addresses gf2m_sq71_map near byte 13312
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 28
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 28
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 13696]    ; addresses gf2m_sq71_map near byte 13568
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 27
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 27
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 13952]    ; addresses gf2m_sq71_map near byte 13824
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 14208]    ; addresses gf2m_sq71_map near byte 14080
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 26
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 26
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 14464]    ; addresses gf2m_sq71_map near byte 14336
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 25
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 25
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 14720]    ; addresses gf2m_sq71_map near byte 14592
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 14976]    ; addresses gf2m_sq71_map near byte 14848
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 24
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 24
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 15232]    ; addresses gf2m_sq71_map near byte 15104
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 23
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 23
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 15488]    ; addresses gf2m_sq71_map near byte 15360
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 15744]    ; addresses gf2m_sq71_map near byte 15616
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 22
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 22
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 16000]    ; addresses gf2m_sq71_map near byte 15872
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 21
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 21
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 16256]    ; addresses gf2m_sq71_map near byte 16128
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 16512]    ; addresses gf2m_sq71_map near byte 16384
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 20
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 20
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 16768]    ; addresses gf2m_sq71_map near byte 16640
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 19
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 19
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 17024]    ; addresses gf2m_sq71_map near byte 16896
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 17280]    ; addresses gf2m_sq71_map near byte 17152
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 18
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 18
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 17536]    ; addresses gf2m_sq71_map near byte 17408
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 17
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 17
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 17792]    ; addresses gf2m_sq71_map near byte 17664
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 18048]    ; addresses gf2m_sq71_map near byte 17920
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 16
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 16
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 18304]    ; addresses gf2m_sq71_map near byte 18176
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 15
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 15
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 18560]    ; addresses gf2m_sq71_map near byte 18432
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 18816]    ; addresses gf2m_sq71_map near byte 18688
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 14
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 14
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 19072]    ; addresses gf2m_sq71_map near byte 18944
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 13
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 13
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 19328]    ; addresses gf2m_sq71_map near byte 19200
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 19584]    ; addresses gf2m_sq71_map near byte 19456
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 12
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 12
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 19840]    ; addresses gf2m_sq71_map near byte 19712
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 11
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 11
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 20096]    ; addresses gf2m_sq71_map near byte 19968
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 20352]    ; addresses gf2m_sq71_map near byte 20224
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 10
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 10
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 20608]    ; addresses gf2m_sq71_map near byte 20480
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 9
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 9
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 20864]    ; addresses gf2m_sq71_map near byte 20736
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 21120]    ; addresses gf2m_sq71_map near byte 20992
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 8
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 8
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 21376]    ; addresses gf2m_sq71_map near byte 21248
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 7
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 7
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 21632]    ; addresses gf2m_sq71_map near byte 21504
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 21888]    ; addresses gf2m_sq71_map near byte 21760
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 6
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 6
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 22144]    ; addresses gf2m_sq71_map near byte 22016
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 5
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 5
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 22400]    ; addresses gf2m_sq71_map near byte 22272
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 22656]    ; addresses gf2m_sq71_map near byte 22528
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 4
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 4
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 22912]    ; addresses gf2m_sq71_map near byte 22784
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 3
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 3
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 23168]    ; addresses gf2m_sq71_map near byte 23040
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 23424]    ; addresses gf2m_sq71_map near byte 23296
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 2
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 2
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx - 32], 120
+    vpternlogq   ymm10, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 23680]    ; addresses gf2m_sq71_map near byte 23552
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 1
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 1
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm9, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 23936]    ; addresses gf2m_sq71_map near byte 23808
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 24192]    ; addresses gf2m_sq71_map near byte 24064
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 24448]    ; addresses gf2m_sq71_map near byte 24320
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 63
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 24704]    ; addresses gf2m_sq71_map near byte 24576
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 24960]    ; addresses gf2m_sq71_map near byte 24832
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 62
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 25216]    ; addresses gf2m_sq71_map near byte 25088
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 61
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 25472]    ; addresses gf2m_sq71_map near byte 25344
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 25728]    ; addresses gf2m_sq71_map near byte 25600
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 60
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 25984]    ; addresses gf2m_sq71_map near byte 25856
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 59
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 26240]    ; addresses gf2m_sq71_map near byte 26112
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 26496]    ; addresses gf2m_sq71_map near byte 26368
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 58
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 26752]    ; addresses gf2m_sq71_map near byte 26624
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 57
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 27008]    ; addresses gf2m_sq71_map near byte 26880
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 27264]    ; addresses gf2m_sq71_map near byte 27136
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 56
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 27520]    ; addresses gf2m_sq71_map near byte 27392
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 55
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 27776]    ; addresses gf2m_sq71_map near byte 27648
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 28032]    ; addresses gf2m_sq71_map near byte 27904
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 54
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 28288]    ; addresses gf2m_sq71_map near byte 28160
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 53
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 28544]    ; addresses gf2m_sq71_map near byte 28416
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 28800]    ; addresses gf2m_sq71_map near byte 28672
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 52
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 29056]    ; addresses gf2m_sq71_map near byte 28928
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 51
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 29312]    ; addresses gf2m_sq71_map near byte 29184
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 29568]    ; addresses gf2m_sq71_map near byte 29440
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 50
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 29824]    ; addresses gf2m_sq71_map near byte 29696
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 49
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 30080]    ; addresses gf2m_sq71_map near byte 29952
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 30336]    ; addresses gf2m_sq71_map near byte 30208
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 48
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 30592]    ; addresses gf2m_sq71_map near byte 30464
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 47
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 30848]    ; addresses gf2m_sq71_map near byte 30720
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 31104]    ; addresses gf2m_sq71_map near byte 30976
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 46
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 31360]    ; addresses gf2m_sq71_map near byte 31232
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 45
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 31616]    ; addresses gf2m_sq71_map near byte 31488
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 31872]    ; addresses gf2m_sq71_map near byte 31744
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 44
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 32128]    ; addresses gf2m_sq71_map near byte 32000
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 43
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 32384]    ; addresses gf2m_sq71_map near byte 32256
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 32640]    ; addresses gf2m_sq71_map near byte 32512
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 42
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 32896]    ; addresses gf2m_sq71_map near byte 32768
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 41
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 33152]    ; addresses gf2m_sq71_map near byte 33024
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 33408]    ; addresses gf2m_sq71_map near byte 33280
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 40
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 33664]    ; addresses gf2m_sq71_map near byte 33536
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 39
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 33920]    ; addresses gf2m_sq71_map near byte 33792
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 34176]    ; addresses gf2m_sq71_map near byte 34048
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 38
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 34432]    ; addresses gf2m_sq71_map near byte 34304
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 37
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 34688]    ; addresses gf2m_sq71_map near byte 34560
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 34944]    ; addresses gf2m_sq71_map near byte 34816
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 36
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 35200]    ; addresses gf2m_sq71_map near byte 35072
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 35
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 35456]    ; addresses gf2m_sq71_map near byte 35328
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 35712]    ; addresses gf2m_sq71_map near byte 35584
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 34
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 35968]    ; addresses gf2m_sq71_map near byte 35840
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 33
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 36224]    ; addresses gf2m_sq71_map near byte 36096
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 36480]    ; addresses gf2m_sq71_map near byte 36352
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 32
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 36736]    ; addresses gf2m_sq71_map near byte 36608
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 31
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 36992]    ; addresses gf2m_sq71_map near byte 36864
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 37248]    ; addresses gf2m_sq71_map near byte 37120
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 30
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 37504]    ; addresses gf2m_sq71_map near byte 37376
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 29
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 37760]    ; addresses gf2m_sq71_map near byte 37632
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 38016]    ; addresses gf2m_sq71_map near byte 37888
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 28
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 38272]    ; addresses gf2m_sq71_map near byte 38144
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 27
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 38528]    ; addresses gf2m_sq71_map near byte 38400
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 38784]    ; addresses gf2m_sq71_map near byte 38656
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 26
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 39040]    ; addresses gf2m_sq71_map near byte 38912
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 25
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 39296]    ; addresses gf2m_sq71_map near byte 39168
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 39552]    ; addresses gf2m_sq71_map near byte 39424
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 24
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 39808]    ; addresses gf2m_sq71_map near byte 39680
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 23
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 40064]    ; addresses gf2m_sq71_map near byte 39936
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 40320]    ; addresses gf2m_sq71_map near byte 40192
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 22
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 40576]    ; addresses gf2m_sq71_map near byte 40448
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 21
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 40832]    ; addresses gf2m_sq71_map near byte 40704
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 41088]    ; addresses gf2m_sq71_map near byte 40960
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 20
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 41344]    ; addresses gf2m_sq71_map near byte 41216
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 19
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 41600]    ; addresses gf2m_sq71_map near byte 41472
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 41856]    ; addresses gf2m_sq71_map near byte 41728
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 18
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 42112]    ; addresses gf2m_sq71_map near byte 41984
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 17
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 42368]    ; addresses gf2m_sq71_map near byte 42240
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 42624]    ; addresses gf2m_sq71_map near byte 42496
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 16
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 42880]    ; addresses gf2m_sq71_map near byte 42752
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 15
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 43136]    ; addresses gf2m_sq71_map near byte 43008
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 43392]    ; addresses gf2m_sq71_map near byte 43264
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 14
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 43648]    ; addresses gf2m_sq71_map near byte 43520
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 13
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 43904]    ; addresses gf2m_sq71_map near byte 43776
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 44160]    ; addresses gf2m_sq71_map near byte 44032
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 12
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 44416]    ; addresses gf2m_sq71_map near byte 44288
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 11
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 44672]    ; addresses gf2m_sq71_map near byte 44544
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 44928]    ; addresses gf2m_sq71_map near byte 44800
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 10
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 45184]    ; addresses gf2m_sq71_map near byte 45056
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 9
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 45440]    ; addresses gf2m_sq71_map near byte 45312
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 45696]    ; addresses gf2m_sq71_map near byte 45568
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 8
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 45952]    ; addresses gf2m_sq71_map near byte 45824
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 7
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 46208]    ; addresses gf2m_sq71_map near byte 46080
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 46464]    ; addresses gf2m_sq71_map near byte 46336
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 6
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 46720]    ; addresses gf2m_sq71_map near byte 46592
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 5
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 46976]    ; addresses gf2m_sq71_map near byte 46848
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 47232]    ; addresses gf2m_sq71_map near byte 47104
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 4
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 47488]    ; addresses gf2m_sq71_map near byte 47360
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 3
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 47744]    ; addresses gf2m_sq71_map near byte 47616
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 48000]    ; addresses gf2m_sq71_map near byte 47872
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 2
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 48256]    ; addresses gf2m_sq71_map near byte 48128
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 1
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 48512]    ; addresses gf2m_sq71_map near byte 48384
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 48768]    ; addresses gf2m_sq71_map near byte 48640
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpcmpgtq     k2, ymm7, ymm2
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
+    vpsraq       ymm0, ymm2, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 49024]    ; addresses gf2m_sq71_map near byte 48896
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 63
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 49280]    ; addresses gf2m_sq71_map near byte 49152
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 62
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq71_map + 49536]    ; addresses gf2m_sq71_map near byte 49408
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm9, ymm0, [rcx - 128], 120
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 49792]    ; addresses gf2m_sq71_map near byte 49664
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 61
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 96], 120
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 50048]    ; addresses gf2m_sq71_map near byte 49920
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 60
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 64], 120
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 50304]    ; addresses gf2m_sq71_map near byte 50176
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 59
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 50560]    ; addresses gf2m_sq71_map near byte 50432
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 58
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx], 120
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 50816]    ; addresses gf2m_sq71_map near byte 50688
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 57
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 32], 120
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 51072]    ; addresses gf2m_sq71_map near byte 50944
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 56
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 64], 120
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 51328]    ; addresses gf2m_sq71_map near byte 51200
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 55
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 51584]    ; addresses gf2m_sq71_map near byte 51456
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 54
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq71_map + 51840]    ; addresses gf2m_sq71_map near byte 51712
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm9, ymm0, [rcx - 128], 120
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 52096]    ; addresses gf2m_sq71_map near byte 51968
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 53
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 96], 120
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 52352]    ; addresses gf2m_sq71_map near byte 52224
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 52
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 64], 120
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 52608]    ; addresses gf2m_sq71_map near byte 52480
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 51
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 52864]    ; addresses gf2m_sq71_map near byte 52736
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 50
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx], 120
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 53120]    ; addresses gf2m_sq71_map near byte 52992
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 49
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 32], 120
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 53376]    ; addresses gf2m_sq71_map near byte 53248
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 48
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 64], 120
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 53632]    ; addresses gf2m_sq71_map near byte 53504
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 47
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 53888]    ; addresses gf2m_sq71_map near byte 53760
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 46
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq71_map + 54144]    ; addresses gf2m_sq71_map near byte 54016
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm9, ymm0, [rcx - 128], 120
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 54400]    ; addresses gf2m_sq71_map near byte 54272
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 45
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 96], 120
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 54656]    ; addresses gf2m_sq71_map near byte 54528
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 44
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 64], 120
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 54912]    ; addresses gf2m_sq71_map near byte 54784
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 43
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 55168]    ; addresses gf2m_sq71_map near byte 55040
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 42
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx], 120
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 55424]    ; addresses gf2m_sq71_map near byte 55296
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 41
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 32], 120
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 55680]    ; addresses gf2m_sq71_map near byte 55552
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 40
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 64], 120
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 55936]    ; addresses gf2m_sq71_map near byte 55808
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 39
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 56192]    ; addresses gf2m_sq71_map near byte 56064
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 38
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq71_map + 56448]    ; addresses gf2m_sq71_map near byte 56320
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm9, ymm0, [rcx - 128], 120
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 56704]    ; addresses gf2m_sq71_map near byte 56576
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 37
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 96], 120
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 56960]    ; addresses gf2m_sq71_map near byte 56832
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 36
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 64], 120
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 57216]    ; addresses gf2m_sq71_map near byte 57088
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 35
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 57472]    ; addresses gf2m_sq71_map near byte 57344
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 34
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx], 120
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 57728]    ; addresses gf2m_sq71_map near byte 57600
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 33
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 32], 120
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 57984]    ; addresses gf2m_sq71_map near byte 57856
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 32
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 64], 120
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 58240]    ; addresses gf2m_sq71_map near byte 58112
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 31
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 58496]    ; addresses gf2m_sq71_map near byte 58368
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 30
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq71_map + 58752]    ; addresses gf2m_sq71_map near byte 58624
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm9, ymm0, [rcx - 128], 120
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 59008]    ; addresses gf2m_sq71_map near byte 58880
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 29
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 96], 120
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 59264]    ; addresses gf2m_sq71_map near byte 59136
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 28
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 64], 120
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 59520]    ; addresses gf2m_sq71_map near byte 59392
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 27
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 59776]    ; addresses gf2m_sq71_map near byte 59648
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 26
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx], 120
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 60032]    ; addresses gf2m_sq71_map near byte 59904
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 25
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 32], 120
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 60288]    ; addresses gf2m_sq71_map near byte 60160
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 24
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 64], 120
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 60544]    ; addresses gf2m_sq71_map near byte 60416
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 23
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 60800]    ; addresses gf2m_sq71_map near byte 60672
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 22
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq71_map + 61056]    ; addresses gf2m_sq71_map near byte 60928
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm9, ymm0, [rcx - 128], 120
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 61312]    ; addresses gf2m_sq71_map near byte 61184
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 21
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 96], 120
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 61568]    ; addresses gf2m_sq71_map near byte 61440
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 20
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 64], 120
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 61824]    ; addresses gf2m_sq71_map near byte 61696
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 19
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 62080]    ; addresses gf2m_sq71_map near byte 61952
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 18
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx], 120
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 62336]    ; addresses gf2m_sq71_map near byte 62208
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 17
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 32], 120
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 62592]    ; addresses gf2m_sq71_map near byte 62464
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 16
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 64], 120
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 62848]    ; addresses gf2m_sq71_map near byte 62720
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 15
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 63104]    ; addresses gf2m_sq71_map near byte 62976
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 14
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq71_map + 63360]    ; addresses gf2m_sq71_map near byte 63232
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm9, ymm0, [rcx - 128], 120
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 63616]    ; addresses gf2m_sq71_map near byte 63488
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 13
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 96], 120
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 63872]    ; addresses gf2m_sq71_map near byte 63744
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 12
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 64], 120
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 64128]    ; addresses gf2m_sq71_map near byte 64000
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 11
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 32], 120
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 64384]    ; addresses gf2m_sq71_map near byte 64256
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 10
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx], 120
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 64640]    ; addresses gf2m_sq71_map near byte 64512
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 9
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 32], 120
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 64896]    ; addresses gf2m_sq71_map near byte 64768
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 8
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 64], 120
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 65152]    ; addresses gf2m_sq71_map near byte 65024
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 7
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 65408]    ; addresses gf2m_sq71_map near byte 65280
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 6
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq71_map + 65664]    ; addresses gf2m_sq71_map near byte 65536
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm9, ymm0, [rcx - 128], 120
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq71_map + 65920]    ; addresses gf2m_sq71_map near byte 65792
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 5
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
-    vpxorq       ymm16{k2}, ymm16, [rel gf2m_sq71_map + 66048]
-    vpxorq       ymm20{k2}, ymm20, [rel gf2m_sq71_map + 66080]
-    vpermq       ymm0, ymm9, 147
-    vpermq       ymm2, ymm10, 78
-    vpermq       ymm6, ymm12, 57
-    vpternlogq   ymm0, ymm8, ymm2, 150
-    vpxorq       ymm0, ymm0, ymm6
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm9, ymm0, [rcx - 96], 120
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
+    vpternlogq   ymm17, ymm0, [rel gf2m_sq71_map + 66048], 120
+    vpternlogq   ymm21, ymm0, [rel gf2m_sq71_map + 66080], 120
+    vpermq       ymm0, ymm10, 147
+    vpermq       ymm2, ymm12, 78
+    vpermq       ymm6, ymm13, 57
+    vpternlogq   ymm9, ymm0, ymm2, 150
+    vpxorq       ymm0, ymm9, ymm6
     vextracti64x2 xmm2, ymm0, 0
     vextracti64x2 xmm0, ymm0, 1
-    vpermq       ymm6, ymm14, 147
-    vpermq       ymm7, ymm15, 78
-    vpermq       ymm8, ymm16, 57
-    vpternlogq   ymm6, ymm13, ymm7, 150
-    vpxorq       ymm6, ymm6, ymm8
+    vpermq       ymm6, ymm15, 147
+    vpermq       ymm7, ymm16, 78
+    vpermq       ymm8, ymm17, 57
+    vpternlogq   ymm14, ymm6, ymm7, 150
+    vpxorq       ymm6, ymm14, ymm8
     vextracti64x2 xmm7, ymm6, 0
     vextracti64x2 xmm6, ymm6, 1
-    vpermq       ymm8, ymm17, 147
-    vpermq       ymm9, ymm18, 78
-    vpermq       ymm10, ymm19, 57
-    vpternlogq   ymm8, ymm20, ymm9, 150
-    vpxorq       ymm8, ymm8, ymm10
+    vpermq       ymm8, ymm18, 147
+    vpermq       ymm9, ymm19, 78
+    vpermq       ymm10, ymm20, 57
+    vpternlogq   ymm21, ymm8, ymm9, 150
+    vpxorq       ymm8, ymm21, ymm10
     vextracti64x2 xmm8, ymm8, 0
     vpclmulqdq   xmm9, xmm2, xmm3, 0
     vpclmulqdq   xmm10, xmm2, xmm3, 17
@@ -18418,2722 +18414,2718 @@ kg_gf2m571_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm7{k1}, ymm7, ymm8
-    vmovdqu64    ymm8, [rcx - 128]
-    vpsllq       ymm9, ymm1, 63
-    vpcmpgtq     k2, ymm8, ymm9
-    lea          rcx, [rel gf2m_sq142_map + 128]     ; addresses gf2m_sq142_map near byte 0
-    vpxorq       ymm9{k2}{z}, ymm8, [rcx - 128]
-    vpxorq       ymm10{k2}{z}, ymm8, [rcx - 96]
-    vpxorq       ymm11{k2}{z}, ymm8, [rcx - 64]
-    vpxorq       ymm12{k2}{z}, ymm8, [rcx - 32]
-    vpxorq       ymm13{k2}{z}, ymm8, [rcx]
-    vpxorq       ymm14{k2}{z}, ymm8, [rcx + 32]
-    vpxorq       ymm15{k2}{z}, ymm8, [rcx + 64]
-    vpxorq       ymm16{k2}{z}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq142_map + 384]     ; addresses gf2m_sq142_map near byte 256
-    vpxorq       ymm17{k2}{z}, ymm8, [rcx - 128]
-    vpxorq       ymm18{k2}{z}, ymm8, [rcx - 96]
-    vpxorq       ymm19{k2}{z}, ymm8, [rcx - 64]
-    vpsllq       ymm20, ymm1, 62
-    vpcmpgtq     k2, ymm8, ymm20
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
-    lea          rcx, [rel gf2m_sq142_map + 640]     ; addresses gf2m_sq142_map near byte 512
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}{z}, ymm8, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 61
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
-    lea          rcx, [rel gf2m_sq142_map + 896]     ; addresses gf2m_sq142_map near byte 768
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpsllq       ymm8, ymm1, 63
+    vpsraq       ymm8, ymm8, 63
+    vpsllq       ymm9, ymm1, 62
+    vpsraq       ymm9, ymm9, 63
+    vpandq       ymm10, ymm9, [rel gf2m_sq142_map + 352]
+    vpternlogq   ymm10, ymm8, [rel gf2m_sq142_map], 120
+    vpandq       ymm11, ymm9, [rel gf2m_sq142_map + 384]
+    vpternlogq   ymm11, ymm8, [rel gf2m_sq142_map + 32], 120
+    vpandq       ymm12, ymm9, [rel gf2m_sq142_map + 416]
+    vpternlogq   ymm12, ymm8, [rel gf2m_sq142_map + 64], 120
+    vpandq       ymm13, ymm9, [rel gf2m_sq142_map + 448]
+    vpternlogq   ymm13, ymm8, [rel gf2m_sq142_map + 96], 120
+    vpandq       ymm14, ymm9, [rel gf2m_sq142_map + 480]
+    vpternlogq   ymm14, ymm8, [rel gf2m_sq142_map + 128], 120
+    vpandq       ymm15, ymm9, [rel gf2m_sq142_map + 512]
+    vpternlogq   ymm15, ymm8, [rel gf2m_sq142_map + 160], 120
+    vpandq       ymm16, ymm9, [rel gf2m_sq142_map + 544]
+    vpternlogq   ymm16, ymm8, [rel gf2m_sq142_map + 192], 120
+    vpandq       ymm17, ymm9, [rel gf2m_sq142_map + 576]
+    vpternlogq   ymm17, ymm8, [rel gf2m_sq142_map + 224], 120
+    vpandq       ymm18, ymm9, [rel gf2m_sq142_map + 640]
+    vpternlogq   ymm18, ymm8, [rel gf2m_sq142_map + 256], 120
+    vpandq       ymm19, ymm9, [rel gf2m_sq142_map + 672]
+    vpternlogq   ymm19, ymm8, [rel gf2m_sq142_map + 288], 120
+    vpandq       ymm20, ymm9, [rel gf2m_sq142_map + 704]
+    vpternlogq   ymm20, ymm8, [rel gf2m_sq142_map + 320], 120
+    vpsllq       ymm8, ymm1, 61
+    vpsraq       ymm8, ymm8, 63
+    lea          rcx, [rel gf2m_sq142_map + 864]     ; addresses gf2m_sq142_map near byte 736
+    vpternlogq   ymm10, ymm8, [rcx - 128], 120
+    vpternlogq   ymm11, ymm8, [rcx - 96], 120
+    vpternlogq   ymm12, ymm8, [rcx - 64], 120
+    vpternlogq   ymm13, ymm8, [rcx - 32], 120
+    vpternlogq   ymm14, ymm8, [rcx], 120
+    vpternlogq   ymm15, ymm8, [rcx + 32], 120
+    vpternlogq   ymm16, ymm8, [rcx + 64], 120
+    vpternlogq   ymm17, ymm8, [rcx + 96], 120
+    vpandq       ymm21, ymm8, [rel gf2m_sq142_map + 992]
+    vpternlogq   ymm21, ymm9, [rel gf2m_sq142_map + 608], 120
     lea          rcx, [rel gf2m_sq142_map + 1152]    ; addresses gf2m_sq142_map near byte 1024
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 60
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 60
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 1408]    ; addresses gf2m_sq142_map near byte 1280
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 59
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 59
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 1664]    ; addresses gf2m_sq142_map near byte 1536
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 1920]    ; addresses gf2m_sq142_map near byte 1792
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 58
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 58
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 2176]    ; addresses gf2m_sq142_map near byte 2048
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 57
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 57
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 2432]    ; addresses gf2m_sq142_map near byte 2304
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 2688]    ; addresses gf2m_sq142_map near byte 2560
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 56
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 56
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 2944]    ; addresses gf2m_sq142_map near byte 2816
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 55
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 55
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 3200]    ; addresses gf2m_sq142_map near byte 3072
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 3456]    ; addresses gf2m_sq142_map near byte 3328
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 54
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 54
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 3712]    ; addresses gf2m_sq142_map near byte 3584
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 53
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 53
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 3968]    ; addresses gf2m_sq142_map near byte 3840
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 4224]    ; addresses gf2m_sq142_map near byte 4096
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 52
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 52
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 4480]    ; addresses gf2m_sq142_map near byte 4352
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 51
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 51
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 4736]    ; addresses gf2m_sq142_map near byte 4608
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 4992]    ; addresses gf2m_sq142_map near byte 4864
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 50
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 50
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 5248]    ; addresses gf2m_sq142_map near byte 5120
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 49
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 49
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 5504]    ; addresses gf2m_sq142_map near byte 5376
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 5760]    ; addresses gf2m_sq142_map near byte 5632
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 48
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 48
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 6016]    ; addresses gf2m_sq142_map near byte 5888
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 47
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 47
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 6272]    ; addresses gf2m_sq142_map near byte 6144
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 6528]    ; addresses gf2m_sq142_map near byte 6400
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 46
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 46
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 6784]    ; addresses gf2m_sq142_map near byte 6656
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 45
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 45
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 7040]    ; addresses gf2m_sq142_map near byte 6912
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 7296]    ; addresses gf2m_sq142_map near byte 7168
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 44
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 44
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 7552]    ; addresses gf2m_sq142_map near byte 7424
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 43
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 43
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 7808]    ; addresses gf2m_sq142_map near byte 7680
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 8064]    ; addresses gf2m_sq142_map near byte 7936
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 42
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 42
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 8320]    ; addresses gf2m_sq142_map near byte 8192
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 41
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 41
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 8576]    ; addresses gf2m_sq142_map near byte 8448
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 8832]    ; addresses gf2m_sq142_map near byte 8704
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 40
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 40
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 9088]    ; addresses gf2m_sq142_map near byte 8960
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 39
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 39
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 9344]    ; addresses gf2m_sq142_map near byte 9216
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 9600]    ; addresses gf2m_sq142_map near byte 9472
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 38
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 38
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 9856]    ; addresses gf2m_sq142_map near byte 9728
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 37
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 37
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 10112]   ; addresses gf2m_sq142_map near byte 9984
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 10368]   ; addresses gf2m_sq142_map near byte 10240
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 36
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 36
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 10624]   ; addresses gf2m_sq142_map near byte 10496
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 35
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 35
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 10880]   ; addresses gf2m_sq142_map near byte 10752
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 11136]   ; addresses gf2m_sq142_map near byte 11008
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 34
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 34
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 11392]   ; addresses gf2m_sq142_map near byte 11264
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 33
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 33
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 11648]   ; addresses gf2m_sq142_map near byte 11520
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 11904]   ; addresses gf2m_sq142_map near byte 11776
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 32
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 32
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 12160]   ; addresses gf2m_sq142_map near byte 12032
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 31
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 31
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 12416]   ; addresses gf2m_sq142_map near byte 12288
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 12672]   ; addresses gf2m_sq142_map near byte 12544
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 30
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 30
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 12928]   ; addresses gf2m_sq142_map near byte 12800
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 29
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 29
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 13184]   ; addresses gf2m_sq142_map near byte 13056
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 13440]   ; addresses gf2m_sq142_map near byte 13312
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 28
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 28
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 13696]   ; addresses gf2m_sq142_map near byte 13568
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 27
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 27
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 13952]   ; addresses gf2m_sq142_map near byte 13824
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 14208]   ; addresses gf2m_sq142_map near byte 14080
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 26
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 26
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 14464]   ; addresses gf2m_sq142_map near byte 14336
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 25
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 25
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 14720]   ; addresses gf2m_sq142_map near byte 14592
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 14976]   ; addresses gf2m_sq142_map near byte 14848
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 24
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 24
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 15232]   ; addresses gf2m_sq142_map near byte 15104
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 23
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 23
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 15488]   ; addresses gf2m_sq142_map near byte 15360
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 15744]   ; addresses gf2m_sq142_map near byte 15616
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 22
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 22
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 16000]   ; addresses gf2m_sq142_map near byte 15872
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 21
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 21
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 16256]   ; addresses gf2m_sq142_map near byte 16128
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 16512]   ; addresses gf2m_sq142_map near byte 16384
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 20
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 20
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 16768]   ; addresses gf2m_sq142_map near byte 16640
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 19
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 19
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 17024]   ; addresses gf2m_sq142_map near byte 16896
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 17280]   ; addresses gf2m_sq142_map near byte 17152
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 18
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 18
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 17536]   ; addresses gf2m_sq142_map near byte 17408
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 17
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 17
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 17792]   ; addresses gf2m_sq142_map near byte 17664
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 18048]   ; addresses gf2m_sq142_map near byte 17920
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 16
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 16
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 18304]   ; addresses gf2m_sq142_map near byte 18176
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 15
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 15
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 18560]   ; addresses gf2m_sq142_map near byte 18432
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 18816]   ; addresses gf2m_sq142_map near byte 18688
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 14
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 14
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 19072]   ; addresses gf2m_sq142_map near byte 18944
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 13
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 13
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 19328]   ; addresses gf2m_sq142_map near byte 19200
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 19584]   ; addresses gf2m_sq142_map near byte 19456
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 12
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 12
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 19840]   ; addresses gf2m_sq142_map near byte 19712
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 11
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 11
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 20096]   ; addresses gf2m_sq142_map near byte 19968
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 20352]   ; addresses gf2m_sq142_map near byte 20224
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 10
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 10
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 20608]   ; addresses gf2m_sq142_map near byte 20480
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 9
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 9
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 20864]   ; addresses gf2m_sq142_map near byte 20736
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 21120]   ; addresses gf2m_sq142_map near byte 20992
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 8
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 8
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 21376]   ; addresses gf2m_sq142_map near byte 21248
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 7
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 7
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 21632]   ; addresses gf2m_sq142_map near byte 21504
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 21888]   ; addresses gf2m_sq142_map near byte 21760
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 6
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 6
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 22144]   ; addresses gf2m_sq142_map near byte 22016
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 5
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 5
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 22400]   ; addresses gf2m_sq142_map near byte 22272
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 22656]   ; addresses gf2m_sq142_map near byte 22528
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 4
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 4
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 22912]   ; addresses gf2m_sq142_map near byte 22784
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 3
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 3
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 23168]   ; addresses gf2m_sq142_map near byte 23040
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 23424]   ; addresses gf2m_sq142_map near byte 23296
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm1, 2
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsllq       ymm8, ymm1, 2
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx - 32], 120
+    vpternlogq   ymm11, ymm8, [rcx], 120
+    vpternlogq   ymm12, ymm8, [rcx + 32], 120
+    vpternlogq   ymm13, ymm8, [rcx + 64], 120
+    vpternlogq   ymm14, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 23680]   ; addresses gf2m_sq142_map near byte 23552
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm1, 1
-    vpcmpgtq     k2, ymm8, ymm21
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpternlogq   ymm15, ymm8, [rcx - 128], 120
+    vpternlogq   ymm16, ymm8, [rcx - 96], 120
+    vpternlogq   ymm17, ymm8, [rcx - 64], 120
+    vpternlogq   ymm21, ymm8, [rcx - 32], 120
+    vpternlogq   ymm18, ymm8, [rcx], 120
+    vpternlogq   ymm19, ymm8, [rcx + 32], 120
+    vpternlogq   ymm20, ymm8, [rcx + 64], 120
+    vpsllq       ymm8, ymm1, 1
+    vpsraq       ymm8, ymm8, 63
+    vpternlogq   ymm10, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 23936]   ; addresses gf2m_sq142_map near byte 23808
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm8, [rcx - 128], 120
+    vpternlogq   ymm12, ymm8, [rcx - 96], 120
+    vpternlogq   ymm13, ymm8, [rcx - 64], 120
+    vpternlogq   ymm14, ymm8, [rcx - 32], 120
+    vpternlogq   ymm15, ymm8, [rcx], 120
+    vpternlogq   ymm16, ymm8, [rcx + 32], 120
+    vpternlogq   ymm17, ymm8, [rcx + 64], 120
+    vpternlogq   ymm21, ymm8, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 24192]   ; addresses gf2m_sq142_map near byte 24064
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm8, [rcx - 128], 120
+    vpternlogq   ymm19, ymm8, [rcx - 96], 120
+    vpternlogq   ymm20, ymm8, [rcx - 64], 120
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 24448]   ; addresses gf2m_sq142_map near byte 24320
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 63
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 24704]   ; addresses gf2m_sq142_map near byte 24576
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 24960]   ; addresses gf2m_sq142_map near byte 24832
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 62
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 25216]   ; addresses gf2m_sq142_map near byte 25088
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 61
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 25472]   ; addresses gf2m_sq142_map near byte 25344
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 25728]   ; addresses gf2m_sq142_map near byte 25600
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 60
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 25984]   ; addresses gf2m_sq142_map near byte 25856
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 59
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 26240]   ; addresses gf2m_sq142_map near byte 26112
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 26496]   ; addresses gf2m_sq142_map near byte 26368
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 58
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 26752]   ; addresses gf2m_sq142_map near byte 26624
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 57
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 27008]   ; addresses gf2m_sq142_map near byte 26880
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 27264]   ; addresses gf2m_sq142_map near byte 27136
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 56
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 27520]   ; addresses gf2m_sq142_map near byte 27392
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 55
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 27776]   ; addresses gf2m_sq142_map near byte 27648
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 28032]   ; addresses gf2m_sq142_map near byte 27904
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 54
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 28288]   ; addresses gf2m_sq142_map near byte 28160
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 53
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 28544]   ; addresses gf2m_sq142_map near byte 28416
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 28800]   ; addresses gf2m_sq142_map near byte 28672
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 52
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 29056]   ; addresses gf2m_sq142_map near byte 28928
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 51
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 29312]   ; addresses gf2m_sq142_map near byte 29184
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 29568]   ; addresses gf2m_sq142_map near byte 29440
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 50
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 29824]   ; addresses gf2m_sq142_map near byte 29696
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 49
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 30080]   ; addresses gf2m_sq142_map near byte 29952
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 30336]   ; addresses gf2m_sq142_map near byte 30208
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 48
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 30592]   ; addresses gf2m_sq142_map near byte 30464
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 47
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 30848]   ; addresses gf2m_sq142_map near byte 30720
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 31104]   ; addresses gf2m_sq142_map near byte 30976
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 46
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 31360]   ; addresses gf2m_sq142_map near byte 31232
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 45
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 31616]   ; addresses gf2m_sq142_map near byte 31488
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 31872]   ; addresses gf2m_sq142_map near byte 31744
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 44
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 32128]   ; addresses gf2m_sq142_map near byte 32000
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 43
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 32384]   ; addresses gf2m_sq142_map near byte 32256
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 32640]   ; addresses gf2m_sq142_map near byte 32512
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 42
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 32896]   ; addresses gf2m_sq142_map near byte 32768
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 41
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 33152]   ; addresses gf2m_sq142_map near byte 33024
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 33408]   ; addresses gf2m_sq142_map near byte 33280
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 40
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 33664]   ; addresses gf2m_sq142_map near byte 33536
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 39
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 33920]   ; addresses gf2m_sq142_map near byte 33792
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 34176]   ; addresses gf2m_sq142_map near byte 34048
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 38
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 34432]   ; addresses gf2m_sq142_map near byte 34304
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 37
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 34688]   ; addresses gf2m_sq142_map near byte 34560
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 34944]   ; addresses gf2m_sq142_map near byte 34816
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 36
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 35200]   ; addresses gf2m_sq142_map near byte 35072
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 35
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 35456]   ; addresses gf2m_sq142_map near byte 35328
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 35712]   ; addresses gf2m_sq142_map near byte 35584
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 34
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 35968]   ; addresses gf2m_sq142_map near byte 35840
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 33
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 36224]   ; addresses gf2m_sq142_map near byte 36096
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 36480]   ; addresses gf2m_sq142_map near byte 36352
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 32
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 36736]   ; addresses gf2m_sq142_map near byte 36608
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 31
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 36992]   ; addresses gf2m_sq142_map near byte 36864
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 37248]   ; addresses gf2m_sq142_map near byte 37120
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 30
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 37504]   ; addresses gf2m_sq142_map near byte 37376
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 29
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 37760]   ; addresses gf2m_sq142_map near byte 37632
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 38016]   ; addresses gf2m_sq142_map near byte 37888
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 28
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 38272]   ; addresses gf2m_sq142_map near byte 38144
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 27
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 38528]   ; addresses gf2m_sq142_map near byte 38400
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 38784]   ; addresses gf2m_sq142_map near byte 38656
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 26
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 39040]   ; addresses gf2m_sq142_map near byte 38912
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 25
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 39296]   ; addresses gf2m_sq142_map near byte 39168
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 39552]   ; addresses gf2m_sq142_map near byte 39424
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 24
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 39808]   ; addresses gf2m_sq142_map near byte 39680
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 23
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 40064]   ; addresses gf2m_sq142_map near byte 39936
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 40320]   ; addresses gf2m_sq142_map near byte 40192
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 22
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 40576]   ; addresses gf2m_sq142_map near byte 40448
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 21
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 40832]   ; addresses gf2m_sq142_map near byte 40704
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 41088]   ; addresses gf2m_sq142_map near byte 40960
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 20
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 41344]   ; addresses gf2m_sq142_map near byte 41216
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 19
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 41600]   ; addresses gf2m_sq142_map near byte 41472
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 41856]   ; addresses gf2m_sq142_map near byte 41728
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 18
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 42112]   ; addresses gf2m_sq142_map near byte 41984
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 17
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 42368]   ; addresses gf2m_sq142_map near byte 42240
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 42624]   ; addresses gf2m_sq142_map near byte 42496
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 16
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 42880]   ; addresses gf2m_sq142_map near byte 42752
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 15
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 43136]   ; addresses gf2m_sq142_map near byte 43008
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 43392]   ; addresses gf2m_sq142_map near byte 43264
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 14
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 43648]   ; addresses gf2m_sq142_map near byte 43520
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 13
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 43904]   ; addresses gf2m_sq142_map near byte 43776
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 44160]   ; addresses gf2m_sq142_map near byte 44032
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 12
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 44416]   ; addresses gf2m_sq142_map near byte 44288
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 11
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 44672]   ; addresses gf2m_sq142_map near byte 44544
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 44928]   ; addresses gf2m_sq142_map near byte 44800
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 10
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 45184]   ; addresses gf2m_sq142_map near byte 45056
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 9
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 45440]   ; addresses gf2m_sq142_map near byte 45312
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 45696]   ; addresses gf2m_sq142_map near byte 45568
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 8
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 45952]   ; addresses gf2m_sq142_map near byte 45824
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 7
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 46208]   ; addresses gf2m_sq142_map near byte 46080
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 46464]   ; addresses gf2m_sq142_map near byte 46336
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 6
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 46720]   ; addresses gf2m_sq142_map near byte 46592
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 5
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 46976]   ; addresses gf2m_sq142_map near byte 46848
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 47232]   ; addresses gf2m_sq142_map near byte 47104
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 4
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 47488]   ; addresses gf2m_sq142_map near byte 47360
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 3
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 47744]   ; addresses gf2m_sq142_map near byte 47616
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 48000]   ; addresses gf2m_sq142_map near byte 47872
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm3, 2
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 48256]   ; addresses gf2m_sq142_map near byte 48128
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm3, 1
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 48512]   ; addresses gf2m_sq142_map near byte 48384
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 48768]   ; addresses gf2m_sq142_map near byte 48640
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpcmpgtq     k2, ymm8, ymm3
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm1, [rcx - 128], 120
+    vpternlogq   ymm19, ymm1, [rcx - 96], 120
+    vpternlogq   ymm20, ymm1, [rcx - 64], 120
+    vpsraq       ymm1, ymm3, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 49024]   ; addresses gf2m_sq142_map near byte 48896
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
+    vpternlogq   ymm18, ymm1, [rcx], 120
+    vpternlogq   ymm19, ymm1, [rcx + 32], 120
+    vpternlogq   ymm20, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm7, 63
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 49280]   ; addresses gf2m_sq142_map near byte 49152
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm7, 62
-    vpcmpgtq     k2, ymm8, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq142_map + 49536]   ; addresses gf2m_sq142_map near byte 49408
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm1, [rcx - 128], 120
+    vpternlogq   ymm11, ymm1, [rcx - 96], 120
+    vpternlogq   ymm12, ymm1, [rcx - 64], 120
+    vpternlogq   ymm13, ymm1, [rcx - 32], 120
+    vpternlogq   ymm14, ymm1, [rcx], 120
+    vpternlogq   ymm15, ymm1, [rcx + 32], 120
+    vpternlogq   ymm16, ymm1, [rcx + 64], 120
+    vpternlogq   ymm17, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 49792]   ; addresses gf2m_sq142_map near byte 49664
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm1, [rcx - 128], 120
     vpsllq       ymm1, ymm7, 61
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 96], 120
+    vpternlogq   ymm11, ymm1, [rcx - 64], 120
+    vpternlogq   ymm12, ymm1, [rcx - 32], 120
+    vpternlogq   ymm13, ymm1, [rcx], 120
+    vpternlogq   ymm14, ymm1, [rcx + 32], 120
+    vpternlogq   ymm15, ymm1, [rcx + 64], 120
+    vpternlogq   ymm16, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 50048]   ; addresses gf2m_sq142_map near byte 49920
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm1, [rcx - 128], 120
+    vpternlogq   ymm21, ymm1, [rcx - 96], 120
     vpsllq       ymm1, ymm7, 60
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm15, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 50304]   ; addresses gf2m_sq142_map near byte 50176
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm1, [rcx - 128], 120
+    vpternlogq   ymm17, ymm1, [rcx - 96], 120
+    vpternlogq   ymm21, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm7, 59
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 50560]   ; addresses gf2m_sq142_map near byte 50432
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
     vpsllq       ymm1, ymm7, 58
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx], 120
+    vpternlogq   ymm11, ymm1, [rcx + 32], 120
+    vpternlogq   ymm12, ymm1, [rcx + 64], 120
+    vpternlogq   ymm13, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 50816]   ; addresses gf2m_sq142_map near byte 50688
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm1, [rcx - 128], 120
+    vpternlogq   ymm15, ymm1, [rcx - 96], 120
+    vpternlogq   ymm16, ymm1, [rcx - 64], 120
+    vpternlogq   ymm17, ymm1, [rcx - 32], 120
+    vpternlogq   ymm21, ymm1, [rcx], 120
     vpsllq       ymm1, ymm7, 57
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 32], 120
+    vpternlogq   ymm11, ymm1, [rcx + 64], 120
+    vpternlogq   ymm12, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 51072]   ; addresses gf2m_sq142_map near byte 50944
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm1, [rcx - 128], 120
+    vpternlogq   ymm14, ymm1, [rcx - 96], 120
+    vpternlogq   ymm15, ymm1, [rcx - 64], 120
+    vpternlogq   ymm16, ymm1, [rcx - 32], 120
+    vpternlogq   ymm17, ymm1, [rcx], 120
+    vpternlogq   ymm21, ymm1, [rcx + 32], 120
     vpsllq       ymm1, ymm7, 56
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 64], 120
+    vpternlogq   ymm11, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 51328]   ; addresses gf2m_sq142_map near byte 51200
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm1, [rcx - 128], 120
+    vpternlogq   ymm13, ymm1, [rcx - 96], 120
+    vpternlogq   ymm14, ymm1, [rcx - 64], 120
+    vpternlogq   ymm15, ymm1, [rcx - 32], 120
+    vpternlogq   ymm16, ymm1, [rcx], 120
+    vpternlogq   ymm17, ymm1, [rcx + 32], 120
+    vpternlogq   ymm21, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm7, 55
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 51584]   ; addresses gf2m_sq142_map near byte 51456
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm7, 54
-    vpcmpgtq     k2, ymm8, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq142_map + 51840]   ; addresses gf2m_sq142_map near byte 51712
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm1, [rcx - 128], 120
+    vpternlogq   ymm11, ymm1, [rcx - 96], 120
+    vpternlogq   ymm12, ymm1, [rcx - 64], 120
+    vpternlogq   ymm13, ymm1, [rcx - 32], 120
+    vpternlogq   ymm14, ymm1, [rcx], 120
+    vpternlogq   ymm15, ymm1, [rcx + 32], 120
+    vpternlogq   ymm16, ymm1, [rcx + 64], 120
+    vpternlogq   ymm17, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 52096]   ; addresses gf2m_sq142_map near byte 51968
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm1, [rcx - 128], 120
     vpsllq       ymm1, ymm7, 53
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 96], 120
+    vpternlogq   ymm11, ymm1, [rcx - 64], 120
+    vpternlogq   ymm12, ymm1, [rcx - 32], 120
+    vpternlogq   ymm13, ymm1, [rcx], 120
+    vpternlogq   ymm14, ymm1, [rcx + 32], 120
+    vpternlogq   ymm15, ymm1, [rcx + 64], 120
+    vpternlogq   ymm16, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 52352]   ; addresses gf2m_sq142_map near byte 52224
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm1, [rcx - 128], 120
+    vpternlogq   ymm21, ymm1, [rcx - 96], 120
     vpsllq       ymm1, ymm7, 52
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm15, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 52608]   ; addresses gf2m_sq142_map near byte 52480
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm1, [rcx - 128], 120
+    vpternlogq   ymm17, ymm1, [rcx - 96], 120
+    vpternlogq   ymm21, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm7, 51
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 52864]   ; addresses gf2m_sq142_map near byte 52736
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
     vpsllq       ymm1, ymm7, 50
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx], 120
+    vpternlogq   ymm11, ymm1, [rcx + 32], 120
+    vpternlogq   ymm12, ymm1, [rcx + 64], 120
+    vpternlogq   ymm13, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 53120]   ; addresses gf2m_sq142_map near byte 52992
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm1, [rcx - 128], 120
+    vpternlogq   ymm15, ymm1, [rcx - 96], 120
+    vpternlogq   ymm16, ymm1, [rcx - 64], 120
+    vpternlogq   ymm17, ymm1, [rcx - 32], 120
+    vpternlogq   ymm21, ymm1, [rcx], 120
     vpsllq       ymm1, ymm7, 49
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 32], 120
+    vpternlogq   ymm11, ymm1, [rcx + 64], 120
+    vpternlogq   ymm12, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 53376]   ; addresses gf2m_sq142_map near byte 53248
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm1, [rcx - 128], 120
+    vpternlogq   ymm14, ymm1, [rcx - 96], 120
+    vpternlogq   ymm15, ymm1, [rcx - 64], 120
+    vpternlogq   ymm16, ymm1, [rcx - 32], 120
+    vpternlogq   ymm17, ymm1, [rcx], 120
+    vpternlogq   ymm21, ymm1, [rcx + 32], 120
     vpsllq       ymm1, ymm7, 48
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 64], 120
+    vpternlogq   ymm11, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 53632]   ; addresses gf2m_sq142_map near byte 53504
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm1, [rcx - 128], 120
+    vpternlogq   ymm13, ymm1, [rcx - 96], 120
+    vpternlogq   ymm14, ymm1, [rcx - 64], 120
+    vpternlogq   ymm15, ymm1, [rcx - 32], 120
+    vpternlogq   ymm16, ymm1, [rcx], 120
+    vpternlogq   ymm17, ymm1, [rcx + 32], 120
+    vpternlogq   ymm21, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm7, 47
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 53888]   ; addresses gf2m_sq142_map near byte 53760
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm7, 46
-    vpcmpgtq     k2, ymm8, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq142_map + 54144]   ; addresses gf2m_sq142_map near byte 54016
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm1, [rcx - 128], 120
+    vpternlogq   ymm11, ymm1, [rcx - 96], 120
+    vpternlogq   ymm12, ymm1, [rcx - 64], 120
+    vpternlogq   ymm13, ymm1, [rcx - 32], 120
+    vpternlogq   ymm14, ymm1, [rcx], 120
+    vpternlogq   ymm15, ymm1, [rcx + 32], 120
+    vpternlogq   ymm16, ymm1, [rcx + 64], 120
+    vpternlogq   ymm17, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 54400]   ; addresses gf2m_sq142_map near byte 54272
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm1, [rcx - 128], 120
     vpsllq       ymm1, ymm7, 45
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 96], 120
+    vpternlogq   ymm11, ymm1, [rcx - 64], 120
+    vpternlogq   ymm12, ymm1, [rcx - 32], 120
+    vpternlogq   ymm13, ymm1, [rcx], 120
+    vpternlogq   ymm14, ymm1, [rcx + 32], 120
+    vpternlogq   ymm15, ymm1, [rcx + 64], 120
+    vpternlogq   ymm16, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 54656]   ; addresses gf2m_sq142_map near byte 54528
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm1, [rcx - 128], 120
+    vpternlogq   ymm21, ymm1, [rcx - 96], 120
     vpsllq       ymm1, ymm7, 44
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm15, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 54912]   ; addresses gf2m_sq142_map near byte 54784
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm1, [rcx - 128], 120
+    vpternlogq   ymm17, ymm1, [rcx - 96], 120
+    vpternlogq   ymm21, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm7, 43
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 55168]   ; addresses gf2m_sq142_map near byte 55040
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
     vpsllq       ymm1, ymm7, 42
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx], 120
+    vpternlogq   ymm11, ymm1, [rcx + 32], 120
+    vpternlogq   ymm12, ymm1, [rcx + 64], 120
+    vpternlogq   ymm13, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 55424]   ; addresses gf2m_sq142_map near byte 55296
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm1, [rcx - 128], 120
+    vpternlogq   ymm15, ymm1, [rcx - 96], 120
+    vpternlogq   ymm16, ymm1, [rcx - 64], 120
+    vpternlogq   ymm17, ymm1, [rcx - 32], 120
+    vpternlogq   ymm21, ymm1, [rcx], 120
     vpsllq       ymm1, ymm7, 41
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 32], 120
+    vpternlogq   ymm11, ymm1, [rcx + 64], 120
+    vpternlogq   ymm12, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 55680]   ; addresses gf2m_sq142_map near byte 55552
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm1, [rcx - 128], 120
+    vpternlogq   ymm14, ymm1, [rcx - 96], 120
+    vpternlogq   ymm15, ymm1, [rcx - 64], 120
+    vpternlogq   ymm16, ymm1, [rcx - 32], 120
+    vpternlogq   ymm17, ymm1, [rcx], 120
+    vpternlogq   ymm21, ymm1, [rcx + 32], 120
     vpsllq       ymm1, ymm7, 40
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 64], 120
+    vpternlogq   ymm11, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 55936]   ; addresses gf2m_sq142_map near byte 55808
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm1, [rcx - 128], 120
+    vpternlogq   ymm13, ymm1, [rcx - 96], 120
+    vpternlogq   ymm14, ymm1, [rcx - 64], 120
+    vpternlogq   ymm15, ymm1, [rcx - 32], 120
+    vpternlogq   ymm16, ymm1, [rcx], 120
+    vpternlogq   ymm17, ymm1, [rcx + 32], 120
+    vpternlogq   ymm21, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm7, 39
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 56192]   ; addresses gf2m_sq142_map near byte 56064
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm7, 38
-    vpcmpgtq     k2, ymm8, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq142_map + 56448]   ; addresses gf2m_sq142_map near byte 56320
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm1, [rcx - 128], 120
+    vpternlogq   ymm11, ymm1, [rcx - 96], 120
+    vpternlogq   ymm12, ymm1, [rcx - 64], 120
+    vpternlogq   ymm13, ymm1, [rcx - 32], 120
+    vpternlogq   ymm14, ymm1, [rcx], 120
+    vpternlogq   ymm15, ymm1, [rcx + 32], 120
+    vpternlogq   ymm16, ymm1, [rcx + 64], 120
+    vpternlogq   ymm17, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 56704]   ; addresses gf2m_sq142_map near byte 56576
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm1, [rcx - 128], 120
     vpsllq       ymm1, ymm7, 37
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 96], 120
+    vpternlogq   ymm11, ymm1, [rcx - 64], 120
+    vpternlogq   ymm12, ymm1, [rcx - 32], 120
+    vpternlogq   ymm13, ymm1, [rcx], 120
+    vpternlogq   ymm14, ymm1, [rcx + 32], 120
+    vpternlogq   ymm15, ymm1, [rcx + 64], 120
+    vpternlogq   ymm16, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 56960]   ; addresses gf2m_sq142_map near byte 56832
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm1, [rcx - 128], 120
+    vpternlogq   ymm21, ymm1, [rcx - 96], 120
     vpsllq       ymm1, ymm7, 36
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm15, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 57216]   ; addresses gf2m_sq142_map near byte 57088
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm1, [rcx - 128], 120
+    vpternlogq   ymm17, ymm1, [rcx - 96], 120
+    vpternlogq   ymm21, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm7, 35
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 57472]   ; addresses gf2m_sq142_map near byte 57344
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
     vpsllq       ymm1, ymm7, 34
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx], 120
+    vpternlogq   ymm11, ymm1, [rcx + 32], 120
+    vpternlogq   ymm12, ymm1, [rcx + 64], 120
+    vpternlogq   ymm13, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 57728]   ; addresses gf2m_sq142_map near byte 57600
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm1, [rcx - 128], 120
+    vpternlogq   ymm15, ymm1, [rcx - 96], 120
+    vpternlogq   ymm16, ymm1, [rcx - 64], 120
+    vpternlogq   ymm17, ymm1, [rcx - 32], 120
+    vpternlogq   ymm21, ymm1, [rcx], 120
     vpsllq       ymm1, ymm7, 33
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 32], 120
+    vpternlogq   ymm11, ymm1, [rcx + 64], 120
+    vpternlogq   ymm12, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 57984]   ; addresses gf2m_sq142_map near byte 57856
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm1, [rcx - 128], 120
+    vpternlogq   ymm14, ymm1, [rcx - 96], 120
+    vpternlogq   ymm15, ymm1, [rcx - 64], 120
+    vpternlogq   ymm16, ymm1, [rcx - 32], 120
+    vpternlogq   ymm17, ymm1, [rcx], 120
+    vpternlogq   ymm21, ymm1, [rcx + 32], 120
     vpsllq       ymm1, ymm7, 32
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 64], 120
+    vpternlogq   ymm11, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 58240]   ; addresses gf2m_sq142_map near byte 58112
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm1, [rcx - 128], 120
+    vpternlogq   ymm13, ymm1, [rcx - 96], 120
+    vpternlogq   ymm14, ymm1, [rcx - 64], 120
+    vpternlogq   ymm15, ymm1, [rcx - 32], 120
+    vpternlogq   ymm16, ymm1, [rcx], 120
+    vpternlogq   ymm17, ymm1, [rcx + 32], 120
+    vpternlogq   ymm21, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm7, 31
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 58496]   ; addresses gf2m_sq142_map near byte 58368
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm7, 30
-    vpcmpgtq     k2, ymm8, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq142_map + 58752]   ; addresses gf2m_sq142_map near byte 58624
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm1, [rcx - 128], 120
+    vpternlogq   ymm11, ymm1, [rcx - 96], 120
+    vpternlogq   ymm12, ymm1, [rcx - 64], 120
+    vpternlogq   ymm13, ymm1, [rcx - 32], 120
+    vpternlogq   ymm14, ymm1, [rcx], 120
+    vpternlogq   ymm15, ymm1, [rcx + 32], 120
+    vpternlogq   ymm16, ymm1, [rcx + 64], 120
+    vpternlogq   ymm17, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 59008]   ; addresses gf2m_sq142_map near byte 58880
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm1, [rcx - 128], 120
     vpsllq       ymm1, ymm7, 29
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 96], 120
+    vpternlogq   ymm11, ymm1, [rcx - 64], 120
+    vpternlogq   ymm12, ymm1, [rcx - 32], 120
+    vpternlogq   ymm13, ymm1, [rcx], 120
+    vpternlogq   ymm14, ymm1, [rcx + 32], 120
+    vpternlogq   ymm15, ymm1, [rcx + 64], 120
+    vpternlogq   ymm16, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 59264]   ; addresses gf2m_sq142_map near byte 59136
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm1, [rcx - 128], 120
+    vpternlogq   ymm21, ymm1, [rcx - 96], 120
     vpsllq       ymm1, ymm7, 28
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm15, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 59520]   ; addresses gf2m_sq142_map near byte 59392
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm1, [rcx - 128], 120
+    vpternlogq   ymm17, ymm1, [rcx - 96], 120
+    vpternlogq   ymm21, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm7, 27
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 59776]   ; addresses gf2m_sq142_map near byte 59648
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
     vpsllq       ymm1, ymm7, 26
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx], 120
+    vpternlogq   ymm11, ymm1, [rcx + 32], 120
+    vpternlogq   ymm12, ymm1, [rcx + 64], 120
+    vpternlogq   ymm13, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 60032]   ; addresses gf2m_sq142_map near byte 59904
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm1, [rcx - 128], 120
+    vpternlogq   ymm15, ymm1, [rcx - 96], 120
+    vpternlogq   ymm16, ymm1, [rcx - 64], 120
+    vpternlogq   ymm17, ymm1, [rcx - 32], 120
+    vpternlogq   ymm21, ymm1, [rcx], 120
     vpsllq       ymm1, ymm7, 25
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 32], 120
+    vpternlogq   ymm11, ymm1, [rcx + 64], 120
+    vpternlogq   ymm12, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 60288]   ; addresses gf2m_sq142_map near byte 60160
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm1, [rcx - 128], 120
+    vpternlogq   ymm14, ymm1, [rcx - 96], 120
+    vpternlogq   ymm15, ymm1, [rcx - 64], 120
+    vpternlogq   ymm16, ymm1, [rcx - 32], 120
+    vpternlogq   ymm17, ymm1, [rcx], 120
+    vpternlogq   ymm21, ymm1, [rcx + 32], 120
     vpsllq       ymm1, ymm7, 24
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 64], 120
+    vpternlogq   ymm11, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 60544]   ; addresses gf2m_sq142_map near byte 60416
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm1, [rcx - 128], 120
+    vpternlogq   ymm13, ymm1, [rcx - 96], 120
+    vpternlogq   ymm14, ymm1, [rcx - 64], 120
+    vpternlogq   ymm15, ymm1, [rcx - 32], 120
+    vpternlogq   ymm16, ymm1, [rcx], 120
+    vpternlogq   ymm17, ymm1, [rcx + 32], 120
+    vpternlogq   ymm21, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm7, 23
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 60800]   ; addresses gf2m_sq142_map near byte 60672
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm7, 22
-    vpcmpgtq     k2, ymm8, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq142_map + 61056]   ; addresses gf2m_sq142_map near byte 60928
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm1, [rcx - 128], 120
+    vpternlogq   ymm11, ymm1, [rcx - 96], 120
+    vpternlogq   ymm12, ymm1, [rcx - 64], 120
+    vpternlogq   ymm13, ymm1, [rcx - 32], 120
+    vpternlogq   ymm14, ymm1, [rcx], 120
+    vpternlogq   ymm15, ymm1, [rcx + 32], 120
+    vpternlogq   ymm16, ymm1, [rcx + 64], 120
+    vpternlogq   ymm17, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 61312]   ; addresses gf2m_sq142_map near byte 61184
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm1, [rcx - 128], 120
     vpsllq       ymm1, ymm7, 21
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 96], 120
+    vpternlogq   ymm11, ymm1, [rcx - 64], 120
+    vpternlogq   ymm12, ymm1, [rcx - 32], 120
+    vpternlogq   ymm13, ymm1, [rcx], 120
+    vpternlogq   ymm14, ymm1, [rcx + 32], 120
+    vpternlogq   ymm15, ymm1, [rcx + 64], 120
+    vpternlogq   ymm16, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 61568]   ; addresses gf2m_sq142_map near byte 61440
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm1, [rcx - 128], 120
+    vpternlogq   ymm21, ymm1, [rcx - 96], 120
     vpsllq       ymm1, ymm7, 20
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm15, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 61824]   ; addresses gf2m_sq142_map near byte 61696
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm1, [rcx - 128], 120
+    vpternlogq   ymm17, ymm1, [rcx - 96], 120
+    vpternlogq   ymm21, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm7, 19
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 62080]   ; addresses gf2m_sq142_map near byte 61952
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
     vpsllq       ymm1, ymm7, 18
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx], 120
+    vpternlogq   ymm11, ymm1, [rcx + 32], 120
+    vpternlogq   ymm12, ymm1, [rcx + 64], 120
+    vpternlogq   ymm13, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 62336]   ; addresses gf2m_sq142_map near byte 62208
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm1, [rcx - 128], 120
+    vpternlogq   ymm15, ymm1, [rcx - 96], 120
+    vpternlogq   ymm16, ymm1, [rcx - 64], 120
+    vpternlogq   ymm17, ymm1, [rcx - 32], 120
+    vpternlogq   ymm21, ymm1, [rcx], 120
     vpsllq       ymm1, ymm7, 17
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 32], 120
+    vpternlogq   ymm11, ymm1, [rcx + 64], 120
+    vpternlogq   ymm12, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 62592]   ; addresses gf2m_sq142_map near byte 62464
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm1, [rcx - 128], 120
+    vpternlogq   ymm14, ymm1, [rcx - 96], 120
+    vpternlogq   ymm15, ymm1, [rcx - 64], 120
+    vpternlogq   ymm16, ymm1, [rcx - 32], 120
+    vpternlogq   ymm17, ymm1, [rcx], 120
+    vpternlogq   ymm21, ymm1, [rcx + 32], 120
     vpsllq       ymm1, ymm7, 16
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 64], 120
+    vpternlogq   ymm11, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 62848]   ; addresses gf2m_sq142_map near byte 62720
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm1, [rcx - 128], 120
+    vpternlogq   ymm13, ymm1, [rcx - 96], 120
+    vpternlogq   ymm14, ymm1, [rcx - 64], 120
+    vpternlogq   ymm15, ymm1, [rcx - 32], 120
+    vpternlogq   ymm16, ymm1, [rcx], 120
+    vpternlogq   ymm17, ymm1, [rcx + 32], 120
+    vpternlogq   ymm21, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm7, 15
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 63104]   ; addresses gf2m_sq142_map near byte 62976
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm7, 14
-    vpcmpgtq     k2, ymm8, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq142_map + 63360]   ; addresses gf2m_sq142_map near byte 63232
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm1, [rcx - 128], 120
+    vpternlogq   ymm11, ymm1, [rcx - 96], 120
+    vpternlogq   ymm12, ymm1, [rcx - 64], 120
+    vpternlogq   ymm13, ymm1, [rcx - 32], 120
+    vpternlogq   ymm14, ymm1, [rcx], 120
+    vpternlogq   ymm15, ymm1, [rcx + 32], 120
+    vpternlogq   ymm16, ymm1, [rcx + 64], 120
+    vpternlogq   ymm17, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 63616]   ; addresses gf2m_sq142_map near byte 63488
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm1, [rcx - 128], 120
     vpsllq       ymm1, ymm7, 13
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 96], 120
+    vpternlogq   ymm11, ymm1, [rcx - 64], 120
+    vpternlogq   ymm12, ymm1, [rcx - 32], 120
+    vpternlogq   ymm13, ymm1, [rcx], 120
+    vpternlogq   ymm14, ymm1, [rcx + 32], 120
+    vpternlogq   ymm15, ymm1, [rcx + 64], 120
+    vpternlogq   ymm16, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 63872]   ; addresses gf2m_sq142_map near byte 63744
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm1, [rcx - 128], 120
+    vpternlogq   ymm21, ymm1, [rcx - 96], 120
     vpsllq       ymm1, ymm7, 12
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 64], 120
+    vpternlogq   ymm11, ymm1, [rcx - 32], 120
+    vpternlogq   ymm12, ymm1, [rcx], 120
+    vpternlogq   ymm13, ymm1, [rcx + 32], 120
+    vpternlogq   ymm14, ymm1, [rcx + 64], 120
+    vpternlogq   ymm15, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 64128]   ; addresses gf2m_sq142_map near byte 64000
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm1, [rcx - 128], 120
+    vpternlogq   ymm17, ymm1, [rcx - 96], 120
+    vpternlogq   ymm21, ymm1, [rcx - 64], 120
     vpsllq       ymm1, ymm7, 11
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 32], 120
+    vpternlogq   ymm11, ymm1, [rcx], 120
+    vpternlogq   ymm12, ymm1, [rcx + 32], 120
+    vpternlogq   ymm13, ymm1, [rcx + 64], 120
+    vpternlogq   ymm14, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 64384]   ; addresses gf2m_sq142_map near byte 64256
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm1, [rcx - 128], 120
+    vpternlogq   ymm16, ymm1, [rcx - 96], 120
+    vpternlogq   ymm17, ymm1, [rcx - 64], 120
+    vpternlogq   ymm21, ymm1, [rcx - 32], 120
     vpsllq       ymm1, ymm7, 10
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx], 120
+    vpternlogq   ymm11, ymm1, [rcx + 32], 120
+    vpternlogq   ymm12, ymm1, [rcx + 64], 120
+    vpternlogq   ymm13, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 64640]   ; addresses gf2m_sq142_map near byte 64512
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm1, [rcx - 128], 120
+    vpternlogq   ymm15, ymm1, [rcx - 96], 120
+    vpternlogq   ymm16, ymm1, [rcx - 64], 120
+    vpternlogq   ymm17, ymm1, [rcx - 32], 120
+    vpternlogq   ymm21, ymm1, [rcx], 120
     vpsllq       ymm1, ymm7, 9
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 32], 120
+    vpternlogq   ymm11, ymm1, [rcx + 64], 120
+    vpternlogq   ymm12, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 64896]   ; addresses gf2m_sq142_map near byte 64768
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm1, [rcx - 128], 120
+    vpternlogq   ymm14, ymm1, [rcx - 96], 120
+    vpternlogq   ymm15, ymm1, [rcx - 64], 120
+    vpternlogq   ymm16, ymm1, [rcx - 32], 120
+    vpternlogq   ymm17, ymm1, [rcx], 120
+    vpternlogq   ymm21, ymm1, [rcx + 32], 120
     vpsllq       ymm1, ymm7, 8
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 64], 120
+    vpternlogq   ymm11, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 65152]   ; addresses gf2m_sq142_map near byte 65024
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm1, [rcx - 128], 120
+    vpternlogq   ymm13, ymm1, [rcx - 96], 120
+    vpternlogq   ymm14, ymm1, [rcx - 64], 120
+    vpternlogq   ymm15, ymm1, [rcx - 32], 120
+    vpternlogq   ymm16, ymm1, [rcx], 120
+    vpternlogq   ymm17, ymm1, [rcx + 32], 120
+    vpternlogq   ymm21, ymm1, [rcx + 64], 120
     vpsllq       ymm1, ymm7, 7
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx + 96]
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 65408]   ; addresses gf2m_sq142_map near byte 65280
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm1, [rcx - 128], 120
+    vpternlogq   ymm12, ymm1, [rcx - 96], 120
+    vpternlogq   ymm13, ymm1, [rcx - 64], 120
+    vpternlogq   ymm14, ymm1, [rcx - 32], 120
+    vpternlogq   ymm15, ymm1, [rcx], 120
+    vpternlogq   ymm16, ymm1, [rcx + 32], 120
+    vpternlogq   ymm17, ymm1, [rcx + 64], 120
+    vpternlogq   ymm21, ymm1, [rcx + 96], 120
     vpsllq       ymm1, ymm7, 6
-    vpcmpgtq     k2, ymm8, ymm1
+    vpsraq       ymm1, ymm1, 63
     lea          rcx, [rel gf2m_sq142_map + 65664]   ; addresses gf2m_sq142_map near byte 65536
-    vpxorq       ymm9{k2}, ymm9, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm1, [rcx - 128], 120
+    vpternlogq   ymm11, ymm1, [rcx - 96], 120
+    vpternlogq   ymm12, ymm1, [rcx - 64], 120
+    vpternlogq   ymm13, ymm1, [rcx - 32], 120
+    vpternlogq   ymm14, ymm1, [rcx], 120
+    vpternlogq   ymm15, ymm1, [rcx + 32], 120
+    vpternlogq   ymm16, ymm1, [rcx + 64], 120
+    vpternlogq   ymm17, ymm1, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq142_map + 65920]   ; addresses gf2m_sq142_map near byte 65792
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm1, [rcx - 128], 120
     vpsllq       ymm1, ymm7, 5
-    vpcmpgtq     k2, ymm8, ymm1
-    vpxorq       ymm9{k2}, ymm9, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
-    vpxorq       ymm16{k2}, ymm16, [rel gf2m_sq142_map + 66048]
-    vpxorq       ymm20{k2}, ymm20, [rel gf2m_sq142_map + 66080]
-    vpermq       ymm1, ymm10, 147
-    vpermq       ymm3, ymm11, 78
-    vpermq       ymm7, ymm12, 57
-    vpternlogq   ymm1, ymm9, ymm3, 150
-    vpxorq       ymm1, ymm1, ymm7
+    vpsraq       ymm1, ymm1, 63
+    vpternlogq   ymm10, ymm1, [rcx - 96], 120
+    vpternlogq   ymm11, ymm1, [rcx - 64], 120
+    vpternlogq   ymm12, ymm1, [rcx - 32], 120
+    vpternlogq   ymm13, ymm1, [rcx], 120
+    vpternlogq   ymm14, ymm1, [rcx + 32], 120
+    vpternlogq   ymm15, ymm1, [rcx + 64], 120
+    vpternlogq   ymm16, ymm1, [rcx + 96], 120
+    vpternlogq   ymm17, ymm1, [rel gf2m_sq142_map + 66048], 120
+    vpternlogq   ymm21, ymm1, [rel gf2m_sq142_map + 66080], 120
+    vpermq       ymm1, ymm11, 147
+    vpermq       ymm3, ymm12, 78
+    vpermq       ymm7, ymm13, 57
+    vpternlogq   ymm10, ymm1, ymm3, 150
+    vpxorq       ymm1, ymm10, ymm7
     vextracti64x2 xmm3, ymm1, 0
     vextracti64x2 xmm1, ymm1, 1
-    vpermq       ymm7, ymm14, 147
-    vpermq       ymm8, ymm15, 78
-    vpermq       ymm9, ymm16, 57
-    vpternlogq   ymm7, ymm13, ymm8, 150
-    vpxorq       ymm7, ymm7, ymm9
+    vpermq       ymm7, ymm15, 147
+    vpermq       ymm8, ymm16, 78
+    vpermq       ymm9, ymm17, 57
+    vpternlogq   ymm14, ymm7, ymm8, 150
+    vpxorq       ymm7, ymm14, ymm9
     vextracti64x2 xmm8, ymm7, 0
     vextracti64x2 xmm7, ymm7, 1
-    vpermq       ymm9, ymm17, 147
-    vpermq       ymm10, ymm18, 78
-    vpermq       ymm11, ymm19, 57
-    vpternlogq   ymm9, ymm20, ymm10, 150
-    vpxorq       ymm9, ymm9, ymm11
+    vpermq       ymm9, ymm18, 147
+    vpermq       ymm10, ymm19, 78
+    vpermq       ymm11, ymm20, 57
+    vpternlogq   ymm21, ymm9, ymm10, 150
+    vpxorq       ymm9, ymm21, ymm11
     vextracti64x2 xmm9, ymm9, 0
     vpclmulqdq   xmm10, xmm3, xmm2, 0
     vpclmulqdq   xmm11, xmm3, xmm2, 17
@@ -21725,2722 +21717,2718 @@ kg_gf2m571_inv_avx512:
     mov          r11d, 192
     kmovd        k1, r11d
     vpblendmd    ymm6{k1}, ymm6, ymm7
-    vmovdqu64    ymm7, [rcx - 128]
-    vpsllq       ymm8, ymm0, 63
-    vpcmpgtq     k2, ymm7, ymm8
-    lea          rcx, [rel gf2m_sq285_map + 128]     ; addresses gf2m_sq285_map near byte 0
-    vpxorq       ymm8{k2}{z}, ymm7, [rcx - 128]
-    vpxorq       ymm10{k2}{z}, ymm7, [rcx - 96]
-    vpxorq       ymm11{k2}{z}, ymm7, [rcx - 64]
-    vpxorq       ymm12{k2}{z}, ymm7, [rcx - 32]
-    vpxorq       ymm13{k2}{z}, ymm7, [rcx]
-    vpxorq       ymm14{k2}{z}, ymm7, [rcx + 32]
-    vpxorq       ymm15{k2}{z}, ymm7, [rcx + 64]
-    vpxorq       ymm16{k2}{z}, ymm7, [rcx + 96]
-    lea          rcx, [rel gf2m_sq285_map + 384]     ; addresses gf2m_sq285_map near byte 256
-    vpxorq       ymm17{k2}{z}, ymm7, [rcx - 128]
-    vpxorq       ymm18{k2}{z}, ymm7, [rcx - 96]
-    vpxorq       ymm19{k2}{z}, ymm7, [rcx - 64]
-    vpsllq       ymm20, ymm0, 62
-    vpcmpgtq     k2, ymm7, ymm20
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
-    lea          rcx, [rel gf2m_sq285_map + 640]     ; addresses gf2m_sq285_map near byte 512
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}{z}, ymm7, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 61
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
-    lea          rcx, [rel gf2m_sq285_map + 896]     ; addresses gf2m_sq285_map near byte 768
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpsllq       ymm7, ymm0, 63
+    vpsraq       ymm7, ymm7, 63
+    vpsllq       ymm8, ymm0, 62
+    vpsraq       ymm8, ymm8, 63
+    vpandq       ymm10, ymm8, [rel gf2m_sq285_map + 352]
+    vpternlogq   ymm10, ymm7, [rel gf2m_sq285_map], 120
+    vpandq       ymm11, ymm8, [rel gf2m_sq285_map + 384]
+    vpternlogq   ymm11, ymm7, [rel gf2m_sq285_map + 32], 120
+    vpandq       ymm12, ymm8, [rel gf2m_sq285_map + 416]
+    vpternlogq   ymm12, ymm7, [rel gf2m_sq285_map + 64], 120
+    vpandq       ymm13, ymm8, [rel gf2m_sq285_map + 448]
+    vpternlogq   ymm13, ymm7, [rel gf2m_sq285_map + 96], 120
+    vpandq       ymm14, ymm8, [rel gf2m_sq285_map + 480]
+    vpternlogq   ymm14, ymm7, [rel gf2m_sq285_map + 128], 120
+    vpandq       ymm15, ymm8, [rel gf2m_sq285_map + 512]
+    vpternlogq   ymm15, ymm7, [rel gf2m_sq285_map + 160], 120
+    vpandq       ymm16, ymm8, [rel gf2m_sq285_map + 544]
+    vpternlogq   ymm16, ymm7, [rel gf2m_sq285_map + 192], 120
+    vpandq       ymm17, ymm8, [rel gf2m_sq285_map + 576]
+    vpternlogq   ymm17, ymm7, [rel gf2m_sq285_map + 224], 120
+    vpandq       ymm18, ymm8, [rel gf2m_sq285_map + 640]
+    vpternlogq   ymm18, ymm7, [rel gf2m_sq285_map + 256], 120
+    vpandq       ymm19, ymm8, [rel gf2m_sq285_map + 672]
+    vpternlogq   ymm19, ymm7, [rel gf2m_sq285_map + 288], 120
+    vpandq       ymm20, ymm8, [rel gf2m_sq285_map + 704]
+    vpternlogq   ymm20, ymm7, [rel gf2m_sq285_map + 320], 120
+    vpsllq       ymm7, ymm0, 61
+    vpsraq       ymm7, ymm7, 63
+    lea          rcx, [rel gf2m_sq285_map + 864]     ; addresses gf2m_sq285_map near byte 736
+    vpternlogq   ymm10, ymm7, [rcx - 128], 120
+    vpternlogq   ymm11, ymm7, [rcx - 96], 120
+    vpternlogq   ymm12, ymm7, [rcx - 64], 120
+    vpternlogq   ymm13, ymm7, [rcx - 32], 120
+    vpternlogq   ymm14, ymm7, [rcx], 120
+    vpternlogq   ymm15, ymm7, [rcx + 32], 120
+    vpternlogq   ymm16, ymm7, [rcx + 64], 120
+    vpternlogq   ymm17, ymm7, [rcx + 96], 120
+    vpandq       ymm21, ymm7, [rel gf2m_sq285_map + 992]
+    vpternlogq   ymm21, ymm8, [rel gf2m_sq285_map + 608], 120
     lea          rcx, [rel gf2m_sq285_map + 1152]    ; addresses gf2m_sq285_map near byte 1024
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 60
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 60
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 1408]    ; addresses gf2m_sq285_map near byte 1280
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 59
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 59
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 1664]    ; addresses gf2m_sq285_map near byte 1536
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 1920]    ; addresses gf2m_sq285_map near byte 1792
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 58
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 58
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 2176]    ; addresses gf2m_sq285_map near byte 2048
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 57
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 57
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 2432]    ; addresses gf2m_sq285_map near byte 2304
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 2688]    ; addresses gf2m_sq285_map near byte 2560
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 56
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 56
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 2944]    ; addresses gf2m_sq285_map near byte 2816
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 55
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 55
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 3200]    ; addresses gf2m_sq285_map near byte 3072
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 3456]    ; addresses gf2m_sq285_map near byte 3328
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 54
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 54
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 3712]    ; addresses gf2m_sq285_map near byte 3584
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 53
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 53
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 3968]    ; addresses gf2m_sq285_map near byte 3840
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 4224]    ; addresses gf2m_sq285_map near byte 4096
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 52
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 52
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 4480]    ; addresses gf2m_sq285_map near byte 4352
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 51
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 51
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 4736]    ; addresses gf2m_sq285_map near byte 4608
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 4992]    ; addresses gf2m_sq285_map near byte 4864
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 50
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 50
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 5248]    ; addresses gf2m_sq285_map near byte 5120
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 49
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 49
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 5504]    ; addresses gf2m_sq285_map near byte 5376
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 5760]    ; addresses gf2m_sq285_map near byte 5632
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 48
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 48
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 6016]    ; addresses gf2m_sq285_map near byte 5888
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 47
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 47
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 6272]    ; addresses gf2m_sq285_map near byte 6144
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 6528]    ; addresses gf2m_sq285_map near byte 6400
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 46
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 46
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 6784]    ; addresses gf2m_sq285_map near byte 6656
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 45
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 45
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 7040]    ; addresses gf2m_sq285_map near byte 6912
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 7296]    ; addresses gf2m_sq285_map near byte 7168
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 44
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 44
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 7552]    ; addresses gf2m_sq285_map near byte 7424
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 43
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 43
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 7808]    ; addresses gf2m_sq285_map near byte 7680
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 8064]    ; addresses gf2m_sq285_map near byte 7936
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 42
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 42
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 8320]    ; addresses gf2m_sq285_map near byte 8192
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 41
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 41
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 8576]    ; addresses gf2m_sq285_map near byte 8448
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 8832]    ; addresses gf2m_sq285_map near byte 8704
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 40
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 40
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 9088]    ; addresses gf2m_sq285_map near byte 8960
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 39
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 39
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 9344]    ; addresses gf2m_sq285_map near byte 9216
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 9600]    ; addresses gf2m_sq285_map near byte 9472
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 38
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 38
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 9856]    ; addresses gf2m_sq285_map near byte 9728
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 37
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 37
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 10112]   ; addresses gf2m_sq285_map near byte 9984
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 10368]   ; addresses gf2m_sq285_map near byte 10240
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 36
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 36
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 10624]   ; addresses gf2m_sq285_map near byte 10496
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 35
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 35
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 10880]   ; addresses gf2m_sq285_map near byte 10752
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 11136]   ; addresses gf2m_sq285_map near byte 11008
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 34
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 34
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 11392]   ; addresses gf2m_sq285_map near byte 11264
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 33
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 33
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 11648]   ; addresses gf2m_sq285_map near byte 11520
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 11904]   ; addresses gf2m_sq285_map near byte 11776
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 32
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 32
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 12160]   ; addresses gf2m_sq285_map near byte 12032
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 31
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 31
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 12416]   ; addresses gf2m_sq285_map near byte 12288
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 12672]   ; addresses gf2m_sq285_map near byte 12544
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 30
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 30
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 12928]   ; addresses gf2m_sq285_map near byte 12800
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 29
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 29
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 13184]   ; addresses gf2m_sq285_map near byte 13056
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 13440]   ; addresses gf2m_sq285_map near byte 13312
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 28
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 28
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 13696]   ; addresses gf2m_sq285_map near byte 13568
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 27
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 27
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 13952]   ; addresses gf2m_sq285_map near byte 13824
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 14208]   ; addresses gf2m_sq285_map near byte 14080
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 26
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 26
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 14464]   ; addresses gf2m_sq285_map near byte 14336
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 25
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 25
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 14720]   ; addresses gf2m_sq285_map near byte 14592
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 14976]   ; addresses gf2m_sq285_map near byte 14848
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 24
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 24
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 15232]   ; addresses gf2m_sq285_map near byte 15104
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 23
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 23
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 15488]   ; addresses gf2m_sq285_map near byte 15360
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 15744]   ; addresses gf2m_sq285_map near byte 15616
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 22
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 22
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 16000]   ; addresses gf2m_sq285_map near byte 15872
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 21
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 21
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 16256]   ; addresses gf2m_sq285_map near byte 16128
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 16512]   ; addresses gf2m_sq285_map near byte 16384
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 20
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 20
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 16768]   ; addresses gf2m_sq285_map near byte 16640
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 19
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 19
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 17024]   ; addresses gf2m_sq285_map near byte 16896
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 17280]   ; addresses gf2m_sq285_map near byte 17152
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 18
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 18
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 17536]   ; addresses gf2m_sq285_map near byte 17408
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 17
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 17
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 17792]   ; addresses gf2m_sq285_map near byte 17664
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 18048]   ; addresses gf2m_sq285_map near byte 17920
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 16
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 16
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 18304]   ; addresses gf2m_sq285_map near byte 18176
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 15
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 15
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 18560]   ; addresses gf2m_sq285_map near byte 18432
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 18816]   ; addresses gf2m_sq285_map near byte 18688
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 14
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 14
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 19072]   ; addresses gf2m_sq285_map near byte 18944
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 13
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 13
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 19328]   ; addresses gf2m_sq285_map near byte 19200
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 19584]   ; addresses gf2m_sq285_map near byte 19456
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 12
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 12
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 19840]   ; addresses gf2m_sq285_map near byte 19712
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 11
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 11
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 20096]   ; addresses gf2m_sq285_map near byte 19968
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 20352]   ; addresses gf2m_sq285_map near byte 20224
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 10
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 10
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 20608]   ; addresses gf2m_sq285_map near byte 20480
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 9
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 9
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 20864]   ; addresses gf2m_sq285_map near byte 20736
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 21120]   ; addresses gf2m_sq285_map near byte 20992
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 8
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 8
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 21376]   ; addresses gf2m_sq285_map near byte 21248
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 7
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 7
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 21632]   ; addresses gf2m_sq285_map near byte 21504
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 21888]   ; addresses gf2m_sq285_map near byte 21760
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 6
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 6
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 22144]   ; addresses gf2m_sq285_map near byte 22016
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 5
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 5
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 22400]   ; addresses gf2m_sq285_map near byte 22272
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 22656]   ; addresses gf2m_sq285_map near byte 22528
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 4
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 4
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 22912]   ; addresses gf2m_sq285_map near byte 22784
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 3
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 3
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 23168]   ; addresses gf2m_sq285_map near byte 23040
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 23424]   ; addresses gf2m_sq285_map near byte 23296
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpsllq       ymm21, ymm0, 2
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsllq       ymm7, ymm0, 2
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx - 32], 120
+    vpternlogq   ymm11, ymm7, [rcx], 120
+    vpternlogq   ymm12, ymm7, [rcx + 32], 120
+    vpternlogq   ymm13, ymm7, [rcx + 64], 120
+    vpternlogq   ymm14, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 23680]   ; addresses gf2m_sq285_map near byte 23552
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
-    vpsllq       ymm21, ymm0, 1
-    vpcmpgtq     k2, ymm7, ymm21
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpternlogq   ymm15, ymm7, [rcx - 128], 120
+    vpternlogq   ymm16, ymm7, [rcx - 96], 120
+    vpternlogq   ymm17, ymm7, [rcx - 64], 120
+    vpternlogq   ymm21, ymm7, [rcx - 32], 120
+    vpternlogq   ymm18, ymm7, [rcx], 120
+    vpternlogq   ymm19, ymm7, [rcx + 32], 120
+    vpternlogq   ymm20, ymm7, [rcx + 64], 120
+    vpsllq       ymm7, ymm0, 1
+    vpsraq       ymm7, ymm7, 63
+    vpternlogq   ymm10, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 23936]   ; addresses gf2m_sq285_map near byte 23808
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm7, [rcx - 128], 120
+    vpternlogq   ymm12, ymm7, [rcx - 96], 120
+    vpternlogq   ymm13, ymm7, [rcx - 64], 120
+    vpternlogq   ymm14, ymm7, [rcx - 32], 120
+    vpternlogq   ymm15, ymm7, [rcx], 120
+    vpternlogq   ymm16, ymm7, [rcx + 32], 120
+    vpternlogq   ymm17, ymm7, [rcx + 64], 120
+    vpternlogq   ymm21, ymm7, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 24192]   ; addresses gf2m_sq285_map near byte 24064
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm7, [rcx - 128], 120
+    vpternlogq   ymm19, ymm7, [rcx - 96], 120
+    vpternlogq   ymm20, ymm7, [rcx - 64], 120
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 24448]   ; addresses gf2m_sq285_map near byte 24320
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 63
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 24704]   ; addresses gf2m_sq285_map near byte 24576
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 24960]   ; addresses gf2m_sq285_map near byte 24832
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 62
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 25216]   ; addresses gf2m_sq285_map near byte 25088
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 61
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 25472]   ; addresses gf2m_sq285_map near byte 25344
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 25728]   ; addresses gf2m_sq285_map near byte 25600
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 60
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 25984]   ; addresses gf2m_sq285_map near byte 25856
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 59
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 26240]   ; addresses gf2m_sq285_map near byte 26112
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 26496]   ; addresses gf2m_sq285_map near byte 26368
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 58
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 26752]   ; addresses gf2m_sq285_map near byte 26624
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 57
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 27008]   ; addresses gf2m_sq285_map near byte 26880
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 27264]   ; addresses gf2m_sq285_map near byte 27136
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 56
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 27520]   ; addresses gf2m_sq285_map near byte 27392
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 55
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 27776]   ; addresses gf2m_sq285_map near byte 27648
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 28032]   ; addresses gf2m_sq285_map near byte 27904
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 54
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 28288]   ; addresses gf2m_sq285_map near byte 28160
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 53
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 28544]   ; addresses gf2m_sq285_map near byte 28416
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 28800]   ; addresses gf2m_sq285_map near byte 28672
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 52
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 29056]   ; addresses gf2m_sq285_map near byte 28928
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 51
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 29312]   ; addresses gf2m_sq285_map near byte 29184
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 29568]   ; addresses gf2m_sq285_map near byte 29440
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 50
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 29824]   ; addresses gf2m_sq285_map near byte 29696
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 49
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 30080]   ; addresses gf2m_sq285_map near byte 29952
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 30336]   ; addresses gf2m_sq285_map near byte 30208
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 48
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 30592]   ; addresses gf2m_sq285_map near byte 30464
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 47
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 30848]   ; addresses gf2m_sq285_map near byte 30720
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 31104]   ; addresses gf2m_sq285_map near byte 30976
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 46
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 31360]   ; addresses gf2m_sq285_map near byte 31232
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 45
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 31616]   ; addresses gf2m_sq285_map near byte 31488
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 31872]   ; addresses gf2m_sq285_map near byte 31744
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 44
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 32128]   ; addresses gf2m_sq285_map near byte 32000
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 43
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 32384]   ; addresses gf2m_sq285_map near byte 32256
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 32640]   ; addresses gf2m_sq285_map near byte 32512
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 42
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 32896]   ; addresses gf2m_sq285_map near byte 32768
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 41
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 33152]   ; addresses gf2m_sq285_map near byte 33024
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 33408]   ; addresses gf2m_sq285_map near byte 33280
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 40
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 33664]   ; addresses gf2m_sq285_map near byte 33536
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 39
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 33920]   ; addresses gf2m_sq285_map near byte 33792
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 34176]   ; addresses gf2m_sq285_map near byte 34048
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 38
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 34432]   ; addresses gf2m_sq285_map near byte 34304
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 37
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 34688]   ; addresses gf2m_sq285_map near byte 34560
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 34944]   ; addresses gf2m_sq285_map near byte 34816
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 36
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 35200]   ; addresses gf2m_sq285_map near byte 35072
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 35
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 35456]   ; addresses gf2m_sq285_map near byte 35328
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 35712]   ; addresses gf2m_sq285_map near byte 35584
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 34
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 35968]   ; addresses gf2m_sq285_map near byte 35840
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 33
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 36224]   ; addresses gf2m_sq285_map near byte 36096
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 36480]   ; addresses gf2m_sq285_map near byte 36352
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 32
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 36736]   ; addresses gf2m_sq285_map near byte 36608
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 31
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 36992]   ; addresses gf2m_sq285_map near byte 36864
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 37248]   ; addresses gf2m_sq285_map near byte 37120
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 30
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 37504]   ; addresses gf2m_sq285_map near byte 37376
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 29
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 37760]   ; addresses gf2m_sq285_map near byte 37632
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 38016]   ; addresses gf2m_sq285_map near byte 37888
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 28
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 38272]   ; addresses gf2m_sq285_map near byte 38144
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 27
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 38528]   ; addresses gf2m_sq285_map near byte 38400
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 38784]   ; addresses gf2m_sq285_map near byte 38656
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 26
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 39040]   ; addresses gf2m_sq285_map near byte 38912
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 25
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 39296]   ; addresses gf2m_sq285_map near byte 39168
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 39552]   ; addresses gf2m_sq285_map near byte 39424
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 24
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 39808]   ; addresses gf2m_sq285_map near byte 39680
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 23
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 40064]   ; addresses gf2m_sq285_map near byte 39936
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 40320]   ; addresses gf2m_sq285_map near byte 40192
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 22
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 40576]   ; addresses gf2m_sq285_map near byte 40448
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 21
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 40832]   ; addresses gf2m_sq285_map near byte 40704
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 41088]   ; addresses gf2m_sq285_map near byte 40960
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 20
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 41344]   ; addresses gf2m_sq285_map near byte 41216
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 19
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 41600]   ; addresses gf2m_sq285_map near byte 41472
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 41856]   ; addresses gf2m_sq285_map near byte 41728
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 18
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 42112]   ; addresses gf2m_sq285_map near byte 41984
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 17
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 42368]   ; addresses gf2m_sq285_map near byte 42240
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 42624]   ; addresses gf2m_sq285_map near byte 42496
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 16
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 42880]   ; addresses gf2m_sq285_map near byte 42752
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 15
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 43136]   ; addresses gf2m_sq285_map near byte 43008
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 43392]   ; addresses gf2m_sq285_map near byte 43264
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 14
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 43648]   ; addresses gf2m_sq285_map near byte 43520
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 13
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 43904]   ; addresses gf2m_sq285_map near byte 43776
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 44160]   ; addresses gf2m_sq285_map near byte 44032
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 12
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 44416]   ; addresses gf2m_sq285_map near byte 44288
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 11
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 44672]   ; addresses gf2m_sq285_map near byte 44544
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 44928]   ; addresses gf2m_sq285_map near byte 44800
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 10
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 45184]   ; addresses gf2m_sq285_map near byte 45056
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 9
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 45440]   ; addresses gf2m_sq285_map near byte 45312
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 45696]   ; addresses gf2m_sq285_map near byte 45568
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 8
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 45952]   ; addresses gf2m_sq285_map near byte 45824
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 7
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 46208]   ; addresses gf2m_sq285_map near byte 46080
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 46464]   ; addresses gf2m_sq285_map near byte 46336
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 6
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 46720]   ; addresses gf2m_sq285_map near byte 46592
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 5
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 46976]   ; addresses gf2m_sq285_map near byte 46848
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 47232]   ; addresses gf2m_sq285_map near byte 47104
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 4
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 47488]   ; addresses gf2m_sq285_map near byte 47360
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 3
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 47744]   ; addresses gf2m_sq285_map near byte 47616
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 48000]   ; addresses gf2m_sq285_map near byte 47872
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm2, 2
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 48256]   ; addresses gf2m_sq285_map near byte 48128
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm2, 1
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 48512]   ; addresses gf2m_sq285_map near byte 48384
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 48768]   ; addresses gf2m_sq285_map near byte 48640
-    vpxorq       ymm17{k2}, ymm17, [rcx - 128]
-    vpxorq       ymm18{k2}, ymm18, [rcx - 96]
-    vpxorq       ymm19{k2}, ymm19, [rcx - 64]
-    vpcmpgtq     k2, ymm7, ymm2
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpternlogq   ymm18, ymm0, [rcx - 128], 120
+    vpternlogq   ymm19, ymm0, [rcx - 96], 120
+    vpternlogq   ymm20, ymm0, [rcx - 64], 120
+    vpsraq       ymm0, ymm2, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 49024]   ; addresses gf2m_sq285_map near byte 48896
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
-    vpxorq       ymm17{k2}, ymm17, [rcx]
-    vpxorq       ymm18{k2}, ymm18, [rcx + 32]
-    vpxorq       ymm19{k2}, ymm19, [rcx + 64]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
+    vpternlogq   ymm18, ymm0, [rcx], 120
+    vpternlogq   ymm19, ymm0, [rcx + 32], 120
+    vpternlogq   ymm20, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 63
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 49280]   ; addresses gf2m_sq285_map near byte 49152
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 62
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq285_map + 49536]   ; addresses gf2m_sq285_map near byte 49408
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm11, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 49792]   ; addresses gf2m_sq285_map near byte 49664
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 61
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm11, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 50048]   ; addresses gf2m_sq285_map near byte 49920
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 60
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm11, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 50304]   ; addresses gf2m_sq285_map near byte 50176
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 59
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 50560]   ; addresses gf2m_sq285_map near byte 50432
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 58
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm11, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 50816]   ; addresses gf2m_sq285_map near byte 50688
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 57
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm11, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 51072]   ; addresses gf2m_sq285_map near byte 50944
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 56
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm11, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 51328]   ; addresses gf2m_sq285_map near byte 51200
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 55
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 51584]   ; addresses gf2m_sq285_map near byte 51456
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 54
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq285_map + 51840]   ; addresses gf2m_sq285_map near byte 51712
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm11, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 52096]   ; addresses gf2m_sq285_map near byte 51968
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 53
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm11, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 52352]   ; addresses gf2m_sq285_map near byte 52224
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 52
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm11, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 52608]   ; addresses gf2m_sq285_map near byte 52480
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 51
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 52864]   ; addresses gf2m_sq285_map near byte 52736
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 50
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm11, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 53120]   ; addresses gf2m_sq285_map near byte 52992
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 49
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm11, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 53376]   ; addresses gf2m_sq285_map near byte 53248
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 48
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm11, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 53632]   ; addresses gf2m_sq285_map near byte 53504
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 47
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 53888]   ; addresses gf2m_sq285_map near byte 53760
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 46
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq285_map + 54144]   ; addresses gf2m_sq285_map near byte 54016
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm11, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 54400]   ; addresses gf2m_sq285_map near byte 54272
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 45
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm11, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 54656]   ; addresses gf2m_sq285_map near byte 54528
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 44
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm11, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 54912]   ; addresses gf2m_sq285_map near byte 54784
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 43
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 55168]   ; addresses gf2m_sq285_map near byte 55040
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 42
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm11, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 55424]   ; addresses gf2m_sq285_map near byte 55296
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 41
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm11, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 55680]   ; addresses gf2m_sq285_map near byte 55552
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 40
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm11, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 55936]   ; addresses gf2m_sq285_map near byte 55808
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 39
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 56192]   ; addresses gf2m_sq285_map near byte 56064
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 38
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq285_map + 56448]   ; addresses gf2m_sq285_map near byte 56320
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm11, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 56704]   ; addresses gf2m_sq285_map near byte 56576
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 37
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm11, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 56960]   ; addresses gf2m_sq285_map near byte 56832
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 36
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm11, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 57216]   ; addresses gf2m_sq285_map near byte 57088
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 35
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 57472]   ; addresses gf2m_sq285_map near byte 57344
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 34
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm11, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 57728]   ; addresses gf2m_sq285_map near byte 57600
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 33
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm11, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 57984]   ; addresses gf2m_sq285_map near byte 57856
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 32
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm11, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 58240]   ; addresses gf2m_sq285_map near byte 58112
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 31
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 58496]   ; addresses gf2m_sq285_map near byte 58368
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 30
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq285_map + 58752]   ; addresses gf2m_sq285_map near byte 58624
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm11, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 59008]   ; addresses gf2m_sq285_map near byte 58880
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 29
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm11, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 59264]   ; addresses gf2m_sq285_map near byte 59136
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 28
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm11, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 59520]   ; addresses gf2m_sq285_map near byte 59392
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 27
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 59776]   ; addresses gf2m_sq285_map near byte 59648
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 26
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm11, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 60032]   ; addresses gf2m_sq285_map near byte 59904
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 25
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm11, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 60288]   ; addresses gf2m_sq285_map near byte 60160
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 24
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm11, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 60544]   ; addresses gf2m_sq285_map near byte 60416
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 23
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 60800]   ; addresses gf2m_sq285_map near byte 60672
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 22
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq285_map + 61056]   ; addresses gf2m_sq285_map near byte 60928
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm11, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 61312]   ; addresses gf2m_sq285_map near byte 61184
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 21
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm11, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 61568]   ; addresses gf2m_sq285_map near byte 61440
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 20
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm11, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 61824]   ; addresses gf2m_sq285_map near byte 61696
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 19
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 62080]   ; addresses gf2m_sq285_map near byte 61952
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 18
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm11, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 62336]   ; addresses gf2m_sq285_map near byte 62208
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 17
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm11, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 62592]   ; addresses gf2m_sq285_map near byte 62464
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 16
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm11, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 62848]   ; addresses gf2m_sq285_map near byte 62720
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 15
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 63104]   ; addresses gf2m_sq285_map near byte 62976
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 14
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq285_map + 63360]   ; addresses gf2m_sq285_map near byte 63232
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm11, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 63616]   ; addresses gf2m_sq285_map near byte 63488
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 13
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm11, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 63872]   ; addresses gf2m_sq285_map near byte 63744
-    vpxorq       ymm16{k2}, ymm16, [rcx - 128]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 96]
+    vpternlogq   ymm17, ymm0, [rcx - 128], 120
+    vpternlogq   ymm21, ymm0, [rcx - 96], 120
     vpsllq       ymm0, ymm6, 12
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 64], 120
+    vpternlogq   ymm11, ymm0, [rcx - 32], 120
+    vpternlogq   ymm12, ymm0, [rcx], 120
+    vpternlogq   ymm13, ymm0, [rcx + 32], 120
+    vpternlogq   ymm14, ymm0, [rcx + 64], 120
+    vpternlogq   ymm15, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 64128]   ; addresses gf2m_sq285_map near byte 64000
-    vpxorq       ymm15{k2}, ymm15, [rcx - 128]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 96]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 64]
+    vpternlogq   ymm16, ymm0, [rcx - 128], 120
+    vpternlogq   ymm17, ymm0, [rcx - 96], 120
+    vpternlogq   ymm21, ymm0, [rcx - 64], 120
     vpsllq       ymm0, ymm6, 11
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 32], 120
+    vpternlogq   ymm11, ymm0, [rcx], 120
+    vpternlogq   ymm12, ymm0, [rcx + 32], 120
+    vpternlogq   ymm13, ymm0, [rcx + 64], 120
+    vpternlogq   ymm14, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 64384]   ; addresses gf2m_sq285_map near byte 64256
-    vpxorq       ymm14{k2}, ymm14, [rcx - 128]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 96]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx - 32]
+    vpternlogq   ymm15, ymm0, [rcx - 128], 120
+    vpternlogq   ymm16, ymm0, [rcx - 96], 120
+    vpternlogq   ymm17, ymm0, [rcx - 64], 120
+    vpternlogq   ymm21, ymm0, [rcx - 32], 120
     vpsllq       ymm0, ymm6, 10
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 32]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx], 120
+    vpternlogq   ymm11, ymm0, [rcx + 32], 120
+    vpternlogq   ymm12, ymm0, [rcx + 64], 120
+    vpternlogq   ymm13, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 64640]   ; addresses gf2m_sq285_map near byte 64512
-    vpxorq       ymm13{k2}, ymm13, [rcx - 128]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 96]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx - 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx]
+    vpternlogq   ymm14, ymm0, [rcx - 128], 120
+    vpternlogq   ymm15, ymm0, [rcx - 96], 120
+    vpternlogq   ymm16, ymm0, [rcx - 64], 120
+    vpternlogq   ymm17, ymm0, [rcx - 32], 120
+    vpternlogq   ymm21, ymm0, [rcx], 120
     vpsllq       ymm0, ymm6, 9
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 32]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 32], 120
+    vpternlogq   ymm11, ymm0, [rcx + 64], 120
+    vpternlogq   ymm12, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 64896]   ; addresses gf2m_sq285_map near byte 64768
-    vpxorq       ymm12{k2}, ymm12, [rcx - 128]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 96]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx - 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 32]
+    vpternlogq   ymm13, ymm0, [rcx - 128], 120
+    vpternlogq   ymm14, ymm0, [rcx - 96], 120
+    vpternlogq   ymm15, ymm0, [rcx - 64], 120
+    vpternlogq   ymm16, ymm0, [rcx - 32], 120
+    vpternlogq   ymm17, ymm0, [rcx], 120
+    vpternlogq   ymm21, ymm0, [rcx + 32], 120
     vpsllq       ymm0, ymm6, 8
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 64]
-    vpxorq       ymm10{k2}, ymm10, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 64], 120
+    vpternlogq   ymm11, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 65152]   ; addresses gf2m_sq285_map near byte 65024
-    vpxorq       ymm11{k2}, ymm11, [rcx - 128]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 96]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 64]
-    vpxorq       ymm14{k2}, ymm14, [rcx - 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 32]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 64]
+    vpternlogq   ymm12, ymm0, [rcx - 128], 120
+    vpternlogq   ymm13, ymm0, [rcx - 96], 120
+    vpternlogq   ymm14, ymm0, [rcx - 64], 120
+    vpternlogq   ymm15, ymm0, [rcx - 32], 120
+    vpternlogq   ymm16, ymm0, [rcx], 120
+    vpternlogq   ymm17, ymm0, [rcx + 32], 120
+    vpternlogq   ymm21, ymm0, [rcx + 64], 120
     vpsllq       ymm0, ymm6, 7
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx + 96]
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 65408]   ; addresses gf2m_sq285_map near byte 65280
-    vpxorq       ymm10{k2}, ymm10, [rcx - 128]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 96]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 64]
-    vpxorq       ymm13{k2}, ymm13, [rcx - 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 32]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 64]
-    vpxorq       ymm20{k2}, ymm20, [rcx + 96]
+    vpternlogq   ymm11, ymm0, [rcx - 128], 120
+    vpternlogq   ymm12, ymm0, [rcx - 96], 120
+    vpternlogq   ymm13, ymm0, [rcx - 64], 120
+    vpternlogq   ymm14, ymm0, [rcx - 32], 120
+    vpternlogq   ymm15, ymm0, [rcx], 120
+    vpternlogq   ymm16, ymm0, [rcx + 32], 120
+    vpternlogq   ymm17, ymm0, [rcx + 64], 120
+    vpternlogq   ymm21, ymm0, [rcx + 96], 120
     vpsllq       ymm0, ymm6, 6
-    vpcmpgtq     k2, ymm7, ymm0
+    vpsraq       ymm0, ymm0, 63
     lea          rcx, [rel gf2m_sq285_map + 65664]   ; addresses gf2m_sq285_map near byte 65536
-    vpxorq       ymm8{k2}, ymm8, [rcx - 128]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 96]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 64]
-    vpxorq       ymm12{k2}, ymm12, [rcx - 32]
-    vpxorq       ymm13{k2}, ymm13, [rcx]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 32]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 64]
-    vpxorq       ymm16{k2}, ymm16, [rcx + 96]
+    vpternlogq   ymm10, ymm0, [rcx - 128], 120
+    vpternlogq   ymm11, ymm0, [rcx - 96], 120
+    vpternlogq   ymm12, ymm0, [rcx - 64], 120
+    vpternlogq   ymm13, ymm0, [rcx - 32], 120
+    vpternlogq   ymm14, ymm0, [rcx], 120
+    vpternlogq   ymm15, ymm0, [rcx + 32], 120
+    vpternlogq   ymm16, ymm0, [rcx + 64], 120
+    vpternlogq   ymm17, ymm0, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq285_map + 65920]   ; addresses gf2m_sq285_map near byte 65792
-    vpxorq       ymm20{k2}, ymm20, [rcx - 128]
+    vpternlogq   ymm21, ymm0, [rcx - 128], 120
     vpsllq       ymm0, ymm6, 5
-    vpcmpgtq     k2, ymm7, ymm0
-    vpxorq       ymm8{k2}, ymm8, [rcx - 96]
-    vpxorq       ymm10{k2}, ymm10, [rcx - 64]
-    vpxorq       ymm11{k2}, ymm11, [rcx - 32]
-    vpxorq       ymm12{k2}, ymm12, [rcx]
-    vpxorq       ymm13{k2}, ymm13, [rcx + 32]
-    vpxorq       ymm14{k2}, ymm14, [rcx + 64]
-    vpxorq       ymm15{k2}, ymm15, [rcx + 96]
-    vpxorq       ymm16{k2}, ymm16, [rel gf2m_sq285_map + 66048]
-    vpxorq       ymm20{k2}, ymm20, [rel gf2m_sq285_map + 66080]
-    vpermq       ymm0, ymm10, 147
-    vpermq       ymm2, ymm11, 78
-    vpermq       ymm6, ymm12, 57
-    vpternlogq   ymm0, ymm8, ymm2, 150
-    vpxorq       ymm0, ymm0, ymm6
+    vpsraq       ymm0, ymm0, 63
+    vpternlogq   ymm10, ymm0, [rcx - 96], 120
+    vpternlogq   ymm11, ymm0, [rcx - 64], 120
+    vpternlogq   ymm12, ymm0, [rcx - 32], 120
+    vpternlogq   ymm13, ymm0, [rcx], 120
+    vpternlogq   ymm14, ymm0, [rcx + 32], 120
+    vpternlogq   ymm15, ymm0, [rcx + 64], 120
+    vpternlogq   ymm16, ymm0, [rcx + 96], 120
+    vpternlogq   ymm17, ymm0, [rel gf2m_sq285_map + 66048], 120
+    vpternlogq   ymm21, ymm0, [rel gf2m_sq285_map + 66080], 120
+    vpermq       ymm0, ymm11, 147
+    vpermq       ymm2, ymm12, 78
+    vpermq       ymm6, ymm13, 57
+    vpternlogq   ymm10, ymm0, ymm2, 150
+    vpxorq       ymm0, ymm10, ymm6
     vextracti64x2 xmm2, ymm0, 0
     vextracti64x2 xmm0, ymm0, 1
-    vpermq       ymm6, ymm14, 147
-    vpermq       ymm7, ymm15, 78
-    vpermq       ymm8, ymm16, 57
-    vpternlogq   ymm6, ymm13, ymm7, 150
-    vpxorq       ymm6, ymm6, ymm8
+    vpermq       ymm6, ymm15, 147
+    vpermq       ymm7, ymm16, 78
+    vpermq       ymm8, ymm17, 57
+    vpternlogq   ymm14, ymm6, ymm7, 150
+    vpxorq       ymm6, ymm14, ymm8
     vextracti64x2 xmm7, ymm6, 0
     vextracti64x2 xmm6, ymm6, 1
-    vpermq       ymm8, ymm17, 147
-    vpermq       ymm10, ymm18, 78
-    vpermq       ymm11, ymm19, 57
-    vpternlogq   ymm8, ymm20, ymm10, 150
-    vpxorq       ymm8, ymm8, ymm11
+    vpermq       ymm8, ymm18, 147
+    vpermq       ymm10, ymm19, 78
+    vpermq       ymm11, ymm20, 57
+    vpternlogq   ymm21, ymm8, ymm10, 150
+    vpxorq       ymm8, ymm21, ymm11
     vextracti64x2 xmm8, ymm8, 0
     vpclmulqdq   xmm10, xmm2, xmm3, 0
     vpclmulqdq   xmm11, xmm2, xmm3, 17

@@ -22398,7 +22398,7 @@ kg_goldilocks18446744069414584321_ntt_forward_avx2:
 ;             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: ymm{0-14}, rax, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 global kg_goldilocks18446744069414584321_basemul_avx2:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_basemul_avx2.end - kg_goldilocks18446744069414584321_basemul_avx2)
 align 32
@@ -22407,6 +22407,7 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vmovdqu      ymm12, [rel pq_9223372036854775808] ; held in a register: read 448 times
     vmovdqu      ymm13, [rel pq_4294967295]          ; held in a register: read 128 times
     vmovdqu      ymm14, [rel pq_18446744069414584321] ; held in a register: read 128 times
+    vmovdqu      ymm15, [rel pq_9223372032559808513] ; held in a register: read 64 times
     vmovdqu      ymm0, [rsi]
     vmovdqu      ymm1, [rsi + 32]
     vmovdqu      ymm2, [rdx]
@@ -22489,11 +22490,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    lea          rax, [rel pq_9223372032559808513 + 128] ; addresses pq_9223372032559808513 near byte 0
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -22582,10 +22580,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -22674,10 +22670,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -22766,10 +22760,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -22858,10 +22850,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -22950,10 +22940,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23042,10 +23030,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23134,10 +23120,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23226,10 +23210,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23318,10 +23300,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23410,10 +23390,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23502,10 +23480,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23594,10 +23570,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23686,10 +23660,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23778,10 +23750,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23870,10 +23840,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -23962,10 +23930,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24054,10 +24020,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24146,10 +24110,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24238,10 +24200,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24330,10 +24290,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24422,10 +24380,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24514,10 +24470,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24606,10 +24560,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24698,10 +24650,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24790,10 +24740,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24882,10 +24830,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -24974,10 +24920,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -25066,10 +25010,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -25158,10 +25100,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -25250,10 +25190,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -25342,10 +25280,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
     vpsubq       ymm3, ymm1, ymm14
     vpxor        ymm0, ymm12, ymm0
     vpxor        ymm1, ymm12, ymm1
-    vmovdqu      ymm4, [rax - 128]
-    vmovdqu      ymm5, [rax - 128]
-    vpcmpgtq     ymm0, ymm4, ymm0
-    vpcmpgtq     ymm1, ymm5, ymm1
+    vpcmpgtq     ymm0, ymm15, ymm0
+    vpcmpgtq     ymm1, ymm15, ymm1
     vpand        ymm0, ymm14, ymm0
     vpand        ymm1, ymm14, ymm1
     vpaddq       ymm0, ymm2, ymm0
@@ -37466,7 +37402,7 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx2:
 ;   ensures:  every a[i] in [0, 18446744069414584320] (proven over all 2^64 inputs), congruent to the input mod 18446744069414584321: the canonical representative
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: ymm{0-4}, rax, flags
+;   clobbers: ymm{0-1,3-5}, flags
 ; ---------------------------------------------------------------------------
 global kg_goldilocks18446744069414584321_freeze_avx2:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_freeze_avx2.end - kg_goldilocks18446744069414584321_freeze_avx2)
 align 32
@@ -37474,516 +37410,452 @@ kg_goldilocks18446744069414584321_freeze_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pq_18446744069414584321] ; held in a register: read 128 times
     vmovdqu      ymm4, [rel pq_9223372036854775808]  ; held in a register: read 64 times
+    vmovdqu      ymm5, [rel pq_9223372032559808513]  ; held in a register: read 64 times
     vmovdqu      ymm0, [rdi]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    lea          rax, [rel pq_9223372032559808513 + 128] ; addresses pq_9223372032559808513 near byte 0
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi], ymm0
     vmovdqu      ymm0, [rdi + 32]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 32], ymm0
     vmovdqu      ymm0, [rdi + 64]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 64], ymm0
     vmovdqu      ymm0, [rdi + 96]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 96], ymm0
     vmovdqu      ymm0, [rdi + 128]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 128], ymm0
     vmovdqu      ymm0, [rdi + 160]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 160], ymm0
     vmovdqu      ymm0, [rdi + 192]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 192], ymm0
     vmovdqu      ymm0, [rdi + 224]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 224], ymm0
     vmovdqu      ymm0, [rdi + 256]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 256], ymm0
     vmovdqu      ymm0, [rdi + 288]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 288], ymm0
     vmovdqu      ymm0, [rdi + 320]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 320], ymm0
     vmovdqu      ymm0, [rdi + 352]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 352], ymm0
     vmovdqu      ymm0, [rdi + 384]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 384], ymm0
     vmovdqu      ymm0, [rdi + 416]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 416], ymm0
     vmovdqu      ymm0, [rdi + 448]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 448], ymm0
     vmovdqu      ymm0, [rdi + 480]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 480], ymm0
     vmovdqu      ymm0, [rdi + 512]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 512], ymm0
     vmovdqu      ymm0, [rdi + 544]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 544], ymm0
     vmovdqu      ymm0, [rdi + 576]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 576], ymm0
     vmovdqu      ymm0, [rdi + 608]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 608], ymm0
     vmovdqu      ymm0, [rdi + 640]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 640], ymm0
     vmovdqu      ymm0, [rdi + 672]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 672], ymm0
     vmovdqu      ymm0, [rdi + 704]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 704], ymm0
     vmovdqu      ymm0, [rdi + 736]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 736], ymm0
     vmovdqu      ymm0, [rdi + 768]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 768], ymm0
     vmovdqu      ymm0, [rdi + 800]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 800], ymm0
     vmovdqu      ymm0, [rdi + 832]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 832], ymm0
     vmovdqu      ymm0, [rdi + 864]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 864], ymm0
     vmovdqu      ymm0, [rdi + 896]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 896], ymm0
     vmovdqu      ymm0, [rdi + 928]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 928], ymm0
     vmovdqu      ymm0, [rdi + 960]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 960], ymm0
     vmovdqu      ymm0, [rdi + 992]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 992], ymm0
     vmovdqu      ymm0, [rdi + 1024]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1024], ymm0
     vmovdqu      ymm0, [rdi + 1056]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1056], ymm0
     vmovdqu      ymm0, [rdi + 1088]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1088], ymm0
     vmovdqu      ymm0, [rdi + 1120]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1120], ymm0
     vmovdqu      ymm0, [rdi + 1152]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1152], ymm0
     vmovdqu      ymm0, [rdi + 1184]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1184], ymm0
     vmovdqu      ymm0, [rdi + 1216]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1216], ymm0
     vmovdqu      ymm0, [rdi + 1248]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1248], ymm0
     vmovdqu      ymm0, [rdi + 1280]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1280], ymm0
     vmovdqu      ymm0, [rdi + 1312]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1312], ymm0
     vmovdqu      ymm0, [rdi + 1344]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1344], ymm0
     vmovdqu      ymm0, [rdi + 1376]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1376], ymm0
     vmovdqu      ymm0, [rdi + 1408]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1408], ymm0
     vmovdqu      ymm0, [rdi + 1440]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1440], ymm0
     vmovdqu      ymm0, [rdi + 1472]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1472], ymm0
     vmovdqu      ymm0, [rdi + 1504]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1504], ymm0
     vmovdqu      ymm0, [rdi + 1536]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1536], ymm0
     vmovdqu      ymm0, [rdi + 1568]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1568], ymm0
     vmovdqu      ymm0, [rdi + 1600]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1600], ymm0
     vmovdqu      ymm0, [rdi + 1632]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1632], ymm0
     vmovdqu      ymm0, [rdi + 1664]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1664], ymm0
     vmovdqu      ymm0, [rdi + 1696]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1696], ymm0
     vmovdqu      ymm0, [rdi + 1728]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1728], ymm0
     vmovdqu      ymm0, [rdi + 1760]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1760], ymm0
     vmovdqu      ymm0, [rdi + 1792]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1792], ymm0
     vmovdqu      ymm0, [rdi + 1824]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1824], ymm0
     vmovdqu      ymm0, [rdi + 1856]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1856], ymm0
     vmovdqu      ymm0, [rdi + 1888]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1888], ymm0
     vmovdqu      ymm0, [rdi + 1920]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1920], ymm0
     vmovdqu      ymm0, [rdi + 1952]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1952], ymm0
     vmovdqu      ymm0, [rdi + 1984]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 1984], ymm0
     vmovdqu      ymm0, [rdi + 2016]
     vpsubq       ymm1, ymm0, ymm3                    ; csub
     vpxor        ymm0, ymm0, ymm4
-    vmovdqu      ymm2, [rax - 128]
-    vpcmpgtq     ymm0, ymm2, ymm0
+    vpcmpgtq     ymm0, ymm5, ymm0
     vpand        ymm0, ymm0, ymm3
     vpaddq       ymm0, ymm1, ymm0
     vmovdqu      [rdi + 2016], ymm0
@@ -38001,7 +37873,7 @@ kg_goldilocks18446744069414584321_freeze_avx2:
 ;   cpu: BMI2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11, flags
-;   loops: 3 x 1225 and 2 x 953 and 2 x 817 and 4 x 1090 and 8 x 546 and 16 x 274 and 2 x 2312 instructions (repeated groups rolled: 34080 instructions run, 16438 written)
+;   loops: 3 x 139 (each holding 9 x 137) and 2 x 139 (each holding 7 x 137) and 2 x 139 (each holding 6 x 137) and 4 x 1090 and 8 x 546 and 16 x 274 and 2 x 2312 instructions (repeated groups rolled: 34080 instructions run, 13860 written)
 ;
 ; reduction schedule:
 ;   policy index, freeze reduction, 0 vector reductions
@@ -38022,6 +37894,8 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     sub rsp, 192
     mov          rax, 3
     .repeat1:
+    mov          rcx, 9
+    .repeat2:
     mov          rsi, qword [rdi]
     mov          r8, qword [rdi + 1024]
     mov          rdx, r8
@@ -38190,1351 +38064,9 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     and          r13, qword [rel pq_4294967295 + 24]
     sub          rsi, r13
     mov          qword [rdi + 1048], rsi
-    mov          rsi, qword [rdi + 32]
-    mov          r8, qword [rdi + 1056]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 32], r9
-    mov          r9, qword [rdi + 40]
-    mov          r10, qword [rdi + 1064]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 40], r11
-    mov          r11, qword [rdi + 48]
-    mov          rbx, qword [rdi + 1072]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 48], r12
-    mov          r12, qword [rdi + 56]
-    mov          r13, qword [rdi + 1080]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 56], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1056], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1064], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1072], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1080], rsi
-    mov          rsi, qword [rdi + 64]
-    mov          r8, qword [rdi + 1088]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 64], r9
-    mov          r9, qword [rdi + 72]
-    mov          r10, qword [rdi + 1096]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 72], r11
-    mov          r11, qword [rdi + 80]
-    mov          rbx, qword [rdi + 1104]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 80], r12
-    mov          r12, qword [rdi + 88]
-    mov          r13, qword [rdi + 1112]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 88], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1088], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1096], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1104], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1112], rsi
-    mov          rsi, qword [rdi + 96]
-    mov          r8, qword [rdi + 1120]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 96], r9
-    mov          r9, qword [rdi + 104]
-    mov          r10, qword [rdi + 1128]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 104], r11
-    mov          r11, qword [rdi + 112]
-    mov          rbx, qword [rdi + 1136]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 112], r12
-    mov          r12, qword [rdi + 120]
-    mov          r13, qword [rdi + 1144]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 120], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1120], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1128], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1136], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1144], rsi
-    mov          rsi, qword [rdi + 128]
-    mov          r8, qword [rdi + 1152]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 128], r9
-    mov          r9, qword [rdi + 136]
-    mov          r10, qword [rdi + 1160]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 136], r11
-    mov          r11, qword [rdi + 144]
-    mov          rbx, qword [rdi + 1168]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 144], r12
-    mov          r12, qword [rdi + 152]
-    mov          r13, qword [rdi + 1176]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 152], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1152], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1160], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1168], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1176], rsi
-    mov          rsi, qword [rdi + 160]
-    mov          r8, qword [rdi + 1184]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 160], r9
-    mov          r9, qword [rdi + 168]
-    mov          r10, qword [rdi + 1192]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 168], r11
-    mov          r11, qword [rdi + 176]
-    mov          rbx, qword [rdi + 1200]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 176], r12
-    mov          r12, qword [rdi + 184]
-    mov          r13, qword [rdi + 1208]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 184], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1184], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1192], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1200], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1208], rsi
-    mov          rsi, qword [rdi + 192]
-    mov          r8, qword [rdi + 1216]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 192], r9
-    mov          r9, qword [rdi + 200]
-    mov          r10, qword [rdi + 1224]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 200], r11
-    mov          r11, qword [rdi + 208]
-    mov          rbx, qword [rdi + 1232]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 208], r12
-    mov          r12, qword [rdi + 216]
-    mov          r13, qword [rdi + 1240]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 216], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1216], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1224], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1232], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1240], rsi
-    mov          rsi, qword [rdi + 224]
-    mov          r8, qword [rdi + 1248]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 224], r9
-    mov          r9, qword [rdi + 232]
-    mov          r10, qword [rdi + 1256]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 232], r11
-    mov          r11, qword [rdi + 240]
-    mov          rbx, qword [rdi + 1264]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 240], r12
-    mov          r12, qword [rdi + 248]
-    mov          r13, qword [rdi + 1272]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 248], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1248], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1256], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1264], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1272], rsi
-    mov          rsi, qword [rdi + 256]
-    mov          r8, qword [rdi + 1280]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 256], r9
-    mov          r9, qword [rdi + 264]
-    mov          r10, qword [rdi + 1288]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 264], r11
-    mov          r11, qword [rdi + 272]
-    mov          rbx, qword [rdi + 1296]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 272], r12
-    mov          r12, qword [rdi + 280]
-    mov          r13, qword [rdi + 1304]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 280], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1280], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1288], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1296], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1304], rsi
-    add          rdi, 0x120
+    add          rdi, 32
+    dec          rcx
+    jnz          .repeat2
     dec          rax
     jnz          .repeat1
     add          rdi, -864                           ; back to the argument
@@ -40380,7 +38912,9 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     mov          qword [rdi + 2040], rsi
     mov          rsi, qword [rdi]
     mov          rax, 2
-    .repeat2:
+    .repeat3:
+    mov          rcx, 7
+    .repeat4:
     mov          r8, qword [rdi + 512]
     mov          rdx, r8
     mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
@@ -40549,1017 +39083,11 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     sub          rsi, r13
     mov          qword [rdi + 536], rsi
     mov          rsi, qword [rdi + 32]
-    mov          r8, qword [rdi + 544]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 32], r9
-    mov          r9, qword [rdi + 40]
-    mov          r10, qword [rdi + 552]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 40], r11
-    mov          r11, qword [rdi + 48]
-    mov          rbx, qword [rdi + 560]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 48], r12
-    mov          r12, qword [rdi + 56]
-    mov          r13, qword [rdi + 568]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 56], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 544], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 552], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 560], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 568], rsi
-    mov          rsi, qword [rdi + 64]
-    mov          r8, qword [rdi + 576]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 64], r9
-    mov          r9, qword [rdi + 72]
-    mov          r10, qword [rdi + 584]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 72], r11
-    mov          r11, qword [rdi + 80]
-    mov          rbx, qword [rdi + 592]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 80], r12
-    mov          r12, qword [rdi + 88]
-    mov          r13, qword [rdi + 600]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 88], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 576], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 584], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 592], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 600], rsi
-    mov          rsi, qword [rdi + 96]
-    mov          r8, qword [rdi + 608]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 96], r9
-    mov          r9, qword [rdi + 104]
-    mov          r10, qword [rdi + 616]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 104], r11
-    mov          r11, qword [rdi + 112]
-    mov          rbx, qword [rdi + 624]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 112], r12
-    mov          r12, qword [rdi + 120]
-    mov          r13, qword [rdi + 632]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 120], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 608], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 616], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 624], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 632], rsi
-    mov          rsi, qword [rdi + 128]
-    mov          r8, qword [rdi + 640]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 128], r9
-    mov          r9, qword [rdi + 136]
-    mov          r10, qword [rdi + 648]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 136], r11
-    mov          r11, qword [rdi + 144]
-    mov          rbx, qword [rdi + 656]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 144], r12
-    mov          r12, qword [rdi + 152]
-    mov          r13, qword [rdi + 664]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 152], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 640], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 648], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 656], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 664], rsi
-    mov          rsi, qword [rdi + 160]
-    mov          r8, qword [rdi + 672]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 160], r9
-    mov          r9, qword [rdi + 168]
-    mov          r10, qword [rdi + 680]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 168], r11
-    mov          r11, qword [rdi + 176]
-    mov          rbx, qword [rdi + 688]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 176], r12
-    mov          r12, qword [rdi + 184]
-    mov          r13, qword [rdi + 696]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 184], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 672], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 680], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 688], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 696], rsi
-    mov          rsi, qword [rdi + 192]
-    mov          r8, qword [rdi + 704]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 192], r9
-    mov          r9, qword [rdi + 200]
-    mov          r10, qword [rdi + 712]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 8]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 200], r11
-    mov          r11, qword [rdi + 208]
-    mov          rbx, qword [rdi + 720]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 16]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 208], r12
-    mov          r12, qword [rdi + 216]
-    mov          r13, qword [rdi + 728]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 24]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 216], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 704], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 712], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 720], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 728], rsi
-    mov          rsi, qword [rdi + 224]
-    add          rdi, 224
+    add          rdi, 32
+    dec          rcx
+    jnz          .repeat4
     dec          rax
-    jnz          .repeat2
+    jnz          .repeat3
     add          rdi, -448                           ; back to the argument
     mov          r8, qword [rdi + 960]
     mov          rdx, r8
@@ -41898,7 +39426,9 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     mov          qword [rdi + 1016], rsi
     mov          rsi, qword [rdi + 1024]
     mov          rax, 2
-    .repeat3:
+    .repeat5:
+    mov          rcx, 6
+    .repeat6:
     mov          r8, qword [rdi + 1536]
     mov          rdx, r8
     mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
@@ -42067,849 +39597,11 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     sub          rsi, r13
     mov          qword [rdi + 1560], rsi
     mov          rsi, qword [rdi + 1056]
-    mov          r8, qword [rdi + 1568]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 1056], r9
-    mov          r9, qword [rdi + 1064]
-    mov          r10, qword [rdi + 1576]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 1064], r11
-    mov          r11, qword [rdi + 1072]
-    mov          rbx, qword [rdi + 1584]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 1072], r12
-    mov          r12, qword [rdi + 1080]
-    mov          r13, qword [rdi + 1592]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 1080], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1568], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1576], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1584], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1592], rsi
-    mov          rsi, qword [rdi + 1088]
-    mov          r8, qword [rdi + 1600]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 1088], r9
-    mov          r9, qword [rdi + 1096]
-    mov          r10, qword [rdi + 1608]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 1096], r11
-    mov          r11, qword [rdi + 1104]
-    mov          rbx, qword [rdi + 1616]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 1104], r12
-    mov          r12, qword [rdi + 1112]
-    mov          r13, qword [rdi + 1624]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 1112], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1600], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1608], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1616], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1624], rsi
-    mov          rsi, qword [rdi + 1120]
-    mov          r8, qword [rdi + 1632]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 1120], r9
-    mov          r9, qword [rdi + 1128]
-    mov          r10, qword [rdi + 1640]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 1128], r11
-    mov          r11, qword [rdi + 1136]
-    mov          rbx, qword [rdi + 1648]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 1136], r12
-    mov          r12, qword [rdi + 1144]
-    mov          r13, qword [rdi + 1656]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 1144], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1632], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1640], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1648], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1656], rsi
-    mov          rsi, qword [rdi + 1152]
-    mov          r8, qword [rdi + 1664]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 1152], r9
-    mov          r9, qword [rdi + 1160]
-    mov          r10, qword [rdi + 1672]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 1160], r11
-    mov          r11, qword [rdi + 1168]
-    mov          rbx, qword [rdi + 1680]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 1168], r12
-    mov          r12, qword [rdi + 1176]
-    mov          r13, qword [rdi + 1688]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 1176], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1664], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1672], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1680], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1688], rsi
-    mov          rsi, qword [rdi + 1184]
-    mov          r8, qword [rdi + 1696]
-    mov          rdx, r8
-    mulx         r9, r9, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    imul         r8, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 32]
-    mov          r10, r9
-    imul         r10, qword [rel pq_4294967295]
-    mov          rdx, r9
-    mulx         r9, r9, qword [rel pq_4294967295]
-    add          r8, r10
-    cmp          r8, r10
-    sbb          r10, r10
-    sub          r9, r10
-    imul         r9, qword [rel pq_4294967295]
-    add          r8, r9
-    cmp          r8, r9
-    sbb          r9, r9
-    and          r9, qword [rel pq_4294967295]
-    add          r8, r9
-    mov          r9, r8
-    sub          r9, qword [rel pq_18446744069414584321]
-    cmp          r9, r8
-    cmovb        r8, r9
-    mov          r9, rsi
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 1184], r9
-    mov          r9, qword [rdi + 1192]
-    mov          r10, qword [rdi + 1704]
-    mov          rdx, r10
-    mulx         r11, r11, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 40]
-    mov          rbx, r11
-    imul         rbx, qword [rel pq_4294967295 + 8]
-    mov          rdx, r11
-    mulx         r11, r11, qword [rel pq_4294967295 + 8]
-    add          r10, rbx
-    cmp          r10, rbx
-    sbb          rbx, rbx
-    sub          r11, rbx
-    imul         r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    cmp          r10, r11
-    sbb          r11, r11
-    and          r11, qword [rel pq_4294967295 + 8]
-    add          r10, r11
-    mov          r11, r10
-    sub          r11, qword [rel pq_18446744069414584321 + 8]
-    cmp          r11, r10
-    cmovb        r10, r11
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 1192], r11
-    mov          r11, qword [rdi + 1200]
-    mov          rbx, qword [rdi + 1712]
-    mov          rdx, rbx
-    mulx         r12, r12, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    imul         rbx, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 48]
-    mov          r13, r12
-    imul         r13, qword [rel pq_4294967295 + 16]
-    mov          rdx, r12
-    mulx         r12, r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r13
-    cmp          rbx, r13
-    sbb          r13, r13
-    sub          r12, r13
-    imul         r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    cmp          rbx, r12
-    sbb          r12, r12
-    and          r12, qword [rel pq_4294967295 + 16]
-    add          rbx, r12
-    mov          r12, rbx
-    sub          r12, qword [rel pq_18446744069414584321 + 16]
-    cmp          r12, rbx
-    cmovb        rbx, r12
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 1200], r12
-    mov          r12, qword [rdi + 1208]
-    mov          r13, qword [rdi + 1720]
-    mov          rdx, r13
-    mulx         r14, r14, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    imul         r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 56]
-    mov          r15, r14
-    imul         r15, qword [rel pq_4294967295 + 24]
-    mov          rdx, r14
-    mulx         r14, r14, qword [rel pq_4294967295 + 24]
-    add          r13, r15
-    cmp          r13, r15
-    sbb          r15, r15
-    sub          r14, r15
-    imul         r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    cmp          r13, r14
-    sbb          r14, r14
-    and          r14, qword [rel pq_4294967295 + 24]
-    add          r13, r14
-    mov          r14, r13
-    sub          r14, qword [rel pq_18446744069414584321 + 24]
-    cmp          r14, r13
-    cmovb        r13, r14
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 1208], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          qword [rdi + 1696], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          qword [rdi + 1704], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          qword [rdi + 1712], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          qword [rdi + 1720], rsi
-    mov          rsi, qword [rdi + 1216]
-    add          rdi, 192
+    add          rdi, 32
+    dec          rcx
+    jnz          .repeat6
     dec          rax
-    jnz          .repeat3
+    jnz          .repeat5
     add          rdi, -384                           ; back to the argument
     mov          r8, qword [rdi + 1920]
     mov          rdx, r8
@@ -43584,7 +40276,7 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     mov          qword [rdi + 2040], rsi
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar] ; the loop's table pointer
     mov          rax, 4
-    .repeat4:
+    .repeat7:
     mov          rsi, qword [rdi]
     mov          r8, qword [rdi + 256]
     mov          rdx, r8
@@ -44932,11 +41624,11 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     add          rdi, 0x200
     add          rcx, 32
     dec          rax
-    jnz          .repeat4
+    jnz          .repeat7
     add          rdi, -2048                          ; back to the argument
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar] ; the loop's table pointer
     mov          rax, 8
-    .repeat5:
+    .repeat8:
     mov          rsi, qword [rdi]
     mov          r8, qword [rdi + 128]
     mov          rdx, r8
@@ -45612,11 +42304,11 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     add          rdi, 0x100
     add          rcx, 32
     dec          rax
-    jnz          .repeat5
+    jnz          .repeat8
     add          rdi, -2048                          ; back to the argument
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar] ; the loop's table pointer
     mov          rax, 16
-    .repeat6:
+    .repeat9:
     mov          rsi, qword [rdi]
     mov          r8, qword [rdi + 64]
     mov          rdx, r8
@@ -45956,7 +42648,7 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     add          rdi, 128
     add          rcx, 32
     dec          rax
-    jnz          .repeat6
+    jnz          .repeat9
     add          rdi, -2048                          ; back to the argument
     mov          rsi, qword [rdi]
     mov          r8, qword [rdi + 32]
@@ -53349,7 +50041,7 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     mulx         r13, r13, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 1480]
     lea          rcx, [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 1480] ; the loop's table pointer
     mov          rax, 2
-    .repeat7:
+    .repeat10:
     imul         r10, qword [rcx]
     mov          qword [rsp + 128], r14              ; spill
     mov          r14, r13
@@ -56239,7 +52931,7 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
     add          rdi, 0x180
     add          rcx, 0x240
     dec          rax
-    jnz          .repeat7
+    jnz          .repeat10
     add          rdi, -768                           ; back to the argument
     imul         r10, qword [rel kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar + 2632]
     mov          qword [rsp + 128], r14              ; spill
@@ -58619,7 +55311,7 @@ kg_goldilocks18446744069414584321_basemul_scalar:
 ;   cpu: BMI2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11, flags
-;   loops: 8 x 1814 and 2 x 2178 and 2 x 1634 and 4 x 1090 and 5 x 409 and 8 x 273 and 32 x 137 instructions (repeated groups rolled: 36256 instructions run, 8784 written)
+;   loops: 8 x 1814 and 2 x 2178 and 2 x 1634 and 4 x 1090 and 5 x 139 (each holding 3 x 137) and 8 x 273 and 32 x 137 instructions (repeated groups rolled: 36256 instructions run, 8514 written)
 ;
 ; reduction schedule:
 ;   policy index, freeze reduction, 0 vector reductions
@@ -68340,6 +65032,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_scalar:
     add          rdi, -2048                          ; back to the argument
     mov          rax, 5
     .repeat5:
+    mov          rcx, 3
+    .repeat6:
     mov          rsi, qword [rdi]
     mov          r8, qword [rdi + 512]
     mov          r9, rsi                             ; layer 1
@@ -68508,343 +65202,9 @@ kg_goldilocks18446744069414584321_ntt_inverse_scalar:
     cmp          r8, rsi
     cmovb        rsi, r8
     mov          qword [rdi + 536], rsi
-    mov          rsi, qword [rdi + 32]
-    mov          r8, qword [rdi + 544]
-    mov          r9, rsi                             ; layer 1
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 32], r9
-    mov          r9, qword [rdi + 40]
-    mov          r10, qword [rdi + 552]
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 40], r11
-    mov          r11, qword [rdi + 48]
-    mov          rbx, qword [rdi + 560]
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 48], r12
-    mov          r12, qword [rdi + 56]
-    mov          r13, qword [rdi + 568]
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 56], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          rdx, r14
-    mulx         rsi, rsi, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 64]
-    imul         r14, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 64]
-    mov          r8, rsi
-    imul         r8, qword [rel pq_4294967295]
-    mov          rdx, rsi
-    mulx         rsi, rsi, qword [rel pq_4294967295]
-    add          r14, r8
-    cmp          r14, r8
-    sbb          r8, r8
-    sub          rsi, r8
-    imul         rsi, qword [rel pq_4294967295]
-    add          r14, rsi
-    cmp          r14, rsi
-    sbb          rsi, rsi
-    and          rsi, qword [rel pq_4294967295]
-    add          r14, rsi
-    mov          rsi, r14
-    sub          rsi, qword [rel pq_18446744069414584321]
-    cmp          rsi, r14
-    cmovb        r14, rsi
-    mov          qword [rdi + 544], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          rdx, rsi
-    mulx         r8, r8, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 72]
-    imul         rsi, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 72]
-    mov          r9, r8
-    imul         r9, qword [rel pq_4294967295 + 8]
-    mov          rdx, r8
-    mulx         r8, r8, qword [rel pq_4294967295 + 8]
-    add          rsi, r9
-    cmp          rsi, r9
-    sbb          r9, r9
-    sub          r8, r9
-    imul         r8, qword [rel pq_4294967295 + 8]
-    add          rsi, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295 + 8]
-    add          rsi, r8
-    mov          r8, rsi
-    sub          r8, qword [rel pq_18446744069414584321 + 8]
-    cmp          r8, rsi
-    cmovb        rsi, r8
-    mov          qword [rdi + 552], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          rdx, rsi
-    mulx         r8, r8, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 80]
-    imul         rsi, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 80]
-    mov          r9, r8
-    imul         r9, qword [rel pq_4294967295 + 16]
-    mov          rdx, r8
-    mulx         r8, r8, qword [rel pq_4294967295 + 16]
-    add          rsi, r9
-    cmp          rsi, r9
-    sbb          r9, r9
-    sub          r8, r9
-    imul         r8, qword [rel pq_4294967295 + 16]
-    add          rsi, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295 + 16]
-    add          rsi, r8
-    mov          r8, rsi
-    sub          r8, qword [rel pq_18446744069414584321 + 16]
-    cmp          r8, rsi
-    cmovb        rsi, r8
-    mov          qword [rdi + 560], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          rdx, rsi
-    mulx         r8, r8, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 88]
-    imul         rsi, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 88]
-    mov          r9, r8
-    imul         r9, qword [rel pq_4294967295 + 24]
-    mov          rdx, r8
-    mulx         r8, r8, qword [rel pq_4294967295 + 24]
-    add          rsi, r9
-    cmp          rsi, r9
-    sbb          r9, r9
-    sub          r8, r9
-    imul         r8, qword [rel pq_4294967295 + 24]
-    add          rsi, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295 + 24]
-    add          rsi, r8
-    mov          r8, rsi
-    sub          r8, qword [rel pq_18446744069414584321 + 24]
-    cmp          r8, rsi
-    cmovb        rsi, r8
-    mov          qword [rdi + 568], rsi
-    mov          rsi, qword [rdi + 64]
-    mov          r8, qword [rdi + 576]
-    mov          r9, rsi                             ; layer 1
-    add          r9, r8
-    mov          r10, rsi
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295]
-    add          r9, r10
-    mov          r10, r9
-    sub          r10, qword [rel pq_18446744069414584321]
-    cmp          r10, r9
-    cmovb        r9, r10
-    mov          qword [rdi + 64], r9
-    mov          r9, qword [rdi + 72]
-    mov          r10, qword [rdi + 584]
-    mov          r11, r9
-    add          r11, r10
-    mov          rbx, r9
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 8]
-    add          r11, rbx
-    mov          rbx, r11
-    sub          rbx, qword [rel pq_18446744069414584321 + 8]
-    cmp          rbx, r11
-    cmovb        r11, rbx
-    mov          qword [rdi + 72], r11
-    mov          r11, qword [rdi + 80]
-    mov          rbx, qword [rdi + 592]
-    mov          r12, r11
-    add          r12, rbx
-    mov          r13, r11
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 16]
-    add          r12, r13
-    mov          r13, r12
-    sub          r13, qword [rel pq_18446744069414584321 + 16]
-    cmp          r13, r12
-    cmovb        r12, r13
-    mov          qword [rdi + 80], r12
-    mov          r12, qword [rdi + 88]
-    mov          r13, qword [rdi + 600]
-    mov          r14, r12
-    add          r14, r13
-    mov          r15, r12
-    cmp          r14, r15
-    sbb          r15, r15
-    and          r15, qword [rel pq_4294967295 + 24]
-    add          r14, r15
-    mov          r15, r14
-    sub          r15, qword [rel pq_18446744069414584321 + 24]
-    cmp          r15, r14
-    cmovb        r14, r15
-    mov          qword [rdi + 88], r14
-    mov          r14, rsi
-    sub          r14, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295]
-    sub          r14, r8
-    mov          rdx, r14
-    mulx         rsi, rsi, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 64]
-    imul         r14, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 64]
-    mov          r8, rsi
-    imul         r8, qword [rel pq_4294967295]
-    mov          rdx, rsi
-    mulx         rsi, rsi, qword [rel pq_4294967295]
-    add          r14, r8
-    cmp          r14, r8
-    sbb          r8, r8
-    sub          rsi, r8
-    imul         rsi, qword [rel pq_4294967295]
-    add          r14, rsi
-    cmp          r14, rsi
-    sbb          rsi, rsi
-    and          rsi, qword [rel pq_4294967295]
-    add          r14, rsi
-    mov          rsi, r14
-    sub          rsi, qword [rel pq_18446744069414584321]
-    cmp          rsi, r14
-    cmovb        r14, rsi
-    mov          qword [rdi + 576], r14
-    mov          rsi, r9
-    sub          rsi, r10
-    cmp          r9, r10
-    sbb          r10, r10
-    and          r10, qword [rel pq_4294967295 + 8]
-    sub          rsi, r10
-    mov          rdx, rsi
-    mulx         r8, r8, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 72]
-    imul         rsi, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 72]
-    mov          r9, r8
-    imul         r9, qword [rel pq_4294967295 + 8]
-    mov          rdx, r8
-    mulx         r8, r8, qword [rel pq_4294967295 + 8]
-    add          rsi, r9
-    cmp          rsi, r9
-    sbb          r9, r9
-    sub          r8, r9
-    imul         r8, qword [rel pq_4294967295 + 8]
-    add          rsi, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295 + 8]
-    add          rsi, r8
-    mov          r8, rsi
-    sub          r8, qword [rel pq_18446744069414584321 + 8]
-    cmp          r8, rsi
-    cmovb        rsi, r8
-    mov          qword [rdi + 584], rsi
-    mov          rsi, r11
-    sub          rsi, rbx
-    cmp          r11, rbx
-    sbb          rbx, rbx
-    and          rbx, qword [rel pq_4294967295 + 16]
-    sub          rsi, rbx
-    mov          rdx, rsi
-    mulx         r8, r8, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 80]
-    imul         rsi, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 80]
-    mov          r9, r8
-    imul         r9, qword [rel pq_4294967295 + 16]
-    mov          rdx, r8
-    mulx         r8, r8, qword [rel pq_4294967295 + 16]
-    add          rsi, r9
-    cmp          rsi, r9
-    sbb          r9, r9
-    sub          r8, r9
-    imul         r8, qword [rel pq_4294967295 + 16]
-    add          rsi, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295 + 16]
-    add          rsi, r8
-    mov          r8, rsi
-    sub          r8, qword [rel pq_18446744069414584321 + 16]
-    cmp          r8, rsi
-    cmovb        rsi, r8
-    mov          qword [rdi + 592], rsi
-    mov          rsi, r12
-    sub          rsi, r13
-    cmp          r12, r13
-    sbb          r13, r13
-    and          r13, qword [rel pq_4294967295 + 24]
-    sub          rsi, r13
-    mov          rdx, rsi
-    mulx         r8, r8, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 88]
-    imul         rsi, qword [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar + 88]
-    mov          r9, r8
-    imul         r9, qword [rel pq_4294967295 + 24]
-    mov          rdx, r8
-    mulx         r8, r8, qword [rel pq_4294967295 + 24]
-    add          rsi, r9
-    cmp          rsi, r9
-    sbb          r9, r9
-    sub          r8, r9
-    imul         r8, qword [rel pq_4294967295 + 24]
-    add          rsi, r8
-    cmp          rsi, r8
-    sbb          r8, r8
-    and          r8, qword [rel pq_4294967295 + 24]
-    add          rsi, r8
-    mov          r8, rsi
-    sub          r8, qword [rel pq_18446744069414584321 + 24]
-    cmp          r8, rsi
-    cmovb        rsi, r8
-    mov          qword [rdi + 600], rsi
-    add          rdi, 96
+    add          rdi, 32
+    dec          rcx
+    jnz          .repeat6
     dec          rax
     jnz          .repeat5
     add          rdi, -480                           ; back to the argument
@@ -69017,7 +65377,7 @@ kg_goldilocks18446744069414584321_ntt_inverse_scalar:
     cmovb        rsi, r8
     mov          qword [rdi + 1016], rsi
     mov          rax, 8
-    .repeat6:
+    .repeat7:
     mov          rsi, qword [rdi + 1024]
     mov          r8, qword [rdi + 1536]
     mov          r9, rsi                             ; layer 1
@@ -69356,10 +65716,10 @@ kg_goldilocks18446744069414584321_ntt_inverse_scalar:
     mov          qword [rdi + 1592], rsi
     add          rdi, 64
     dec          rax
-    jnz          .repeat6
+    jnz          .repeat7
     add          rdi, -512                           ; back to the argument
     mov          rax, 32
-    .repeat7:
+    .repeat8:
     mov          rsi, qword [rdi]
     mov          r8, qword [rdi + 1024]
     mov          r9, rsi                             ; layer 0
@@ -69530,7 +65890,7 @@ kg_goldilocks18446744069414584321_ntt_inverse_scalar:
     mov          qword [rdi + 1048], rsi
     add          rdi, 32
     dec          rax
-    jnz          .repeat7
+    jnz          .repeat8
     add          rdi, -1024                          ; back to the argument
     mov rsp, rbp
     pop rbp

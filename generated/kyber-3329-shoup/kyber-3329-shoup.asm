@@ -2300,13 +2300,12 @@ global kg_kyber3329shoup_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber
 align 32
 kg_kyber3329shoup_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2315,7 +2314,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2324,7 +2323,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2333,7 +2332,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2342,7 +2341,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2351,7 +2350,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2360,7 +2359,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2369,7 +2368,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2378,7 +2377,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2387,7 +2386,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2396,7 +2395,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2405,7 +2404,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2414,7 +2413,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2423,7 +2422,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2432,7 +2431,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2441,7 +2440,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -2464,199 +2463,198 @@ global kg_kyber3329shoup_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber
 align 32
 kg_kyber3329shoup_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_6658]                 ; held in a register: read 16 times
-    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rdx + 128]
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rdx + 160]
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rdx + 192]
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rdx + 224]
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdx + 256]
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdx + 288]
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rdx + 320]
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rdx + 352]
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rdx + 384]
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rdx + 416]
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rdx + 448]
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rdx + 480]
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 480]
-    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -7257,16 +7255,14 @@ kg_kyber3329shoup_freeze_sse:
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-8}, rax, flags
+;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_mulmod_shoup_sse.end - kg_kyber3329shoup_mulmod_shoup_sse)
 align 32
 kg_kyber3329shoup_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm7, [rax - 128]                   ; held in a register: read 16 times
-    movdqu       xmm8, [rax - 112]                   ; held in a register: read 16 times
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm8, [rel pw_3329 + 16]            ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -7277,8 +7273,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7299,8 +7295,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7321,8 +7317,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7343,8 +7339,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7365,8 +7361,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7387,8 +7383,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7409,8 +7405,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7431,8 +7427,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7453,8 +7449,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7475,8 +7471,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7497,8 +7493,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7519,8 +7515,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7541,8 +7537,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7563,8 +7559,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7585,8 +7581,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7607,8 +7603,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
@@ -7630,18 +7626,16 @@ kg_kyber3329shoup_mulmod_shoup_sse:
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-10}, rax, flags
+;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329shoup_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_muladd_shoup_sse.end - kg_kyber3329shoup_muladd_shoup_sse)
 align 32
 kg_kyber3329shoup_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_6658]                 ; held in a register: read 16 times
-    movdqu       xmm8, [rel pw_6658 + 16]            ; held in a register: read 16 times
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm9, [rax - 128]                   ; held in a register: read 16 times
-    movdqu       xmm10, [rax - 112]                  ; held in a register: read 16 times
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm8, [rel pw_6658]                 ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_6658 + 16]            ; held in a register: read 16 times
+    movdqu       xmm10, [rel pw_3329 + 16]           ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -7652,8 +7646,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8]
@@ -7661,13 +7655,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7684,8 +7678,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 32]
@@ -7693,13 +7687,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7716,8 +7710,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 64]
@@ -7725,13 +7719,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7748,8 +7742,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 96]
@@ -7757,13 +7751,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7780,8 +7774,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 128]
@@ -7789,13 +7783,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7812,8 +7806,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 160]
@@ -7821,13 +7815,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7844,8 +7838,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 192]
@@ -7853,13 +7847,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7876,8 +7870,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 224]
@@ -7885,13 +7879,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7908,8 +7902,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 256]
@@ -7917,13 +7911,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7940,8 +7934,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 288]
@@ -7949,13 +7943,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -7972,8 +7966,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 320]
@@ -7981,13 +7975,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8004,8 +7998,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 352]
@@ -8013,13 +8007,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8036,8 +8030,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 384]
@@ -8045,13 +8039,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8068,8 +8062,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 416]
@@ -8077,13 +8071,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8100,8 +8094,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 448]
@@ -8109,13 +8103,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8132,8 +8126,8 @@ kg_kyber3329shoup_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm0, [r8 + 480]
@@ -8141,13 +8135,13 @@ kg_kyber3329shoup_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm7
+    psubw        xmm0, xmm8
     movdqa       xmm3, xmm2
-    psubw        xmm3, xmm8
+    psubw        xmm3, xmm9
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm9
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
     psubw        xmm3, xmm10
     pminuw       xmm1, xmm0

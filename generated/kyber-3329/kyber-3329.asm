@@ -1738,13 +1738,12 @@ global kg_kyber3329_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_kyber332
 align 32
 kg_kyber3329_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 8 times
-    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vpmulhuw     zmm2, zmm2, [rsi]
     vpmullw      zmm1, zmm1, [rsi]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1753,7 +1752,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 64]
     vpmulhuw     zmm2, zmm2, [rsi + 64]
     vpmullw      zmm1, zmm1, [rsi + 64]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1762,7 +1761,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 128]
     vpmulhuw     zmm2, zmm2, [rsi + 128]
     vpmullw      zmm1, zmm1, [rsi + 128]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1771,7 +1770,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 192]
     vpmulhuw     zmm2, zmm2, [rsi + 192]
     vpmullw      zmm1, zmm1, [rsi + 192]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1780,7 +1779,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 256]
     vpmulhuw     zmm2, zmm2, [rsi + 256]
     vpmullw      zmm1, zmm1, [rsi + 256]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1789,7 +1788,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 320]
     vpmulhuw     zmm2, zmm2, [rsi + 320]
     vpmullw      zmm1, zmm1, [rsi + 320]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1798,7 +1797,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 384]
     vpmulhuw     zmm2, zmm2, [rsi + 384]
     vpmullw      zmm1, zmm1, [rsi + 384]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1807,7 +1806,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 448]
     vpmulhuw     zmm2, zmm2, [rsi + 448]
     vpmullw      zmm1, zmm1, [rsi + 448]
-    vpmullw      zmm0, zmm2, zmm0
+    vpmullw      zmm0, zmm2, zmm3
     vpsubw       zmm0, zmm1, zmm0
     vpsubw       zmm1, zmm0, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm0, zmm0, zmm1
@@ -1830,103 +1829,102 @@ global kg_kyber3329_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_kyber332
 align 32
 kg_kyber3329_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm3, [rel pw_6658]                 ; held in a register: read 8 times
-    vmovdqu64    zmm4, [rel pw_3329]                 ; held in a register: read 8 times
-    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
+    vmovdqu64    zmm4, [rel pw_6658]                 ; held in a register: read 8 times
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vpmulhuw     zmm2, zmm2, [rsi]
     vpmullw      zmm1, zmm1, [rsi]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi], zmm1
     vmovdqu64    zmm1, [rdx + 64]
     vmovdqu64    zmm2, [rcx + 64]
     vpmulhuw     zmm2, zmm2, [rsi + 64]
     vpmullw      zmm1, zmm1, [rsi + 64]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 64]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 64], zmm1
     vmovdqu64    zmm1, [rdx + 128]
     vmovdqu64    zmm2, [rcx + 128]
     vpmulhuw     zmm2, zmm2, [rsi + 128]
     vpmullw      zmm1, zmm1, [rsi + 128]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 128]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    zmm1, [rdx + 192]
     vmovdqu64    zmm2, [rcx + 192]
     vpmulhuw     zmm2, zmm2, [rsi + 192]
     vpmullw      zmm1, zmm1, [rsi + 192]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 192]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 192], zmm1
     vmovdqu64    zmm1, [rdx + 256]
     vmovdqu64    zmm2, [rcx + 256]
     vpmulhuw     zmm2, zmm2, [rsi + 256]
     vpmullw      zmm1, zmm1, [rsi + 256]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 256]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    zmm1, [rdx + 320]
     vmovdqu64    zmm2, [rcx + 320]
     vpmulhuw     zmm2, zmm2, [rsi + 320]
     vpmullw      zmm1, zmm1, [rsi + 320]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 320]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 320], zmm1
     vmovdqu64    zmm1, [rdx + 384]
     vmovdqu64    zmm2, [rcx + 384]
     vpmulhuw     zmm2, zmm2, [rsi + 384]
     vpmullw      zmm1, zmm1, [rsi + 384]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 384]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    zmm1, [rdx + 448]
     vmovdqu64    zmm2, [rcx + 448]
     vpmulhuw     zmm2, zmm2, [rsi + 448]
     vpmullw      zmm1, zmm1, [rsi + 448]
-    vpmullw      zmm0, zmm2, zmm0
+    vpmullw      zmm0, zmm2, zmm3
     vpsubw       zmm0, zmm1, zmm0
     vpaddw       zmm0, zmm0, [r8 + 448]
-    vpsubw       zmm1, zmm0, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm0, zmm0, zmm1
     vpsubw       zmm1, zmm0, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm0, zmm0, zmm1
+    vpsubw       zmm1, zmm0, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 448], zmm0
     vzeroupper
@@ -3783,13 +3781,12 @@ global kg_kyber3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_
 align 32
 kg_kyber3329_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3798,7 +3795,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3807,7 +3804,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3816,7 +3813,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3825,7 +3822,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3834,7 +3831,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3843,7 +3840,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3852,7 +3849,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3861,7 +3858,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3870,7 +3867,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3879,7 +3876,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3888,7 +3885,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3897,7 +3894,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3906,7 +3903,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3915,7 +3912,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3924,7 +3921,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -3947,199 +3944,198 @@ global kg_kyber3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_
 align 32
 kg_kyber3329_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_6658]                 ; held in a register: read 16 times
-    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rdx + 128]
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rdx + 160]
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rdx + 192]
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rdx + 224]
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdx + 256]
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdx + 288]
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rdx + 320]
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rdx + 352]
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rdx + 384]
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rdx + 416]
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rdx + 448]
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rdx + 480]
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 480]
-    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -8729,16 +8725,14 @@ kg_kyber3329_freeze_sse:
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-8}, rax, flags
+;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_mulmod_shoup_sse.end - kg_kyber3329_mulmod_shoup_sse)
 align 32
 kg_kyber3329_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm7, [rax - 128]                   ; held in a register: read 16 times
-    movdqu       xmm8, [rax - 112]                   ; held in a register: read 16 times
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm8, [rel pw_3329 + 16]            ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -8749,8 +8743,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8771,8 +8765,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8793,8 +8787,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8815,8 +8809,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8837,8 +8831,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8859,8 +8853,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8881,8 +8875,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8903,8 +8897,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8925,8 +8919,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8947,8 +8941,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8969,8 +8963,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -8991,8 +8985,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -9013,8 +9007,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -9035,8 +9029,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -9057,8 +9051,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -9079,8 +9073,8 @@ kg_kyber3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
@@ -9102,18 +9096,16 @@ kg_kyber3329_mulmod_shoup_sse:
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-10}, rax, flags
+;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_muladd_shoup_sse.end - kg_kyber3329_muladd_shoup_sse)
 align 32
 kg_kyber3329_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_6658]                 ; held in a register: read 16 times
-    movdqu       xmm8, [rel pw_6658 + 16]            ; held in a register: read 16 times
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm9, [rax - 128]                   ; held in a register: read 16 times
-    movdqu       xmm10, [rax - 112]                  ; held in a register: read 16 times
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm8, [rel pw_6658]                 ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_6658 + 16]            ; held in a register: read 16 times
+    movdqu       xmm10, [rel pw_3329 + 16]           ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -9124,8 +9116,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8]
@@ -9133,13 +9125,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9156,8 +9148,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 32]
@@ -9165,13 +9157,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9188,8 +9180,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 64]
@@ -9197,13 +9189,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9220,8 +9212,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 96]
@@ -9229,13 +9221,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9252,8 +9244,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 128]
@@ -9261,13 +9253,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9284,8 +9276,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 160]
@@ -9293,13 +9285,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9316,8 +9308,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 192]
@@ -9325,13 +9317,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9348,8 +9340,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 224]
@@ -9357,13 +9349,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9380,8 +9372,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 256]
@@ -9389,13 +9381,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9412,8 +9404,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 288]
@@ -9421,13 +9413,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9444,8 +9436,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 320]
@@ -9453,13 +9445,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9476,8 +9468,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 352]
@@ -9485,13 +9477,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9508,8 +9500,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 384]
@@ -9517,13 +9509,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9540,8 +9532,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 416]
@@ -9549,13 +9541,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9572,8 +9564,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 448]
@@ -9581,13 +9573,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -9604,8 +9596,8 @@ kg_kyber3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm0, [r8 + 480]
@@ -9613,13 +9605,13 @@ kg_kyber3329_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm7
+    psubw        xmm0, xmm8
     movdqa       xmm3, xmm2
-    psubw        xmm3, xmm8
+    psubw        xmm3, xmm9
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm9
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
     psubw        xmm3, xmm10
     pminuw       xmm1, xmm0

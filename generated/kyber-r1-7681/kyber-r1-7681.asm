@@ -2412,13 +2412,12 @@ global kg_kyberr17681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17
 align 32
 kg_kyberr17681_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 16 times
-    vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
+    vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 17 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2427,7 +2426,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2436,7 +2435,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2445,7 +2444,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2454,7 +2453,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2463,7 +2462,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2472,7 +2471,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2481,7 +2480,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2490,7 +2489,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2499,7 +2498,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2508,7 +2507,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2517,7 +2516,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2526,7 +2525,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2535,7 +2534,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2544,7 +2543,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2553,7 +2552,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -2576,199 +2575,198 @@ global kg_kyberr17681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17
 align 32
 kg_kyberr17681_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_15362]                ; held in a register: read 16 times
-    vmovdqu      ymm4, [rel pw_7681]                 ; held in a register: read 16 times
-    vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
+    vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 17 times
+    vmovdqu      ymm4, [rel pw_15362]                ; held in a register: read 16 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rdx + 128]
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rdx + 160]
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rdx + 192]
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rdx + 224]
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdx + 256]
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdx + 288]
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rdx + 320]
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rdx + 352]
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rdx + 384]
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rdx + 416]
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rdx + 448]
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rdx + 480]
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 480]
-    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -7612,16 +7610,14 @@ kg_kyberr17681_freeze_sse:
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-8}, rax, flags
+;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_mulmod_shoup_sse.end - kg_kyberr17681_mulmod_shoup_sse)
 align 32
 kg_kyberr17681_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm7, [rax - 128]                   ; held in a register: read 16 times
-    movdqu       xmm8, [rax - 112]                   ; held in a register: read 16 times
-    movdqu       xmm0, [rax - 128]                   ; q = 7681
+    movdqu       xmm7, [rel pw_7681]                 ; held in a register: read 17 times
+    movdqu       xmm8, [rel pw_7681 + 16]            ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -7632,8 +7628,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7654,8 +7650,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7676,8 +7672,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7698,8 +7694,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7720,8 +7716,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7742,8 +7738,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7764,8 +7760,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7786,8 +7782,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7808,8 +7804,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7830,8 +7826,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7852,8 +7848,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7874,8 +7870,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7896,8 +7892,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7918,8 +7914,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7940,8 +7936,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -7962,8 +7958,8 @@ kg_kyberr17681_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
@@ -7985,18 +7981,16 @@ kg_kyberr17681_mulmod_shoup_sse:
 ;   ensures:  every r[i] in [0, 7680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-10}, rax, flags
+;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_muladd_shoup_sse.end - kg_kyberr17681_muladd_shoup_sse)
 align 32
 kg_kyberr17681_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_15362]                ; held in a register: read 16 times
-    movdqu       xmm8, [rel pw_15362 + 16]           ; held in a register: read 16 times
-    lea          rax, [rel pw_7681 + 128]            ; addresses pw_7681 near byte 0
-    movdqu       xmm9, [rax - 128]                   ; held in a register: read 16 times
-    movdqu       xmm10, [rax - 112]                  ; held in a register: read 16 times
-    movdqu       xmm0, [rax - 128]                   ; q = 7681
+    movdqu       xmm7, [rel pw_7681]                 ; held in a register: read 17 times
+    movdqu       xmm8, [rel pw_15362]                ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_15362 + 16]           ; held in a register: read 16 times
+    movdqu       xmm10, [rel pw_7681 + 16]           ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -8007,8 +8001,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8]
@@ -8016,13 +8010,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8039,8 +8033,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 32]
@@ -8048,13 +8042,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8071,8 +8065,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 64]
@@ -8080,13 +8074,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8103,8 +8097,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 96]
@@ -8112,13 +8106,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8135,8 +8129,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 128]
@@ -8144,13 +8138,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8167,8 +8161,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 160]
@@ -8176,13 +8170,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8199,8 +8193,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 192]
@@ -8208,13 +8202,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8231,8 +8225,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 224]
@@ -8240,13 +8234,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8263,8 +8257,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 256]
@@ -8272,13 +8266,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8295,8 +8289,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 288]
@@ -8304,13 +8298,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8327,8 +8321,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 320]
@@ -8336,13 +8330,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8359,8 +8353,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 352]
@@ -8368,13 +8362,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8391,8 +8385,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 384]
@@ -8400,13 +8394,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8423,8 +8417,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 416]
@@ -8432,13 +8426,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8455,8 +8449,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 448]
@@ -8464,13 +8458,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -8487,8 +8481,8 @@ kg_kyberr17681_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm0, [r8 + 480]
@@ -8496,13 +8490,13 @@ kg_kyberr17681_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm7
+    psubw        xmm0, xmm8
     movdqa       xmm3, xmm2
-    psubw        xmm3, xmm8
+    psubw        xmm3, xmm9
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm9
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
     psubw        xmm3, xmm10
     pminuw       xmm1, xmm0

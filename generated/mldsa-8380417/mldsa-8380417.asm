@@ -2673,12 +2673,11 @@ align 32
 kg_mldsa8380417_basemul_acc4_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm11, [rel pd_58728449]            ; held in a register: read 128 times
-    vmovdqu64    zmm12, [rel pd_513]                 ; held in a register: read 16 times
-    vmovdqu64    zmm13, [rel pd_2097152]             ; held in a register: read 16 times
-    vmovdqu64    zmm14, [rel pd_8380417]             ; held in a register: read 16 times
+    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 17 times
+    vmovdqu64    zmm13, [rel pd_513]                 ; held in a register: read 16 times
+    vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
     vmovshdup    zmm3, [rsi]
@@ -2689,16 +2688,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 64]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -2713,16 +2712,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1088]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -2739,16 +2738,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2112]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2765,16 +2764,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3136]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2783,14 +2782,14 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi], zmm1
@@ -2805,16 +2804,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 192]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -2829,16 +2828,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1216]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -2855,16 +2854,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2240]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2881,16 +2880,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3264]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2899,14 +2898,14 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 128], zmm1
@@ -2921,16 +2920,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 320]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -2945,16 +2944,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1344]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -2971,16 +2970,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2368]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2997,16 +2996,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3392]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3015,14 +3014,14 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 256], zmm1
@@ -3037,16 +3036,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 448]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3061,16 +3060,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1472]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3087,16 +3086,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2496]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3113,16 +3112,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3520]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3131,14 +3130,14 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 384], zmm1
@@ -3153,16 +3152,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 576]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3177,16 +3176,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1600]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3203,16 +3202,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2624]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3229,16 +3228,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3648]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3247,14 +3246,14 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 512], zmm1
@@ -3269,16 +3268,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 704]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3293,16 +3292,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1728]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3319,16 +3318,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2752]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3345,16 +3344,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3776]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3363,14 +3362,14 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 640], zmm1
@@ -3385,16 +3384,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 832]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3409,16 +3408,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1856]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3435,16 +3434,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2880]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3461,16 +3460,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3904]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3479,14 +3478,14 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 768], zmm1
@@ -3501,16 +3500,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 960]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3525,16 +3524,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1984]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3551,16 +3550,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3008]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3577,16 +3576,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4032]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm0, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm0, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm0, zmm6, zmm0
     vmovshdup    zmm5{k2}, zmm3
@@ -3595,14 +3594,14 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpaddd       zmm0, zmm2, zmm0
     vpsrad       zmm2, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm3, zmm0, 10                      ; barrett: the output range asked for
-    vpmulld      zmm2, zmm2, zmm12
-    vpmulld      zmm3, zmm3, zmm12
-    vpaddd       zmm2, zmm2, zmm13
-    vpaddd       zmm3, zmm3, zmm13
+    vpmulld      zmm2, zmm2, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpaddd       zmm2, zmm2, zmm14
+    vpaddd       zmm3, zmm3, zmm14
     vpsrad       zmm2, zmm2, 22
     vpsrad       zmm3, zmm3, 22
-    vpmulld      zmm2, zmm2, zmm14
-    vpmulld      zmm3, zmm3, zmm14
+    vpmulld      zmm2, zmm2, zmm12
+    vpmulld      zmm3, zmm3, zmm12
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm0, zmm0, zmm3
     vmovdqu64    [rdi + 896], zmm1
@@ -3628,12 +3627,11 @@ align 32
 kg_mldsa8380417_basemul_acc5_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm11, [rel pd_58728449]            ; held in a register: read 160 times
-    vmovdqu64    zmm12, [rel pd_513]                 ; held in a register: read 16 times
-    vmovdqu64    zmm13, [rel pd_2097152]             ; held in a register: read 16 times
-    vmovdqu64    zmm14, [rel pd_8380417]             ; held in a register: read 16 times
+    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 17 times
+    vmovdqu64    zmm13, [rel pd_513]                 ; held in a register: read 16 times
+    vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
     vmovshdup    zmm3, [rsi]
@@ -3644,16 +3642,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 64]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3668,16 +3666,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1088]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3694,16 +3692,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2112]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3720,16 +3718,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3136]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3746,16 +3744,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4160]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3764,14 +3762,14 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi], zmm1
@@ -3786,16 +3784,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 192]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3810,16 +3808,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1216]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3836,16 +3834,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2240]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3862,16 +3860,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3264]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3888,16 +3886,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4288]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3906,14 +3904,14 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 128], zmm1
@@ -3928,16 +3926,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 320]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3952,16 +3950,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1344]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3978,16 +3976,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2368]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4004,16 +4002,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3392]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4030,16 +4028,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4416]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4048,14 +4046,14 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 256], zmm1
@@ -4070,16 +4068,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 448]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4094,16 +4092,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1472]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4120,16 +4118,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2496]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4146,16 +4144,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3520]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4172,16 +4170,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4544]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4190,14 +4188,14 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 384], zmm1
@@ -4212,16 +4210,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 576]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4236,16 +4234,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1600]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4262,16 +4260,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2624]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4288,16 +4286,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3648]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4314,16 +4312,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4672]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4332,14 +4330,14 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 512], zmm1
@@ -4354,16 +4352,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 704]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4378,16 +4376,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1728]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4404,16 +4402,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2752]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4430,16 +4428,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3776]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4456,16 +4454,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4800]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4474,14 +4472,14 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 640], zmm1
@@ -4496,16 +4494,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 832]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4520,16 +4518,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1856]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4546,16 +4544,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2880]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4572,16 +4570,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3904]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4598,16 +4596,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4928]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4616,14 +4614,14 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 768], zmm1
@@ -4638,16 +4636,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 960]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4662,16 +4660,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1984]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4688,16 +4686,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3008]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4714,16 +4712,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4032]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4740,16 +4738,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5056]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm0, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm0, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm0, zmm6, zmm0
     vmovshdup    zmm5{k2}, zmm3
@@ -4758,14 +4756,14 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpaddd       zmm0, zmm2, zmm0
     vpsrad       zmm2, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm3, zmm0, 10                      ; barrett: the output range asked for
-    vpmulld      zmm2, zmm2, zmm12
-    vpmulld      zmm3, zmm3, zmm12
-    vpaddd       zmm2, zmm2, zmm13
-    vpaddd       zmm3, zmm3, zmm13
+    vpmulld      zmm2, zmm2, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpaddd       zmm2, zmm2, zmm14
+    vpaddd       zmm3, zmm3, zmm14
     vpsrad       zmm2, zmm2, 22
     vpsrad       zmm3, zmm3, 22
-    vpmulld      zmm2, zmm2, zmm14
-    vpmulld      zmm3, zmm3, zmm14
+    vpmulld      zmm2, zmm2, zmm12
+    vpmulld      zmm3, zmm3, zmm12
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm0, zmm0, zmm3
     vmovdqu64    [rdi + 896], zmm1
@@ -4791,12 +4789,11 @@ align 32
 kg_mldsa8380417_basemul_acc7_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm11, [rel pd_58728449]            ; held in a register: read 224 times
-    vmovdqu64    zmm12, [rel pd_513]                 ; held in a register: read 16 times
-    vmovdqu64    zmm13, [rel pd_2097152]             ; held in a register: read 16 times
-    vmovdqu64    zmm14, [rel pd_8380417]             ; held in a register: read 16 times
+    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 17 times
+    vmovdqu64    zmm13, [rel pd_513]                 ; held in a register: read 16 times
+    vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
     vmovshdup    zmm3, [rsi]
@@ -4807,16 +4804,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 64]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4831,16 +4828,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1088]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4857,16 +4854,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2112]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4883,16 +4880,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3136]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4909,16 +4906,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4160]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4935,16 +4932,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5184]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4961,16 +4958,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6208]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4979,14 +4976,14 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi], zmm1
@@ -5001,16 +4998,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 192]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5025,16 +5022,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1216]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5051,16 +5048,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2240]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5077,16 +5074,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3264]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5103,16 +5100,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4288]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5129,16 +5126,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5312]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5155,16 +5152,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6336]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5173,14 +5170,14 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 128], zmm1
@@ -5195,16 +5192,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 320]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5219,16 +5216,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1344]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5245,16 +5242,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2368]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5271,16 +5268,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3392]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5297,16 +5294,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4416]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5323,16 +5320,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5440]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5349,16 +5346,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6464]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5367,14 +5364,14 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 256], zmm1
@@ -5389,16 +5386,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 448]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5413,16 +5410,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1472]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5439,16 +5436,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2496]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5465,16 +5462,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3520]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5491,16 +5488,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4544]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5517,16 +5514,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5568]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5543,16 +5540,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6592]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5561,14 +5558,14 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 384], zmm1
@@ -5583,16 +5580,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 576]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5607,16 +5604,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1600]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5633,16 +5630,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2624]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5659,16 +5656,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3648]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5685,16 +5682,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4672]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5711,16 +5708,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5696]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5737,16 +5734,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6720]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5755,14 +5752,14 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 512], zmm1
@@ -5777,16 +5774,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 704]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5801,16 +5798,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1728]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5827,16 +5824,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2752]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5853,16 +5850,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3776]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5879,16 +5876,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4800]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5905,16 +5902,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5824]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5931,16 +5928,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6848]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5949,14 +5946,14 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 640], zmm1
@@ -5971,16 +5968,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 832]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5995,16 +5992,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1856]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -6021,16 +6018,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2880]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6047,16 +6044,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3904]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6073,16 +6070,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4928]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6099,16 +6096,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5952]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6125,16 +6122,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6976]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6143,14 +6140,14 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpaddd       zmm2, zmm2, zmm6
     vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
-    vpaddd       zmm3, zmm3, zmm13
-    vpaddd       zmm4, zmm4, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpmulld      zmm4, zmm4, zmm13
+    vpaddd       zmm3, zmm3, zmm14
+    vpaddd       zmm4, zmm4, zmm14
     vpsrad       zmm3, zmm3, 22
     vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm14
-    vpmulld      zmm4, zmm4, zmm14
+    vpmulld      zmm3, zmm3, zmm12
+    vpmulld      zmm4, zmm4, zmm12
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
     vmovdqu64    [rdi + 768], zmm1
@@ -6165,16 +6162,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 960]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
+    vpmuldq      zmm5, zmm5, zmm12
+    vpmuldq      zmm6, zmm6, zmm12
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -6189,16 +6186,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1984]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -6215,16 +6212,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3008]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6241,16 +6238,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4032]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6267,16 +6264,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5056]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6293,16 +6290,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6080]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm8, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6319,16 +6316,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 7104]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
+    vpmuldq      zmm9, zmm9, zmm12
+    vpmuldq      zmm10, zmm10, zmm12
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm0, zmm8, zmm0
+    vpmuldq      zmm7, zmm7, zmm12
+    vpmuldq      zmm0, zmm8, zmm12
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm0, zmm6, zmm0
     vmovshdup    zmm5{k2}, zmm3
@@ -6337,14 +6334,14 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpaddd       zmm0, zmm2, zmm0
     vpsrad       zmm2, zmm1, 10                      ; barrett: the output range asked for
     vpsrad       zmm3, zmm0, 10                      ; barrett: the output range asked for
-    vpmulld      zmm2, zmm2, zmm12
-    vpmulld      zmm3, zmm3, zmm12
-    vpaddd       zmm2, zmm2, zmm13
-    vpaddd       zmm3, zmm3, zmm13
+    vpmulld      zmm2, zmm2, zmm13
+    vpmulld      zmm3, zmm3, zmm13
+    vpaddd       zmm2, zmm2, zmm14
+    vpaddd       zmm3, zmm3, zmm14
     vpsrad       zmm2, zmm2, 22
     vpsrad       zmm3, zmm3, 22
-    vpmulld      zmm2, zmm2, zmm14
-    vpmulld      zmm3, zmm3, zmm14
+    vpmulld      zmm2, zmm2, zmm12
+    vpmulld      zmm3, zmm3, zmm12
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm0, zmm0, zmm3
     vmovdqu64    [rdi + 896], zmm1
@@ -7955,10 +7952,9 @@ global kg_mldsa8380417_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_mldsa
 align 32
 kg_mldsa8380417_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 16 times
+    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -7967,7 +7963,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -7980,7 +7976,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -7993,7 +7989,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8006,7 +8002,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8019,7 +8015,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8032,7 +8028,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8045,7 +8041,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8058,7 +8054,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8071,7 +8067,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8084,7 +8080,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8097,7 +8093,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8110,7 +8106,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8123,7 +8119,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8136,7 +8132,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8149,7 +8145,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8162,7 +8158,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm3, zmm0
+    vpmulld      zmm0, zmm3, zmm5
     vpsubd       zmm0, zmm1, zmm0
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
@@ -8185,11 +8181,10 @@ global kg_mldsa8380417_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_mldsa
 align 32
 kg_mldsa8380417_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_16760834]             ; held in a register: read 16 times
-    vmovdqu64    zmm6, [rel pd_8380417]              ; held in a register: read 16 times
+    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
+    vmovdqu64    zmm6, [rel pd_16760834]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -8198,12 +8193,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi], zmm1
     vmovdqu64    zmm1, [rdx + 64]
@@ -8214,12 +8209,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 64]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 64], zmm1
     vmovdqu64    zmm1, [rdx + 128]
@@ -8230,12 +8225,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 128]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    zmm1, [rdx + 192]
@@ -8246,12 +8241,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 192]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 192], zmm1
     vmovdqu64    zmm1, [rdx + 256]
@@ -8262,12 +8257,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 256]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    zmm1, [rdx + 320]
@@ -8278,12 +8273,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 320]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 320], zmm1
     vmovdqu64    zmm1, [rdx + 384]
@@ -8294,12 +8289,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 384]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    zmm1, [rdx + 448]
@@ -8310,12 +8305,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 448]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 448], zmm1
     vmovdqu64    zmm1, [rdx + 512]
@@ -8326,12 +8321,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 512]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 512], zmm1
     vmovdqu64    zmm1, [rdx + 576]
@@ -8342,12 +8337,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 576]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 576], zmm1
     vmovdqu64    zmm1, [rdx + 640]
@@ -8358,12 +8353,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 640]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 640], zmm1
     vmovdqu64    zmm1, [rdx + 704]
@@ -8374,12 +8369,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 704]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 704], zmm1
     vmovdqu64    zmm1, [rdx + 768]
@@ -8390,12 +8385,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 768]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 768], zmm1
     vmovdqu64    zmm1, [rdx + 832]
@@ -8406,12 +8401,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 832]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 832], zmm1
     vmovdqu64    zmm1, [rdx + 896]
@@ -8422,12 +8417,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 896]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 896], zmm1
     vmovdqu64    zmm1, [rdx + 960]
@@ -8438,12 +8433,12 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm3, zmm0
+    vpmulld      zmm0, zmm3, zmm5
     vpsubd       zmm0, zmm1, zmm0
     vpaddd       zmm0, zmm0, [r8 + 960]
-    vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm0, zmm0, zmm1
     vpsubd       zmm1, zmm0, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm0, zmm0, zmm1
+    vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
@@ -10945,10 +10940,9 @@ align 32
 kg_mldsa8380417_basemul_acc4_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm11, [rel pd_58728449]            ; held in a register: read 256 times
-    vmovdqu      ymm12, [rel pd_513]                 ; held in a register: read 32 times
-    vmovdqu      ymm13, [rel pd_2097152]             ; held in a register: read 32 times
-    vmovdqu      ymm14, [rel pd_8380417]             ; held in a register: read 32 times
-    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
+    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 33 times
+    vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
+    vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rdx + 32]
     vmovshdup    ymm3, [rsi]
@@ -10959,16 +10953,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 32]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -10985,16 +10979,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1056]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11013,16 +11007,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2080]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11041,16 +11035,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3104]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11061,14 +11055,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
@@ -11083,16 +11077,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 96]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11109,16 +11103,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1120]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11137,16 +11131,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2144]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11165,16 +11159,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3168]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11185,14 +11179,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 64], ymm1
@@ -11207,16 +11201,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 160]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11233,16 +11227,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1184]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11261,16 +11255,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2208]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11289,16 +11283,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3232]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11309,14 +11303,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 128], ymm1
@@ -11331,16 +11325,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 224]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11357,16 +11351,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1248]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11385,16 +11379,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2272]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11413,16 +11407,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3296]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11433,14 +11427,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 192], ymm1
@@ -11455,16 +11449,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 288]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11481,16 +11475,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1312]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11509,16 +11503,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2336]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11537,16 +11531,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3360]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11557,14 +11551,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 256], ymm1
@@ -11579,16 +11573,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 352]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11605,16 +11599,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1376]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11633,16 +11627,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2400]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11661,16 +11655,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3424]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11681,14 +11675,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 320], ymm1
@@ -11703,16 +11697,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 416]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11729,16 +11723,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1440]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11757,16 +11751,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2464]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11785,16 +11779,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3488]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11805,14 +11799,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 384], ymm1
@@ -11827,16 +11821,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 480]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11853,16 +11847,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1504]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11881,16 +11875,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2528]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11909,16 +11903,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3552]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11929,14 +11923,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 448], ymm1
@@ -11951,16 +11945,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 544]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11977,16 +11971,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1568]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12005,16 +11999,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2592]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12033,16 +12027,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3616]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12053,14 +12047,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 512], ymm1
@@ -12075,16 +12069,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 608]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12101,16 +12095,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1632]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12129,16 +12123,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2656]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12157,16 +12151,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3680]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12177,14 +12171,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 576], ymm1
@@ -12199,16 +12193,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 672]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12225,16 +12219,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1696]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12253,16 +12247,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2720]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12281,16 +12275,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3744]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12301,14 +12295,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 640], ymm1
@@ -12323,16 +12317,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 736]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12349,16 +12343,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1760]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12377,16 +12371,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2784]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12405,16 +12399,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3808]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12425,14 +12419,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 704], ymm1
@@ -12447,16 +12441,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 800]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12473,16 +12467,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1824]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12501,16 +12495,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2848]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12529,16 +12523,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3872]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12549,14 +12543,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 768], ymm1
@@ -12571,16 +12565,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 864]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12597,16 +12591,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1888]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12625,16 +12619,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2912]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12653,16 +12647,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3936]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12673,14 +12667,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 832], ymm1
@@ -12695,16 +12689,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 928]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12721,16 +12715,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1952]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12749,16 +12743,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2976]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12777,16 +12771,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4000]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12797,14 +12791,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 896], ymm1
@@ -12819,16 +12813,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 992]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12845,16 +12839,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2016]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12873,16 +12867,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3040]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12901,16 +12895,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4064]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm0, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm0, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm0, ymm6, ymm0
     vmovshdup    ymm3, ymm3
@@ -12921,14 +12915,14 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpaddd       ymm0, ymm2, ymm0
     vpsrad       ymm2, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm3, ymm0, 10                      ; barrett: the output range asked for
-    vpmulld      ymm2, ymm12, ymm2
-    vpmulld      ymm3, ymm12, ymm3
-    vpaddd       ymm2, ymm13, ymm2
-    vpaddd       ymm3, ymm13, ymm3
+    vpmulld      ymm2, ymm13, ymm2
+    vpmulld      ymm3, ymm13, ymm3
+    vpaddd       ymm2, ymm14, ymm2
+    vpaddd       ymm3, ymm14, ymm3
     vpsrad       ymm2, ymm2, 22
     vpsrad       ymm3, ymm3, 22
-    vpmulld      ymm2, ymm14, ymm2
-    vpmulld      ymm3, ymm14, ymm3
+    vpmulld      ymm2, ymm12, ymm2
+    vpmulld      ymm3, ymm12, ymm3
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm0, ymm0, ymm3
     vmovdqu      [rdi + 960], ymm1
@@ -12954,10 +12948,9 @@ align 32
 kg_mldsa8380417_basemul_acc5_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm11, [rel pd_58728449]            ; held in a register: read 320 times
-    vmovdqu      ymm12, [rel pd_513]                 ; held in a register: read 32 times
-    vmovdqu      ymm13, [rel pd_2097152]             ; held in a register: read 32 times
-    vmovdqu      ymm14, [rel pd_8380417]             ; held in a register: read 32 times
-    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
+    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 33 times
+    vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
+    vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rdx + 32]
     vmovshdup    ymm3, [rsi]
@@ -12968,16 +12961,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 32]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12994,16 +12987,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1056]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13022,16 +13015,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2080]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13050,16 +13043,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3104]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13078,16 +13071,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4128]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13098,14 +13091,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
@@ -13120,16 +13113,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 96]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13146,16 +13139,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1120]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13174,16 +13167,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2144]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13202,16 +13195,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3168]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13230,16 +13223,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4192]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13250,14 +13243,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 64], ymm1
@@ -13272,16 +13265,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 160]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13298,16 +13291,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1184]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13326,16 +13319,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2208]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13354,16 +13347,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3232]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13382,16 +13375,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4256]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13402,14 +13395,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 128], ymm1
@@ -13424,16 +13417,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 224]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13450,16 +13443,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1248]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13478,16 +13471,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2272]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13506,16 +13499,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3296]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13534,16 +13527,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4320]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13554,14 +13547,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 192], ymm1
@@ -13576,16 +13569,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 288]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13602,16 +13595,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1312]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13630,16 +13623,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2336]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13658,16 +13651,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3360]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13686,16 +13679,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4384]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13706,14 +13699,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 256], ymm1
@@ -13728,16 +13721,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 352]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13754,16 +13747,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1376]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13782,16 +13775,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2400]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13810,16 +13803,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3424]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13838,16 +13831,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4448]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13858,14 +13851,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 320], ymm1
@@ -13880,16 +13873,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 416]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13906,16 +13899,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1440]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13934,16 +13927,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2464]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13962,16 +13955,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3488]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13990,16 +13983,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4512]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14010,14 +14003,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 384], ymm1
@@ -14032,16 +14025,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 480]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14058,16 +14051,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1504]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14086,16 +14079,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2528]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14114,16 +14107,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3552]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14142,16 +14135,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4576]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14162,14 +14155,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 448], ymm1
@@ -14184,16 +14177,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 544]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14210,16 +14203,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1568]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14238,16 +14231,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2592]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14266,16 +14259,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3616]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14294,16 +14287,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4640]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14314,14 +14307,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 512], ymm1
@@ -14336,16 +14329,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 608]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14362,16 +14355,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1632]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14390,16 +14383,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2656]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14418,16 +14411,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3680]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14446,16 +14439,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4704]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14466,14 +14459,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 576], ymm1
@@ -14488,16 +14481,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 672]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14514,16 +14507,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1696]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14542,16 +14535,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2720]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14570,16 +14563,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3744]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14598,16 +14591,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4768]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14618,14 +14611,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 640], ymm1
@@ -14640,16 +14633,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 736]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14666,16 +14659,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1760]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14694,16 +14687,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2784]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14722,16 +14715,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3808]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14750,16 +14743,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4832]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14770,14 +14763,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 704], ymm1
@@ -14792,16 +14785,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 800]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14818,16 +14811,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1824]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14846,16 +14839,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2848]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14874,16 +14867,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3872]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14902,16 +14895,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4896]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14922,14 +14915,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 768], ymm1
@@ -14944,16 +14937,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 864]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14970,16 +14963,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1888]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14998,16 +14991,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2912]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15026,16 +15019,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3936]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15054,16 +15047,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4960]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15074,14 +15067,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 832], ymm1
@@ -15096,16 +15089,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 928]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -15122,16 +15115,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1952]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15150,16 +15143,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2976]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15178,16 +15171,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4000]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15206,16 +15199,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 5024]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15226,14 +15219,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm2, ymm2, ymm4
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi + 896], ymm1
@@ -15248,16 +15241,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 992]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -15274,16 +15267,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2016]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15302,16 +15295,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3040]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15330,16 +15323,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4064]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15358,16 +15351,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 5088]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm0, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm0, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm0, ymm6, ymm0
     vmovshdup    ymm3, ymm3
@@ -15378,14 +15371,14 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpaddd       ymm0, ymm2, ymm0
     vpsrad       ymm2, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm3, ymm0, 10                      ; barrett: the output range asked for
-    vpmulld      ymm2, ymm12, ymm2
-    vpmulld      ymm3, ymm12, ymm3
-    vpaddd       ymm2, ymm13, ymm2
-    vpaddd       ymm3, ymm13, ymm3
+    vpmulld      ymm2, ymm13, ymm2
+    vpmulld      ymm3, ymm13, ymm3
+    vpaddd       ymm2, ymm14, ymm2
+    vpaddd       ymm3, ymm14, ymm3
     vpsrad       ymm2, ymm2, 22
     vpsrad       ymm3, ymm3, 22
-    vpmulld      ymm2, ymm14, ymm2
-    vpmulld      ymm3, ymm14, ymm3
+    vpmulld      ymm2, ymm12, ymm2
+    vpmulld      ymm3, ymm12, ymm3
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm0, ymm0, ymm3
     vmovdqu      [rdi + 960], ymm1
@@ -15404,18 +15397,17 @@ kg_mldsa8380417_basemul_acc5_avx2:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: ymm{0-14}, rax, rdx, rsi, rdi, flags
-;   loops: 15 x 211 and 5 x 30 instructions (repeated groups rolled: 3333 instructions run, 323 written)
+;   clobbers: ymm{0-14}, rax, rcx, rdx, rsi, rdi, flags
+;   loops: 15 x 77 (each holding 6 x 30) and 5 x 30 instructions (repeated groups rolled: 3332 instructions run, 188 written)
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc7_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc7_avx2.end - kg_mldsa8380417_basemul_acc7_avx2)
 align 32
 kg_mldsa8380417_basemul_acc7_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm11, [rel pd_58728449]            ; held in a register: read 448 times
-    vmovdqu      ymm12, [rel pd_513]                 ; held in a register: read 32 times
-    vmovdqu      ymm13, [rel pd_2097152]             ; held in a register: read 32 times
-    vmovdqu      ymm14, [rel pd_8380417]             ; held in a register: read 32 times
-    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
+    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 33 times
+    vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
+    vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
     mov          rax, 15
     .repeat1:
     vmovdqu      ymm1, [rdx]
@@ -15428,22 +15420,24 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 32]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
     vmovshdup    ymm2, ymm2
     vpblendd     ymm1, ymm1, ymm3, 170
     vpblendd     ymm2, ymm2, ymm4, 170
+    mov          rcx, 6
+    .repeat2:
     vmovdqu      ymm3, [rdx + 1024]
     vmovdqu      ymm4, [rdx + 1056]
     vmovshdup    ymm5, [rsi + 1024]
@@ -15454,16 +15448,16 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1056]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15472,156 +15466,22 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpblendd     ymm4, ymm4, ymm6, 170
     vpaddd       ymm1, ymm1, ymm3
     vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2048]
-    vmovdqu      ymm4, [rdx + 2080]
-    vmovshdup    ymm5, [rsi + 2048]
-    vmovshdup    ymm6, [rsi + 2080]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2048]
-    vpmuldq      ymm4, ymm4, [rsi + 2080]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3072]
-    vmovdqu      ymm4, [rdx + 3104]
-    vmovshdup    ymm5, [rsi + 3072]
-    vmovshdup    ymm6, [rsi + 3104]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3072]
-    vpmuldq      ymm4, ymm4, [rsi + 3104]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4096]
-    vmovdqu      ymm4, [rdx + 4128]
-    vmovshdup    ymm5, [rsi + 4096]
-    vmovshdup    ymm6, [rsi + 4128]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4096]
-    vpmuldq      ymm4, ymm4, [rsi + 4128]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 5120]
-    vmovdqu      ymm4, [rdx + 5152]
-    vmovshdup    ymm5, [rsi + 5120]
-    vmovshdup    ymm6, [rsi + 5152]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 5120]
-    vpmuldq      ymm4, ymm4, [rsi + 5152]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 6144]
-    vmovdqu      ymm4, [rdx + 6176]
-    vmovshdup    ymm5, [rsi + 6144]
-    vmovshdup    ymm6, [rsi + 6176]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 6144]
-    vpmuldq      ymm4, ymm4, [rsi + 6176]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
+    add          rsi, 0x400
+    add          rdx, 0x400
+    dec          rcx
+    jnz          .repeat2
+    add          rsi, -6144                          ; back to the argument
+    add          rdx, -6144                          ; back to the argument
     vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpaddd       ymm3, ymm13, ymm3
-    vpaddd       ymm4, ymm13, ymm4
+    vpmulld      ymm3, ymm13, ymm3
+    vpmulld      ymm4, ymm13, ymm4
+    vpaddd       ymm3, ymm14, ymm3
+    vpaddd       ymm4, ymm14, ymm4
     vpsrad       ymm3, ymm3, 22
     vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm14, ymm3
-    vpmulld      ymm4, ymm14, ymm4
+    vpmulld      ymm3, ymm12, ymm3
+    vpmulld      ymm4, ymm12, ymm4
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
     vmovdqu      [rdi], ymm1
@@ -15644,16 +15504,16 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 992]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
+    vpmuldq      ymm5, ymm12, ymm5
+    vpmuldq      ymm6, ymm12, ymm6
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -15661,7 +15521,7 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpblendd     ymm1, ymm1, ymm3, 170
     vpblendd     ymm2, ymm2, ymm4, 170
     mov          rax, 5
-    .repeat2:
+    .repeat3:
     vmovdqu      ymm3, [rdx + 1984]
     vmovdqu      ymm4, [rdx + 2016]
     vmovshdup    ymm5, [rsi + 1984]
@@ -15672,16 +15532,16 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2016]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm8, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15693,7 +15553,7 @@ kg_mldsa8380417_basemul_acc7_avx2:
     add          rsi, 0x400
     add          rdx, 0x400
     dec          rax
-    jnz          .repeat2
+    jnz          .repeat3
     add          rsi, -5120                          ; back to the argument
     add          rdx, -5120                          ; back to the argument
     vmovdqu      ymm3, [rdx + 7104]
@@ -15706,16 +15566,16 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 7136]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
+    vpmuldq      ymm9, ymm9, ymm12
+    vpmuldq      ymm10, ymm10, ymm12
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm0, ymm8, ymm0
+    vpmuldq      ymm7, ymm12, ymm7
+    vpmuldq      ymm0, ymm8, ymm12
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm0, ymm6, ymm0
     vmovshdup    ymm3, ymm3
@@ -15726,14 +15586,14 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpaddd       ymm0, ymm2, ymm0
     vpsrad       ymm2, ymm1, 10                      ; barrett: the output range asked for
     vpsrad       ymm3, ymm0, 10                      ; barrett: the output range asked for
-    vpmulld      ymm2, ymm12, ymm2
-    vpmulld      ymm3, ymm12, ymm3
-    vpaddd       ymm2, ymm13, ymm2
-    vpaddd       ymm3, ymm13, ymm3
+    vpmulld      ymm2, ymm13, ymm2
+    vpmulld      ymm3, ymm13, ymm3
+    vpaddd       ymm2, ymm14, ymm2
+    vpaddd       ymm3, ymm14, ymm3
     vpsrad       ymm2, ymm2, 22
     vpsrad       ymm3, ymm3, 22
-    vpmulld      ymm2, ymm14, ymm2
-    vpmulld      ymm3, ymm14, ymm3
+    vpmulld      ymm2, ymm12, ymm2
+    vpmulld      ymm3, ymm12, ymm3
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm0, ymm0, ymm3
     vmovdqu      [rdi + 960], ymm1
@@ -18862,8 +18722,7 @@ global kg_mldsa8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mldsa83
 align 32
 kg_mldsa8380417_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 32 times
-    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -18873,7 +18732,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18887,7 +18746,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18901,7 +18760,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18915,7 +18774,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18929,7 +18788,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18943,7 +18802,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18957,7 +18816,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18971,7 +18830,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18985,7 +18844,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18999,7 +18858,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19013,7 +18872,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19027,7 +18886,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19041,7 +18900,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19055,7 +18914,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19069,7 +18928,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19083,7 +18942,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19097,7 +18956,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19111,7 +18970,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19125,7 +18984,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19139,7 +18998,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19153,7 +19012,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19167,7 +19026,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19181,7 +19040,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19195,7 +19054,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19209,7 +19068,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19223,7 +19082,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19237,7 +19096,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19251,7 +19110,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19265,7 +19124,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19279,7 +19138,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19293,7 +19152,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19307,7 +19166,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm0, ymm2, ymm0
+    vpmulld      ymm0, ymm2, ymm5
     vpsubd       ymm0, ymm1, ymm0
     vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
@@ -19330,9 +19189,8 @@ global kg_mldsa8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mldsa83
 align 32
 kg_mldsa8380417_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_16760834]             ; held in a register: read 32 times
-    vmovdqu      ymm6, [rel pd_8380417]              ; held in a register: read 32 times
-    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
+    vmovdqu      ymm6, [rel pd_16760834]             ; held in a register: read 32 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -19342,12 +19200,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
@@ -19359,12 +19217,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 32]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
@@ -19376,12 +19234,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 64]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
@@ -19393,12 +19251,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 96]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rdx + 128]
@@ -19410,12 +19268,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 128]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rdx + 160]
@@ -19427,12 +19285,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 160]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rdx + 192]
@@ -19444,12 +19302,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 192]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rdx + 224]
@@ -19461,12 +19319,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 224]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdx + 256]
@@ -19478,12 +19336,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 256]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdx + 288]
@@ -19495,12 +19353,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 288]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rdx + 320]
@@ -19512,12 +19370,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 320]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rdx + 352]
@@ -19529,12 +19387,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 352]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rdx + 384]
@@ -19546,12 +19404,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 384]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rdx + 416]
@@ -19563,12 +19421,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 416]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rdx + 448]
@@ -19580,12 +19438,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 448]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rdx + 480]
@@ -19597,12 +19455,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 480]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdx + 512]
@@ -19614,12 +19472,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 512]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rdx + 544]
@@ -19631,12 +19489,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 544]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rdx + 576]
@@ -19648,12 +19506,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 576]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rdx + 608]
@@ -19665,12 +19523,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 608]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rdx + 640]
@@ -19682,12 +19540,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 640]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rdx + 672]
@@ -19699,12 +19557,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 672]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rdx + 704]
@@ -19716,12 +19574,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 704]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rdx + 736]
@@ -19733,12 +19591,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 736]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rdx + 768]
@@ -19750,12 +19608,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 768]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rdx + 800]
@@ -19767,12 +19625,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 800]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rdx + 832]
@@ -19784,12 +19642,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 832]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rdx + 864]
@@ -19801,12 +19659,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 864]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rdx + 896]
@@ -19818,12 +19676,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 896]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rdx + 928]
@@ -19835,12 +19693,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 928]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rdx + 960]
@@ -19852,12 +19710,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 960]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rdx + 992]
@@ -19869,12 +19727,12 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm0, ymm2, ymm0
+    vpmulld      ymm0, ymm2, ymm5
     vpsubd       ymm0, ymm1, ymm0
     vpaddd       ymm0, ymm0, [r8 + 992]
-    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm0, ymm0, ymm1
+    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -25003,8 +24861,8 @@ kg_mldsa8380417_basemul_sse:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-15}, rax, rdx, rsi, rdi, flags
-;   loops: 31 x 153 instructions (repeated groups rolled: 4806 instructions run, 314 written)
+;   clobbers: xmm{0-15}, rax, rcx, rdx, rsi, rdi, flags
+;   loops: 31 x 91 (each holding 3 x 36) instructions (repeated groups rolled: 4805 instructions run, 251 written)
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc4_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc4_sse.end - kg_mldsa8380417_basemul_acc4_sse)
 align 32
@@ -25012,10 +24870,9 @@ kg_mldsa8380417_basemul_acc4_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm11, [rel pd_58728449]            ; held in a register: read 256 times
     movdqu       xmm12, [rel pd_58728449 + 16]       ; held in a register: read 256 times
-    movdqu       xmm13, [rel pd_513]                 ; held in a register: read 32 times
-    movdqu       xmm14, [rel pd_513 + 16]            ; held in a register: read 32 times
-    movdqu       xmm15, [rel pd_2097152]             ; held in a register: read 32 times
-    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
+    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm14, [rel pd_513]                 ; held in a register: read 32 times
+    movdqu       xmm15, [rel pd_513 + 16]            ; held in a register: read 32 times
     mov          rax, 31
     .repeat1:
     movdqu       xmm1, [rsi]
@@ -25032,8 +24889,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm2
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
     pmuldq       xmm5, xmm7
@@ -25042,14 +24899,16 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm6
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm5, xmm3
     psubd        xmm6, xmm4
     movshdup     xmm1, xmm1
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
+    mov          rcx, 3
+    .repeat2:
     movdqu       xmm3, [rsi + 1024]
     movdqu       xmm4, [rsi + 1040]
     movdqu       xmm5, [rdx + 1024]
@@ -25064,8 +24923,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -25074,8 +24933,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm3, xmm3
@@ -25084,85 +24943,23 @@ kg_mldsa8380417_basemul_acc4_sse:
     pblendw      xmm4, xmm8, 204
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 2048]
-    movdqu       xmm4, [rsi + 2064]
-    movdqu       xmm5, [rdx + 2048]
-    movdqu       xmm6, [rdx + 2064]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 3072]
-    movdqu       xmm4, [rsi + 3088]
-    movdqu       xmm5, [rdx + 3072]
-    movdqu       xmm6, [rdx + 3088]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
+    add          rsi, 0x400
+    add          rdx, 0x400
+    dec          rcx
+    jnz          .repeat2
+    add          rsi, -3072                          ; back to the argument
+    add          rdx, -3072                          ; back to the argument
     movdqa       xmm3, xmm1                          ; barrett: the output range asked for
     psrad        xmm3, 10
     movdqa       xmm4, xmm2
     psrad        xmm4, 10
-    pmulld       xmm3, xmm13
-    pmulld       xmm4, xmm14
-    paddd        xmm3, xmm15
+    pmulld       xmm3, xmm14
+    pmulld       xmm4, xmm15
+    paddd        xmm3, [rel pd_2097152]
     paddd        xmm4, [rel pd_2097152 + 16]
     psrad        xmm3, 22
     psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
+    pmulld       xmm3, xmm13
     pmulld       xmm4, [rel pd_8380417 + 16]
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
@@ -25190,8 +24987,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm2
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
     pmuldq       xmm5, xmm7
@@ -25200,8 +24997,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm6
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm5, xmm3
     psubd        xmm6, xmm4
     movshdup     xmm1, xmm1
@@ -25222,8 +25019,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -25232,8 +25029,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm3, xmm3
@@ -25256,8 +25053,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -25266,8 +25063,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm3, xmm3
@@ -25290,8 +25087,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -25300,8 +25097,8 @@ kg_mldsa8380417_basemul_acc4_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm0, xmm3
@@ -25314,13 +25111,13 @@ kg_mldsa8380417_basemul_acc4_sse:
     psrad        xmm0, 10
     movdqa       xmm3, xmm2
     psrad        xmm3, 10
-    pmulld       xmm0, xmm13
-    pmulld       xmm3, xmm14
-    paddd        xmm0, xmm15
+    pmulld       xmm0, xmm14
+    pmulld       xmm3, xmm15
+    paddd        xmm0, [rel pd_2097152]
     paddd        xmm3, [rel pd_2097152 + 16]
     psrad        xmm0, 22
     psrad        xmm3, 22
-    pmulld       xmm0, [rel pd_8380417]
+    pmulld       xmm0, xmm13
     pmulld       xmm3, [rel pd_8380417 + 16]
     psubd        xmm1, xmm0
     psubd        xmm2, xmm3
@@ -25339,8 +25136,8 @@ kg_mldsa8380417_basemul_acc4_sse:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-15}, rax, rdx, rsi, rdi, flags
-;   loops: 31 x 187 and 3 x 36 instructions (repeated groups rolled: 5894 instructions run, 320 written)
+;   clobbers: xmm{0-15}, rax, rcx, rdx, rsi, rdi, flags
+;   loops: 31 x 91 (each holding 4 x 36) and 3 x 36 instructions (repeated groups rolled: 5893 instructions run, 223 written)
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc5_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc5_sse.end - kg_mldsa8380417_basemul_acc5_sse)
 align 32
@@ -25348,10 +25145,9 @@ kg_mldsa8380417_basemul_acc5_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm11, [rel pd_58728449]            ; held in a register: read 320 times
     movdqu       xmm12, [rel pd_58728449 + 16]       ; held in a register: read 320 times
-    movdqu       xmm13, [rel pd_513]                 ; held in a register: read 32 times
-    movdqu       xmm14, [rel pd_513 + 16]            ; held in a register: read 32 times
-    movdqu       xmm15, [rel pd_2097152]             ; held in a register: read 32 times
-    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
+    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm14, [rel pd_513]                 ; held in a register: read 32 times
+    movdqu       xmm15, [rel pd_513 + 16]            ; held in a register: read 32 times
     mov          rax, 31
     .repeat1:
     movdqu       xmm1, [rsi]
@@ -25368,8 +25164,8 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm2
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
     pmuldq       xmm5, xmm7
@@ -25378,14 +25174,16 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm6
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm5, xmm3
     psubd        xmm6, xmm4
     movshdup     xmm1, xmm1
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
+    mov          rcx, 4
+    .repeat2:
     movdqu       xmm3, [rsi + 1024]
     movdqu       xmm4, [rsi + 1040]
     movdqu       xmm5, [rdx + 1024]
@@ -25400,8 +25198,8 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -25410,8 +25208,8 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm3, xmm3
@@ -25420,119 +25218,23 @@ kg_mldsa8380417_basemul_acc5_sse:
     pblendw      xmm4, xmm8, 204
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 2048]
-    movdqu       xmm4, [rsi + 2064]
-    movdqu       xmm5, [rdx + 2048]
-    movdqu       xmm6, [rdx + 2064]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 3072]
-    movdqu       xmm4, [rsi + 3088]
-    movdqu       xmm5, [rdx + 3072]
-    movdqu       xmm6, [rdx + 3088]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 4096]
-    movdqu       xmm4, [rsi + 4112]
-    movdqu       xmm5, [rdx + 4096]
-    movdqu       xmm6, [rdx + 4112]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
+    add          rsi, 0x400
+    add          rdx, 0x400
+    dec          rcx
+    jnz          .repeat2
+    add          rsi, -4096                          ; back to the argument
+    add          rdx, -4096                          ; back to the argument
     movdqa       xmm3, xmm1                          ; barrett: the output range asked for
     psrad        xmm3, 10
     movdqa       xmm4, xmm2
     psrad        xmm4, 10
-    pmulld       xmm3, xmm13
-    pmulld       xmm4, xmm14
-    paddd        xmm3, xmm15
+    pmulld       xmm3, xmm14
+    pmulld       xmm4, xmm15
+    paddd        xmm3, [rel pd_2097152]
     paddd        xmm4, [rel pd_2097152 + 16]
     psrad        xmm3, 22
     psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
+    pmulld       xmm3, xmm13
     pmulld       xmm4, [rel pd_8380417 + 16]
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
@@ -25560,8 +25262,8 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm2
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
     pmuldq       xmm5, xmm7
@@ -25570,8 +25272,8 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm6
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm5, xmm3
     psubd        xmm6, xmm4
     movshdup     xmm1, xmm1
@@ -25579,7 +25281,7 @@ kg_mldsa8380417_basemul_acc5_sse:
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
     mov          rax, 3
-    .repeat2:
+    .repeat3:
     movdqu       xmm3, [rsi + 2016]
     movdqu       xmm4, [rsi + 2032]
     movdqu       xmm5, [rdx + 2016]
@@ -25594,8 +25296,8 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -25604,8 +25306,8 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm3, xmm3
@@ -25617,7 +25319,7 @@ kg_mldsa8380417_basemul_acc5_sse:
     add          rsi, 0x400
     add          rdx, 0x400
     dec          rax
-    jnz          .repeat2
+    jnz          .repeat3
     add          rsi, -3072                          ; back to the argument
     add          rdx, -3072                          ; back to the argument
     movdqu       xmm3, [rsi + 5088]
@@ -25634,8 +25336,8 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -25644,8 +25346,8 @@ kg_mldsa8380417_basemul_acc5_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm0, xmm3
@@ -25658,13 +25360,13 @@ kg_mldsa8380417_basemul_acc5_sse:
     psrad        xmm0, 10
     movdqa       xmm3, xmm2
     psrad        xmm3, 10
-    pmulld       xmm0, xmm13
-    pmulld       xmm3, xmm14
-    paddd        xmm0, xmm15
+    pmulld       xmm0, xmm14
+    pmulld       xmm3, xmm15
+    paddd        xmm0, [rel pd_2097152]
     paddd        xmm3, [rel pd_2097152 + 16]
     psrad        xmm0, 22
     psrad        xmm3, 22
-    pmulld       xmm0, [rel pd_8380417]
+    pmulld       xmm0, xmm13
     pmulld       xmm3, [rel pd_8380417 + 16]
     psubd        xmm1, xmm0
     psubd        xmm2, xmm3
@@ -25683,8 +25385,8 @@ kg_mldsa8380417_basemul_acc5_sse:
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-15}, rax, rdx, rsi, rdi, flags
-;   loops: 31 x 255 and 5 x 36 instructions (repeated groups rolled: 8070 instructions run, 388 written)
+;   clobbers: xmm{0-15}, rax, rcx, rdx, rsi, rdi, flags
+;   loops: 31 x 91 (each holding 6 x 36) and 5 x 36 instructions (repeated groups rolled: 8069 instructions run, 223 written)
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc7_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc7_sse.end - kg_mldsa8380417_basemul_acc7_sse)
 align 32
@@ -25692,10 +25394,9 @@ kg_mldsa8380417_basemul_acc7_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm11, [rel pd_58728449]            ; held in a register: read 448 times
     movdqu       xmm12, [rel pd_58728449 + 16]       ; held in a register: read 448 times
-    movdqu       xmm13, [rel pd_513]                 ; held in a register: read 32 times
-    movdqu       xmm14, [rel pd_513 + 16]            ; held in a register: read 32 times
-    movdqu       xmm15, [rel pd_2097152]             ; held in a register: read 32 times
-    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
+    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm14, [rel pd_513]                 ; held in a register: read 32 times
+    movdqu       xmm15, [rel pd_513 + 16]            ; held in a register: read 32 times
     mov          rax, 31
     .repeat1:
     movdqu       xmm1, [rsi]
@@ -25712,8 +25413,8 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm2
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
     pmuldq       xmm5, xmm7
@@ -25722,14 +25423,16 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm6
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm5, xmm3
     psubd        xmm6, xmm4
     movshdup     xmm1, xmm1
     movshdup     xmm2, xmm2
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
+    mov          rcx, 6
+    .repeat2:
     movdqu       xmm3, [rsi + 1024]
     movdqu       xmm4, [rsi + 1040]
     movdqu       xmm5, [rdx + 1024]
@@ -25744,8 +25447,8 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -25754,8 +25457,8 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm3, xmm3
@@ -25764,187 +25467,23 @@ kg_mldsa8380417_basemul_acc7_sse:
     pblendw      xmm4, xmm8, 204
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 2048]
-    movdqu       xmm4, [rsi + 2064]
-    movdqu       xmm5, [rdx + 2048]
-    movdqu       xmm6, [rdx + 2064]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 3072]
-    movdqu       xmm4, [rsi + 3088]
-    movdqu       xmm5, [rdx + 3072]
-    movdqu       xmm6, [rdx + 3088]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 4096]
-    movdqu       xmm4, [rsi + 4112]
-    movdqu       xmm5, [rdx + 4096]
-    movdqu       xmm6, [rdx + 4112]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 5120]
-    movdqu       xmm4, [rsi + 5136]
-    movdqu       xmm5, [rdx + 5120]
-    movdqu       xmm6, [rdx + 5136]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 6144]
-    movdqu       xmm4, [rsi + 6160]
-    movdqu       xmm5, [rdx + 6144]
-    movdqu       xmm6, [rdx + 6160]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
+    add          rsi, 0x400
+    add          rdx, 0x400
+    dec          rcx
+    jnz          .repeat2
+    add          rsi, -6144                          ; back to the argument
+    add          rdx, -6144                          ; back to the argument
     movdqa       xmm3, xmm1                          ; barrett: the output range asked for
     psrad        xmm3, 10
     movdqa       xmm4, xmm2
     psrad        xmm4, 10
-    pmulld       xmm3, xmm13
-    pmulld       xmm4, xmm14
-    paddd        xmm3, xmm15
+    pmulld       xmm3, xmm14
+    pmulld       xmm4, xmm15
+    paddd        xmm3, [rel pd_2097152]
     paddd        xmm4, [rel pd_2097152 + 16]
     psrad        xmm3, 22
     psrad        xmm4, 22
-    pmulld       xmm3, [rel pd_8380417]
+    pmulld       xmm3, xmm13
     pmulld       xmm4, [rel pd_8380417 + 16]
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
@@ -25972,8 +25511,8 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm2
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm1, xmm3
     psubd        xmm2, xmm4
     pmuldq       xmm5, xmm7
@@ -25982,8 +25521,8 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm3, xmm11
     movdqa       xmm4, xmm6
     pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm0
-    pmuldq       xmm4, xmm0
+    pmuldq       xmm3, xmm13
+    pmuldq       xmm4, xmm13
     psubd        xmm5, xmm3
     psubd        xmm6, xmm4
     movshdup     xmm1, xmm1
@@ -25991,7 +25530,7 @@ kg_mldsa8380417_basemul_acc7_sse:
     pblendw      xmm1, xmm5, 204
     pblendw      xmm2, xmm6, 204
     mov          rax, 5
-    .repeat2:
+    .repeat3:
     movdqu       xmm3, [rsi + 2016]
     movdqu       xmm4, [rsi + 2032]
     movdqu       xmm5, [rdx + 2016]
@@ -26006,8 +25545,8 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -26016,8 +25555,8 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm3, xmm3
@@ -26029,7 +25568,7 @@ kg_mldsa8380417_basemul_acc7_sse:
     add          rsi, 0x400
     add          rdx, 0x400
     dec          rax
-    jnz          .repeat2
+    jnz          .repeat3
     add          rsi, -5120                          ; back to the argument
     add          rdx, -5120                          ; back to the argument
     movdqu       xmm3, [rsi + 7136]
@@ -26046,8 +25585,8 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm4
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm3, xmm5
     psubd        xmm4, xmm6
     pmuldq       xmm7, xmm9
@@ -26056,8 +25595,8 @@ kg_mldsa8380417_basemul_acc7_sse:
     pmuldq       xmm5, xmm11
     movdqa       xmm6, xmm8
     pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm0
-    pmuldq       xmm6, xmm0
+    pmuldq       xmm5, xmm13
+    pmuldq       xmm6, xmm13
     psubd        xmm7, xmm5
     psubd        xmm8, xmm6
     movshdup     xmm0, xmm3
@@ -26070,13 +25609,13 @@ kg_mldsa8380417_basemul_acc7_sse:
     psrad        xmm0, 10
     movdqa       xmm3, xmm2
     psrad        xmm3, 10
-    pmulld       xmm0, xmm13
-    pmulld       xmm3, xmm14
-    paddd        xmm0, xmm15
+    pmulld       xmm0, xmm14
+    pmulld       xmm3, xmm15
+    paddd        xmm0, [rel pd_2097152]
     paddd        xmm3, [rel pd_2097152 + 16]
     psrad        xmm0, 22
     psrad        xmm3, 22
-    pmulld       xmm0, [rel pd_8380417]
+    pmulld       xmm0, xmm13
     pmulld       xmm3, [rel pd_8380417 + 16]
     psubd        xmm1, xmm0
     psubd        xmm2, xmm3
@@ -32523,16 +32062,14 @@ kg_mldsa8380417_freeze_sse:
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-12}, rax, flags
+;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_mulmod_shoup_sse.end - kg_mldsa8380417_mulmod_shoup_sse)
 align 32
 kg_mldsa8380417_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
-    movdqu       xmm11, [rax - 128]                  ; held in a register: read 32 times
-    movdqu       xmm12, [rax - 112]                  ; held in a register: read 32 times
-    movdqu       xmm0, [rax - 128]                   ; q = 8380417
+    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm12, [rel pd_8380417 + 16]        ; held in a register: read 32 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -32553,8 +32090,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32585,8 +32122,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32617,8 +32154,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32649,8 +32186,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32681,8 +32218,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32713,8 +32250,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32745,8 +32282,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32777,8 +32314,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32809,8 +32346,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32841,8 +32378,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32873,8 +32410,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32905,8 +32442,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32937,8 +32474,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -32969,8 +32506,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33001,8 +32538,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33033,8 +32570,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33065,8 +32602,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33097,8 +32634,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33129,8 +32666,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33161,8 +32698,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33193,8 +32730,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33225,8 +32762,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33257,8 +32794,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33289,8 +32826,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33321,8 +32858,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33353,8 +32890,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33385,8 +32922,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33417,8 +32954,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33449,8 +32986,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33481,8 +33018,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33513,8 +33050,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -33545,8 +33082,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
@@ -33568,18 +33105,16 @@ kg_mldsa8380417_mulmod_shoup_sse:
 ;   ensures:  every r[i] in [0, 8380416] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-14}, rax, flags
+;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_muladd_shoup_sse.end - kg_mldsa8380417_muladd_shoup_sse)
 align 32
 kg_mldsa8380417_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_16760834]            ; held in a register: read 32 times
-    movdqu       xmm12, [rel pd_16760834 + 16]       ; held in a register: read 32 times
-    lea          rax, [rel pd_8380417 + 128]         ; addresses pd_8380417 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; held in a register: read 32 times
-    movdqu       xmm14, [rax - 112]                  ; held in a register: read 32 times
-    movdqu       xmm0, [rax - 128]                   ; q = 8380417
+    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm12, [rel pd_16760834]            ; held in a register: read 32 times
+    movdqu       xmm13, [rel pd_16760834 + 16]       ; held in a register: read 32 times
+    movdqu       xmm14, [rel pd_8380417 + 16]        ; held in a register: read 32 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -33600,8 +33135,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8]
@@ -33609,13 +33144,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -33642,8 +33177,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 32]
@@ -33651,13 +33186,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -33684,8 +33219,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 64]
@@ -33693,13 +33228,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -33726,8 +33261,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 96]
@@ -33735,13 +33270,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -33768,8 +33303,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 128]
@@ -33777,13 +33312,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -33810,8 +33345,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 160]
@@ -33819,13 +33354,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -33852,8 +33387,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 192]
@@ -33861,13 +33396,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -33894,8 +33429,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 224]
@@ -33903,13 +33438,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -33936,8 +33471,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 256]
@@ -33945,13 +33480,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -33978,8 +33513,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 288]
@@ -33987,13 +33522,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34020,8 +33555,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 320]
@@ -34029,13 +33564,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34062,8 +33597,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 352]
@@ -34071,13 +33606,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34104,8 +33639,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 384]
@@ -34113,13 +33648,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34146,8 +33681,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 416]
@@ -34155,13 +33690,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34188,8 +33723,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 448]
@@ -34197,13 +33732,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34230,8 +33765,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 480]
@@ -34239,13 +33774,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34272,8 +33807,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 512]
@@ -34281,13 +33816,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34314,8 +33849,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 544]
@@ -34323,13 +33858,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34356,8 +33891,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 576]
@@ -34365,13 +33900,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34398,8 +33933,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 608]
@@ -34407,13 +33942,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34440,8 +33975,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 640]
@@ -34449,13 +33984,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34482,8 +34017,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 672]
@@ -34491,13 +34026,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34524,8 +34059,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 704]
@@ -34533,13 +34068,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34566,8 +34101,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 736]
@@ -34575,13 +34110,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34608,8 +34143,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 768]
@@ -34617,13 +34152,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34650,8 +34185,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 800]
@@ -34659,13 +34194,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34692,8 +34227,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 832]
@@ -34701,13 +34236,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34734,8 +34269,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 864]
@@ -34743,13 +34278,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34776,8 +34311,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 896]
@@ -34785,13 +34320,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34818,8 +34353,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 928]
@@ -34827,13 +34362,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34860,8 +34395,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 960]
@@ -34869,13 +34404,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -34902,8 +34437,8 @@ kg_mldsa8380417_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm0, [r8 + 992]
@@ -34911,13 +34446,13 @@ kg_mldsa8380417_muladd_shoup_sse:
     paddd        xmm1, xmm0
     paddd        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubd        xmm0, xmm11
+    psubd        xmm0, xmm12
     movdqa       xmm3, xmm2
-    psubd        xmm3, xmm12
+    psubd        xmm3, xmm13
     pminud       xmm1, xmm0
     pminud       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubd        xmm0, xmm13
+    psubd        xmm0, xmm11
     movdqa       xmm3, xmm2
     psubd        xmm3, xmm14
     pminud       xmm1, xmm0

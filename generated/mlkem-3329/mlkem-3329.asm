@@ -1062,11 +1062,10 @@ global kg_mlkem3329_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329
 align 32
 kg_mlkem3329_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm13, [rel pw_3329]                ; held in a register: read 16 times
+    vmovdqu64    zmm13, [rel pw_3329]                ; held in a register: read 17 times
     vmovdqu64    zmm14, [rel pw_20159]               ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pw_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pw_index64_2_3_10_11_6_7_14_15]
-    vmovdqu64    zmm2, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm3, [rdi]
     vmovdqu64    zmm4, [rdi + 64]
     vmovdqu64    zmm5, [rdi + 128]
@@ -1078,76 +1077,76 @@ kg_mlkem3329_ntt_forward_avx512:
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 128] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 0
     vpmullw      zmm11, zmm7, [rax - 64]
     vpmulhw      zmm7, zmm7, [rax - 128]
-    vpmulhw      zmm11, zmm11, zmm2
+    vpmulhw      zmm11, zmm11, zmm13
     vpsubw       zmm7, zmm7, zmm11
     vpaddw       zmm11, zmm3, zmm7                   ; layer 0
     vpsubw       zmm3, zmm3, zmm7
     vpmullw      zmm7, zmm8, [rax - 64]
     vpmulhw      zmm8, zmm8, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm2
+    vpmulhw      zmm7, zmm7, zmm13
     vpsubw       zmm7, zmm8, zmm7
     vpaddw       zmm8, zmm4, zmm7                    ; layer 0
     vpsubw       zmm4, zmm4, zmm7
     vpmullw      zmm7, zmm9, [rax - 64]
     vpmulhw      zmm9, zmm9, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm2
+    vpmulhw      zmm7, zmm7, zmm13
     vpsubw       zmm7, zmm9, zmm7
     vpaddw       zmm9, zmm5, zmm7                    ; layer 0
     vpsubw       zmm5, zmm5, zmm7
     vpmullw      zmm7, zmm10, [rax - 64]
     vpmulhw      zmm10, zmm10, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm2
+    vpmulhw      zmm7, zmm7, zmm13
     vpsubw       zmm7, zmm10, zmm7
     vpaddw       zmm10, zmm6, zmm7                   ; layer 0
     vpsubw       zmm6, zmm6, zmm7
     vpmullw      zmm7, zmm9, [rax + 64]
     vpmulhw      zmm9, zmm9, [rax]
-    vpmulhw      zmm7, zmm7, zmm2
+    vpmulhw      zmm7, zmm7, zmm13
     vpsubw       zmm7, zmm9, zmm7
     vpaddw       zmm9, zmm11, zmm7                   ; layer 1
     vpsubw       zmm7, zmm11, zmm7
     vpmullw      zmm11, zmm10, [rax + 64]
     vpmulhw      zmm10, zmm10, [rax]
-    vpmulhw      zmm11, zmm11, zmm2
+    vpmulhw      zmm11, zmm11, zmm13
     vpsubw       zmm10, zmm10, zmm11
     vpaddw       zmm11, zmm8, zmm10                  ; layer 1
     vpsubw       zmm8, zmm8, zmm10
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 384] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 256
     vpmullw      zmm10, zmm5, [rax - 64]
     vpmulhw      zmm5, zmm5, [rax - 128]
-    vpmulhw      zmm10, zmm10, zmm2
+    vpmulhw      zmm10, zmm10, zmm13
     vpsubw       zmm5, zmm5, zmm10
     vpaddw       zmm10, zmm3, zmm5                   ; layer 1
     vpsubw       zmm3, zmm3, zmm5
     vpmullw      zmm5, zmm6, [rax - 64]
     vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm2
+    vpmulhw      zmm5, zmm5, zmm13
     vpsubw       zmm5, zmm6, zmm5
     vpaddw       zmm6, zmm4, zmm5                    ; layer 1
     vpsubw       zmm4, zmm4, zmm5
     vpmullw      zmm5, zmm11, [rax + 64]
     vpmulhw      zmm11, zmm11, [rax]
-    vpmulhw      zmm5, zmm5, zmm2
+    vpmulhw      zmm5, zmm5, zmm13
     vpsubw       zmm5, zmm11, zmm5
     vpaddw       zmm11, zmm9, zmm5                   ; layer 2
     vpsubw       zmm5, zmm9, zmm5
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 640] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 512
     vpmullw      zmm9, zmm8, [rax - 64]
     vpmulhw      zmm8, zmm8, [rax - 128]
-    vpmulhw      zmm9, zmm9, zmm2
+    vpmulhw      zmm9, zmm9, zmm13
     vpsubw       zmm8, zmm8, zmm9
     vpaddw       zmm9, zmm7, zmm8                    ; layer 2
     vpsubw       zmm7, zmm7, zmm8
     vpmullw      zmm8, zmm6, [rax + 64]
     vpmulhw      zmm6, zmm6, [rax]
-    vpmulhw      zmm8, zmm8, zmm2
+    vpmulhw      zmm8, zmm8, zmm13
     vpsubw       zmm6, zmm6, zmm8
     vpaddw       zmm8, zmm10, zmm6                   ; layer 2
     vpsubw       zmm6, zmm10, zmm6
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 896] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 768
     vpmullw      zmm10, zmm4, [rax - 64]
     vpmulhw      zmm4, zmm4, [rax - 128]
-    vpmulhw      zmm10, zmm10, zmm2
+    vpmulhw      zmm10, zmm10, zmm13
     vpsubw       zmm4, zmm4, zmm10
     vpaddw       zmm10, zmm3, zmm4                   ; layer 2
     vpsubw       zmm3, zmm3, zmm4
@@ -1161,27 +1160,27 @@ kg_mlkem3329_ntt_forward_avx512:
     vshufi64x2   zmm3, zmm10, zmm3, 238
     vpmullw      zmm10, zmm5, [rax + 64]
     vpmulhw      zmm5, zmm5, [rax]
-    vpmulhw      zmm10, zmm10, zmm2
+    vpmulhw      zmm10, zmm10, zmm13
     vpsubw       zmm5, zmm5, zmm10
     vpaddw       zmm10, zmm4, zmm5                   ; layer 3
     vpsubw       zmm4, zmm4, zmm5
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 1024
     vpmullw      zmm5, zmm7, [rax - 64]
     vpmulhw      zmm7, zmm7, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm2
+    vpmulhw      zmm5, zmm5, zmm13
     vpsubw       zmm5, zmm7, zmm5
     vpaddw       zmm7, zmm11, zmm5                   ; layer 3
     vpsubw       zmm5, zmm11, zmm5
     vpmullw      zmm11, zmm6, [rax + 64]
     vpmulhw      zmm6, zmm6, [rax]
-    vpmulhw      zmm11, zmm11, zmm2
+    vpmulhw      zmm11, zmm11, zmm13
     vpsubw       zmm6, zmm6, zmm11
     vpaddw       zmm11, zmm9, zmm6                   ; layer 3
     vpsubw       zmm6, zmm9, zmm6
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 1408] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 1280
     vpmullw      zmm9, zmm3, [rax - 64]
     vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm9, zmm9, zmm2
+    vpmulhw      zmm9, zmm9, zmm13
     vpsubw       zmm3, zmm3, zmm9
     vpaddw       zmm9, zmm8, zmm3                    ; layer 3
     vpsubw       zmm3, zmm8, zmm3
@@ -1203,27 +1202,27 @@ kg_mlkem3329_ntt_forward_avx512:
     vpermi2q     zmm11, zmm9, zmm3
     vpmullw      zmm3, zmm12, [rax + 64]
     vpmulhw      zmm9, zmm12, [rax]
-    vpmulhw      zmm3, zmm3, zmm2
+    vpmulhw      zmm3, zmm3, zmm13
     vpsubw       zmm3, zmm9, zmm3
     vpaddw       zmm9, zmm8, zmm3                    ; layer 4
     vpsubw       zmm3, zmm8, zmm3
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 1536
     vpmullw      zmm8, zmm10, [rax - 64]
     vpmulhw      zmm10, zmm10, [rax - 128]
-    vpmulhw      zmm8, zmm8, zmm2
+    vpmulhw      zmm8, zmm8, zmm13
     vpsubw       zmm8, zmm10, zmm8
     vpaddw       zmm10, zmm4, zmm8                   ; layer 4
     vpsubw       zmm4, zmm4, zmm8
     vpmullw      zmm8, zmm7, [rax + 64]
     vpmulhw      zmm7, zmm7, [rax]
-    vpmulhw      zmm8, zmm8, zmm2
+    vpmulhw      zmm8, zmm8, zmm13
     vpsubw       zmm7, zmm7, zmm8
     vpaddw       zmm8, zmm5, zmm7                    ; layer 4
     vpsubw       zmm5, zmm5, zmm7
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 1792
     vpmullw      zmm7, zmm11, [rax - 64]
     vpmulhw      zmm11, zmm11, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm2
+    vpmulhw      zmm7, zmm7, zmm13
     vpsubw       zmm7, zmm11, zmm7
     vpaddw       zmm11, zmm6, zmm7                   ; layer 4
     vpsubw       zmm6, zmm6, zmm7
@@ -1237,27 +1236,27 @@ kg_mlkem3329_ntt_forward_avx512:
     vpunpckhwd   zmm6, zmm11, zmm6
     vpmullw      zmm11, zmm3, [rax + 64]
     vpmulhw      zmm3, zmm3, [rax]
-    vpmulhw      zmm11, zmm11, zmm2
+    vpmulhw      zmm11, zmm11, zmm13
     vpsubw       zmm3, zmm3, zmm11
     vpaddw       zmm11, zmm7, zmm3                   ; layer 5
     vpsubw       zmm3, zmm7, zmm3
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2176] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 2048
     vpmullw      zmm7, zmm4, [rax - 64]
     vpmulhw      zmm4, zmm4, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm2
+    vpmulhw      zmm7, zmm7, zmm13
     vpsubw       zmm4, zmm4, zmm7
     vpaddw       zmm7, zmm9, zmm4                    ; layer 5
     vpsubw       zmm4, zmm9, zmm4
     vpmullw      zmm9, zmm5, [rax + 64]
     vpmulhw      zmm5, zmm5, [rax]
-    vpmulhw      zmm9, zmm9, zmm2
+    vpmulhw      zmm9, zmm9, zmm13
     vpsubw       zmm5, zmm5, zmm9
     vpaddw       zmm9, zmm10, zmm5                   ; layer 5
     vpsubw       zmm5, zmm10, zmm5
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 2304
     vpmullw      zmm10, zmm6, [rax - 64]
     vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm10, zmm10, zmm2
+    vpmulhw      zmm10, zmm10, zmm13
     vpsubw       zmm6, zmm6, zmm10
     vpaddw       zmm10, zmm8, zmm6                   ; layer 5
     vpsubw       zmm6, zmm8, zmm6
@@ -1271,26 +1270,26 @@ kg_mlkem3329_ntt_forward_avx512:
     vpunpckhwd   zmm6, zmm10, zmm6
     vpmullw      zmm10, zmm3, [rax + 64]
     vpmulhw      zmm3, zmm3, [rax]
-    vpmulhw      zmm10, zmm10, zmm2
+    vpmulhw      zmm10, zmm10, zmm13
     vpsubw       zmm3, zmm3, zmm10
     vpaddw       zmm10, zmm8, zmm3                   ; layer 6
     vpsubw       zmm3, zmm8, zmm3
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2688] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 2560
     vpmullw      zmm8, zmm4, [rax - 64]
     vpmulhw      zmm4, zmm4, [rax - 128]
-    vpmulhw      zmm8, zmm8, zmm2
+    vpmulhw      zmm8, zmm8, zmm13
     vpsubw       zmm4, zmm4, zmm8
     vpaddw       zmm8, zmm11, zmm4                   ; layer 6
     vpsubw       zmm4, zmm11, zmm4
     vpmullw      zmm11, zmm5, [rax + 64]
     vpmulhw      zmm5, zmm5, [rax]
-    vpmulhw      zmm11, zmm11, zmm2
+    vpmulhw      zmm11, zmm11, zmm13
     vpsubw       zmm5, zmm5, zmm11
     vpaddw       zmm11, zmm7, zmm5                   ; layer 6
     vpsubw       zmm5, zmm7, zmm5
     vpmullw      zmm7, zmm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2880]
     vpmulhw      zmm6, zmm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2816]
-    vpmulhw      zmm2, zmm7, zmm2
+    vpmulhw      zmm2, zmm7, zmm13
     vpsubw       zmm2, zmm6, zmm2
     vpaddw       zmm6, zmm9, zmm2                    ; layer 6
     vpsubw       zmm2, zmm9, zmm2
@@ -3330,13 +3329,12 @@ global kg_mlkem3329_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_mlkem332
 align 32
 kg_mlkem3329_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 8 times
-    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vpmulhuw     zmm2, zmm2, [rsi]
     vpmullw      zmm1, zmm1, [rsi]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3345,7 +3343,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 64]
     vpmulhuw     zmm2, zmm2, [rsi + 64]
     vpmullw      zmm1, zmm1, [rsi + 64]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3354,7 +3352,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 128]
     vpmulhuw     zmm2, zmm2, [rsi + 128]
     vpmullw      zmm1, zmm1, [rsi + 128]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3363,7 +3361,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 192]
     vpmulhuw     zmm2, zmm2, [rsi + 192]
     vpmullw      zmm1, zmm1, [rsi + 192]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3372,7 +3370,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 256]
     vpmulhuw     zmm2, zmm2, [rsi + 256]
     vpmullw      zmm1, zmm1, [rsi + 256]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3381,7 +3379,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 320]
     vpmulhuw     zmm2, zmm2, [rsi + 320]
     vpmullw      zmm1, zmm1, [rsi + 320]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3390,7 +3388,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 384]
     vpmulhuw     zmm2, zmm2, [rsi + 384]
     vpmullw      zmm1, zmm1, [rsi + 384]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3399,7 +3397,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 448]
     vpmulhuw     zmm2, zmm2, [rsi + 448]
     vpmullw      zmm1, zmm1, [rsi + 448]
-    vpmullw      zmm0, zmm2, zmm0
+    vpmullw      zmm0, zmm2, zmm3
     vpsubw       zmm0, zmm1, zmm0
     vpsubw       zmm1, zmm0, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm0, zmm0, zmm1
@@ -3422,103 +3420,102 @@ global kg_mlkem3329_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_mlkem332
 align 32
 kg_mlkem3329_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm3, [rel pw_6658]                 ; held in a register: read 8 times
-    vmovdqu64    zmm4, [rel pw_3329]                 ; held in a register: read 8 times
-    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
+    vmovdqu64    zmm4, [rel pw_6658]                 ; held in a register: read 8 times
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vpmulhuw     zmm2, zmm2, [rsi]
     vpmullw      zmm1, zmm1, [rsi]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi], zmm1
     vmovdqu64    zmm1, [rdx + 64]
     vmovdqu64    zmm2, [rcx + 64]
     vpmulhuw     zmm2, zmm2, [rsi + 64]
     vpmullw      zmm1, zmm1, [rsi + 64]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 64]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 64], zmm1
     vmovdqu64    zmm1, [rdx + 128]
     vmovdqu64    zmm2, [rcx + 128]
     vpmulhuw     zmm2, zmm2, [rsi + 128]
     vpmullw      zmm1, zmm1, [rsi + 128]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 128]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    zmm1, [rdx + 192]
     vmovdqu64    zmm2, [rcx + 192]
     vpmulhuw     zmm2, zmm2, [rsi + 192]
     vpmullw      zmm1, zmm1, [rsi + 192]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 192]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 192], zmm1
     vmovdqu64    zmm1, [rdx + 256]
     vmovdqu64    zmm2, [rcx + 256]
     vpmulhuw     zmm2, zmm2, [rsi + 256]
     vpmullw      zmm1, zmm1, [rsi + 256]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 256]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    zmm1, [rdx + 320]
     vmovdqu64    zmm2, [rcx + 320]
     vpmulhuw     zmm2, zmm2, [rsi + 320]
     vpmullw      zmm1, zmm1, [rsi + 320]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 320]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 320], zmm1
     vmovdqu64    zmm1, [rdx + 384]
     vmovdqu64    zmm2, [rcx + 384]
     vpmulhuw     zmm2, zmm2, [rsi + 384]
     vpmullw      zmm1, zmm1, [rsi + 384]
-    vpmullw      zmm2, zmm2, zmm0
+    vpmullw      zmm2, zmm2, zmm3
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 384]
-    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm1, zmm1, zmm2
+    vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    zmm1, [rdx + 448]
     vmovdqu64    zmm2, [rcx + 448]
     vpmulhuw     zmm2, zmm2, [rsi + 448]
     vpmullw      zmm1, zmm1, [rsi + 448]
-    vpmullw      zmm0, zmm2, zmm0
+    vpmullw      zmm0, zmm2, zmm3
     vpsubw       zmm0, zmm1, zmm0
     vpaddw       zmm0, zmm0, [r8 + 448]
-    vpsubw       zmm1, zmm0, zmm3                    ; freeze: to [0, q)
-    vpminuw      zmm0, zmm0, zmm1
     vpsubw       zmm1, zmm0, zmm4                    ; freeze: to [0, q)
+    vpminuw      zmm0, zmm0, zmm1
+    vpsubw       zmm1, zmm0, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 448], zmm0
     vzeroupper
@@ -7733,13 +7730,12 @@ global kg_mlkem3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_
 align 32
 kg_mlkem3329_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7748,7 +7744,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7757,7 +7753,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7766,7 +7762,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7775,7 +7771,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7784,7 +7780,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7793,7 +7789,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7802,7 +7798,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7811,7 +7807,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7820,7 +7816,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7829,7 +7825,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7838,7 +7834,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7847,7 +7843,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7856,7 +7852,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7865,7 +7861,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7874,7 +7870,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -7897,199 +7893,198 @@ global kg_mlkem3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_
 align 32
 kg_mlkem3329_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_6658]                 ; held in a register: read 16 times
-    vmovdqu      ymm4, [rel pw_3329]                 ; held in a register: read 16 times
-    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rdx + 128]
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rdx + 160]
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rdx + 192]
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rdx + 224]
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdx + 256]
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdx + 288]
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rdx + 320]
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rdx + 352]
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rdx + 384]
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rdx + 416]
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rdx + 448]
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rdx + 480]
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 480]
-    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 480], ymm0
     vzeroupper
@@ -18466,16 +18461,14 @@ kg_mlkem3329_freeze_sse:
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-8}, rax, flags
+;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_mulmod_shoup_sse.end - kg_mlkem3329_mulmod_shoup_sse)
 align 32
 kg_mlkem3329_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm7, [rax - 128]                   ; held in a register: read 16 times
-    movdqu       xmm8, [rax - 112]                   ; held in a register: read 16 times
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm8, [rel pw_3329 + 16]            ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -18486,8 +18479,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18508,8 +18501,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18530,8 +18523,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18552,8 +18545,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18574,8 +18567,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18596,8 +18589,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18618,8 +18611,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18640,8 +18633,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18662,8 +18655,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18684,8 +18677,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18706,8 +18699,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18728,8 +18721,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18750,8 +18743,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18772,8 +18765,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18794,8 +18787,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -18816,8 +18809,8 @@ kg_mlkem3329_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
@@ -18839,18 +18832,16 @@ kg_mlkem3329_mulmod_shoup_sse:
 ;   ensures:  every r[i] in [0, 3328] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-10}, rax, flags
+;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_muladd_shoup_sse.end - kg_mlkem3329_muladd_shoup_sse)
 align 32
 kg_mlkem3329_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_6658]                 ; held in a register: read 16 times
-    movdqu       xmm8, [rel pw_6658 + 16]            ; held in a register: read 16 times
-    lea          rax, [rel pw_3329 + 128]            ; addresses pw_3329 near byte 0
-    movdqu       xmm9, [rax - 128]                   ; held in a register: read 16 times
-    movdqu       xmm10, [rax - 112]                  ; held in a register: read 16 times
-    movdqu       xmm0, [rax - 128]                   ; q = 3329
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm8, [rel pw_6658]                 ; held in a register: read 16 times
+    movdqu       xmm9, [rel pw_6658 + 16]            ; held in a register: read 16 times
+    movdqu       xmm10, [rel pw_3329 + 16]           ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -18861,8 +18852,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8]
@@ -18870,13 +18861,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -18893,8 +18884,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 32]
@@ -18902,13 +18893,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -18925,8 +18916,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 64]
@@ -18934,13 +18925,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -18957,8 +18948,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 96]
@@ -18966,13 +18957,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -18989,8 +18980,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 128]
@@ -18998,13 +18989,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19021,8 +19012,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 160]
@@ -19030,13 +19021,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19053,8 +19044,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 192]
@@ -19062,13 +19053,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19085,8 +19076,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 224]
@@ -19094,13 +19085,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19117,8 +19108,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 256]
@@ -19126,13 +19117,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19149,8 +19140,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 288]
@@ -19158,13 +19149,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19181,8 +19172,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 320]
@@ -19190,13 +19181,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19213,8 +19204,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 352]
@@ -19222,13 +19213,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19245,8 +19236,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 384]
@@ -19254,13 +19245,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19277,8 +19268,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 416]
@@ -19286,13 +19277,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19309,8 +19300,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 448]
@@ -19318,13 +19309,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -19341,8 +19332,8 @@ kg_mlkem3329_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm0, [r8 + 480]
@@ -19350,13 +19341,13 @@ kg_mlkem3329_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm7
+    psubw        xmm0, xmm8
     movdqa       xmm3, xmm2
-    psubw        xmm3, xmm8
+    psubw        xmm3, xmm9
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm9
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
     psubw        xmm3, xmm10
     pminuw       xmm1, xmm0

@@ -1624,7 +1624,7 @@ section .text
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 8 x 117 and 7 x 318 instructions (repeated groups rolled: 3447 instructions run, 771 written)
+;   loops: 8 x 117 and 7 x 318 instructions (repeated groups rolled: 3446 instructions run, 770 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 256 vector reductions
@@ -1645,10 +1645,9 @@ kg_newhope12289_ntt_forward_avx2:
     vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 616 times
     vmovdqu      ymm11, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 32] ; held in a register: read 32 times
     vmovdqu      ymm12, [rel kg_newhope12289_ntt_forward_twiddles_avx2] ; held in a register: read 32 times
-    vmovdqu      ymm13, [rel pw_5]                   ; held in a register: read 24 times
-    vmovdqu      ymm14, [rel pw_1]                   ; held in a register: read 24 times
-    vmovdqu      ymm15, [rel pw_12289]               ; held in a register: read 24 times
-    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
+    vmovdqu      ymm13, [rel pw_12289]               ; held in a register: read 25 times
+    vmovdqu      ymm14, [rel pw_5]                   ; held in a register: read 24 times
+    vmovdqu      ymm15, [rel pw_1]                   ; held in a register: read 24 times
     mov          rax, 8
     .repeat1:
     vmovdqu      ymm1, [rdi]
@@ -1661,28 +1660,28 @@ kg_newhope12289_ntt_forward_avx2:
     vmovdqu      ymm8, [rdi + 1792]
     vpmulhuw     ymm9, ymm11, ymm5
     vpmullw      ymm5, ymm12, ymm5
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
     vpmulhuw     ymm5, ymm11, ymm6
     vpmullw      ymm6, ymm12, ymm6
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm11, ymm7
     vpmullw      ymm7, ymm12, ymm7
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 0
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm8, ymm11
     vpmullw      ymm8, ymm8, ymm12
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 0
     vpaddw       ymm4, ymm10, ymm4
@@ -1690,28 +1689,28 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 64
     vpmulhuw     ymm5, ymm7, [rdx - 96]
     vpmullw      ymm7, ymm7, [rdx - 128]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm9, ymm5                    ; layer 1
     vpaddw       ymm9, ymm9, ymm10
     vpsubw       ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm8, [rdx - 96]
     vpmullw      ymm8, ymm8, [rdx - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm6                    ; layer 1
     vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm8
     vpmulhuw     ymm8, ymm3, [rdx - 32]
     vpmullw      ymm3, ymm3, [rdx - 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm1, ymm3                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpaddw       ymm2, ymm10, ymm2
@@ -1720,41 +1719,41 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm7, ymm3
     vpmulhuw     ymm7, ymm9, [rdx + 32]
     vpmullw      ymm9, ymm9, [rdx]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm7
-    vpmulhuw     ymm7, ymm13, ymm5                   ; shoup: before layer 2
-    vpmullw      ymm5, ymm14, ymm5
-    vpmullw      ymm7, ymm15, ymm7
+    vpmulhuw     ymm7, ymm14, ymm5                   ; shoup: before layer 2
+    vpmullw      ymm5, ymm15, ymm5
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rdx + 96]
     vpmullw      ymm6, ymm6, [rdx + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm8, ymm13                   ; shoup: before layer 2
-    vpmullw      ymm8, ymm8, ymm14
-    vpmullw      ymm6, ymm15, ymm6
+    vpmulhuw     ymm6, ymm8, ymm14                   ; shoup: before layer 2
+    vpmullw      ymm8, ymm8, ymm15
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm6, ymm8, ymm6
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 448] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 320
     vpmulhuw     ymm8, ymm4, [rdx - 96]
     vpmullw      ymm4, ymm4, [rdx - 128]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm4, ymm6, ymm4
-    vpmulhuw     ymm6, ymm13, ymm1                   ; shoup: before layer 2
-    vpmullw      ymm1, ymm14, ymm1
-    vpmullw      ymm6, ymm15, ymm6
+    vpmulhuw     ymm6, ymm14, ymm1                   ; shoup: before layer 2
+    vpmullw      ymm1, ymm15, ymm1
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rdx - 32]
     vpmullw      ymm2, ymm2, [rdx - 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
@@ -1786,7 +1785,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm9, ymm1
     vpmulhuw     ymm9, ymm5, [rcx + 32]
     vpmullw      ymm5, ymm5, [rcx]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -1795,7 +1794,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rcx + 32]
     vpmullw      ymm6, ymm6, [rcx]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -1804,7 +1803,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rcx + 32]
     vpmullw      ymm7, ymm7, [rcx]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 3
     vpaddw       ymm3, ymm10, ymm3
@@ -1813,7 +1812,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rcx + 32]
     vpmullw      ymm8, ymm8, [rcx]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 3
     vpaddw       ymm4, ymm10, ymm4
@@ -1822,7 +1821,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rcx + 96]
     vpmullw      ymm7, ymm7, [rcx + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -1831,7 +1830,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rcx + 96]
     vpmullw      ymm8, ymm8, [rcx + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -1840,7 +1839,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rcx + 160]
     vpmullw      ymm3, ymm3, [rcx + 128]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -1849,7 +1848,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rcx + 160]
     vpmullw      ymm4, ymm4, [rcx + 128]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpaddw       ymm2, ymm10, ymm2
@@ -1858,7 +1857,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rcx + 224]
     vpmullw      ymm8, ymm8, [rcx + 192]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -1867,7 +1866,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm6, [rcx + 288]
     vpmullw      ymm6, ymm6, [rcx + 256]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1876,7 +1875,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rcx + 352]
     vpmullw      ymm4, ymm4, [rcx + 320]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 5
     vpaddw       ymm6, ymm10, ymm6
@@ -1885,7 +1884,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rcx + 416]
     vpmullw      ymm2, ymm2, [rcx + 384]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 5
     vpaddw       ymm1, ymm10, ymm1
@@ -1902,7 +1901,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rcx + 480]
     vpmullw      ymm3, ymm3, [rcx + 448]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 6
     vpaddw       ymm2, ymm10, ymm2
@@ -1911,7 +1910,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm5, [rcx + 544]
     vpmullw      ymm5, ymm5, [rcx + 512]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 6
     vpaddw       ymm3, ymm10, ymm3
@@ -1920,7 +1919,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rcx + 608]
     vpmullw      ymm4, ymm4, [rcx + 576]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1929,7 +1928,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rcx + 672]
     vpmullw      ymm1, ymm1, [rcx + 640]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1946,7 +1945,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rcx + 736]
     vpmullw      ymm2, ymm2, [rcx + 704]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1955,7 +1954,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm3, [rcx + 800]
     vpmullw      ymm3, ymm3, [rcx + 768]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1964,7 +1963,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rcx + 864]
     vpmullw      ymm4, ymm4, [rcx + 832]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1973,7 +1972,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rcx + 928]
     vpmullw      ymm1, ymm1, [rcx + 896]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1990,7 +1989,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rcx + 992]
     vpmullw      ymm2, ymm2, [rcx + 960]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1999,7 +1998,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm3, [rcx + 1056]
     vpmullw      ymm3, ymm3, [rcx + 1024]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2008,7 +2007,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rcx + 1120]
     vpmullw      ymm4, ymm4, [rcx + 1088]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2017,7 +2016,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rcx + 1184]
     vpmullw      ymm1, ymm1, [rcx + 1152]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2034,7 +2033,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rcx + 1248]
     vpmullw      ymm2, ymm2, [rcx + 1216]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2043,7 +2042,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm3, [rcx + 1312]
     vpmullw      ymm3, ymm3, [rcx + 1280]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2052,7 +2051,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rcx + 1376]
     vpmullw      ymm4, ymm4, [rcx + 1344]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2061,7 +2060,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rcx + 1440]
     vpmullw      ymm1, ymm1, [rcx + 1408]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2108,7 +2107,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 10880] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 10752
     vpmulhuw     ymm9, ymm5, [rdx - 96]
     vpmullw      ymm5, ymm5, [rdx - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -2117,7 +2116,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rdx - 96]
     vpmullw      ymm6, ymm6, [rdx - 128]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -2126,7 +2125,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rdx - 96]
     vpmullw      ymm7, ymm7, [rdx - 128]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 3
     vpaddw       ymm3, ymm10, ymm3
@@ -2135,7 +2134,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rdx - 96]
     vpmullw      ymm8, ymm8, [rdx - 128]
-    vpmullw      ymm5, ymm5, ymm0
+    vpmullw      ymm5, ymm13, ymm5
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 3
     vpaddw       ymm4, ymm10, ymm4
@@ -2144,7 +2143,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rdx - 32]
     vpmullw      ymm7, ymm7, [rdx - 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -2153,7 +2152,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rdx - 32]
     vpmullw      ymm8, ymm8, [rdx - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -2162,7 +2161,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rdx + 32]
     vpmullw      ymm3, ymm3, [rdx]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -2171,7 +2170,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rdx + 32]
     vpmullw      ymm4, ymm4, [rdx]
-    vpmullw      ymm3, ymm3, ymm0
+    vpmullw      ymm3, ymm13, ymm3
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpaddw       ymm2, ymm10, ymm2
@@ -2180,7 +2179,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rdx + 96]
     vpmullw      ymm8, ymm8, [rdx + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -2190,7 +2189,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 11136] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 11008
     vpmulhuw     ymm8, ymm6, [rdx - 96]
     vpmullw      ymm6, ymm6, [rdx - 128]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -2199,7 +2198,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 5
     vpaddw       ymm6, ymm10, ymm6
@@ -2208,7 +2207,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rdx + 32]
     vpmullw      ymm2, ymm2, [rdx]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 5
     vpaddw       ymm1, ymm10, ymm1
@@ -2225,7 +2224,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rdx + 96]
     vpmullw      ymm3, ymm3, [rdx + 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 6
     vpaddw       ymm2, ymm10, ymm2
@@ -2235,7 +2234,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 11392] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 11264
     vpmulhuw     ymm9, ymm5, [rdx - 96]
     vpmullw      ymm5, ymm5, [rdx - 128]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 6
     vpaddw       ymm3, ymm10, ymm3
@@ -2244,7 +2243,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2253,7 +2252,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rdx + 32]
     vpmullw      ymm1, ymm1, [rdx]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2270,7 +2269,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rdx + 96]
     vpmullw      ymm2, ymm2, [rdx + 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2280,7 +2279,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 11648] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 11520
     vpmulhuw     ymm6, ymm3, [rdx - 96]
     vpmullw      ymm3, ymm3, [rdx - 128]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2289,7 +2288,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2298,7 +2297,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rdx + 32]
     vpmullw      ymm1, ymm1, [rdx]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2315,7 +2314,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rdx + 96]
     vpmullw      ymm2, ymm2, [rdx + 64]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2325,7 +2324,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 11904] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 11776
     vpmulhuw     ymm7, ymm3, [rdx - 96]
     vpmullw      ymm3, ymm3, [rdx - 128]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2334,7 +2333,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm6, ymm6, ymm0
+    vpmullw      ymm6, ymm13, ymm6
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2343,7 +2342,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rdx + 32]
     vpmullw      ymm1, ymm1, [rdx]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2360,7 +2359,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rdx + 96]
     vpmullw      ymm2, ymm2, [rdx + 64]
-    vpmullw      ymm9, ymm9, ymm0
+    vpmullw      ymm9, ymm9, ymm13
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2370,7 +2369,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 12160] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 12032
     vpmulhuw     ymm8, ymm3, [rdx - 96]
     vpmullw      ymm3, ymm3, [rdx - 128]
-    vpmullw      ymm8, ymm8, ymm0
+    vpmullw      ymm8, ymm8, ymm13
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2379,7 +2378,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm7, ymm7, ymm0
+    vpmullw      ymm7, ymm13, ymm7
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2388,7 +2387,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rdx + 32]
     vpmullw      ymm1, ymm1, [rdx]
-    vpmullw      ymm0, ymm6, ymm0
+    vpmullw      ymm0, ymm13, ymm6
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm1, ymm5, ymm0                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -4793,13 +4792,12 @@ global kg_newhope12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope
 align 32
 kg_newhope12289_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 64 times
-    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
+    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 65 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4808,7 +4806,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4817,7 +4815,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4826,7 +4824,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4835,7 +4833,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4844,7 +4842,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4853,7 +4851,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4862,7 +4860,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4871,7 +4869,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4880,7 +4878,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4889,7 +4887,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4898,7 +4896,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4907,7 +4905,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4916,7 +4914,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4925,7 +4923,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4934,7 +4932,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4943,7 +4941,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 512]
     vpmulhuw     ymm2, ymm2, [rsi + 512]
     vpmullw      ymm1, ymm1, [rsi + 512]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4952,7 +4950,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 544]
     vpmulhuw     ymm2, ymm2, [rsi + 544]
     vpmullw      ymm1, ymm1, [rsi + 544]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4961,7 +4959,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 576]
     vpmulhuw     ymm2, ymm2, [rsi + 576]
     vpmullw      ymm1, ymm1, [rsi + 576]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4970,7 +4968,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 608]
     vpmulhuw     ymm2, ymm2, [rsi + 608]
     vpmullw      ymm1, ymm1, [rsi + 608]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4979,7 +4977,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 640]
     vpmulhuw     ymm2, ymm2, [rsi + 640]
     vpmullw      ymm1, ymm1, [rsi + 640]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4988,7 +4986,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 672]
     vpmulhuw     ymm2, ymm2, [rsi + 672]
     vpmullw      ymm1, ymm1, [rsi + 672]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4997,7 +4995,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 704]
     vpmulhuw     ymm2, ymm2, [rsi + 704]
     vpmullw      ymm1, ymm1, [rsi + 704]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5006,7 +5004,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 736]
     vpmulhuw     ymm2, ymm2, [rsi + 736]
     vpmullw      ymm1, ymm1, [rsi + 736]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5015,7 +5013,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 768]
     vpmulhuw     ymm2, ymm2, [rsi + 768]
     vpmullw      ymm1, ymm1, [rsi + 768]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5024,7 +5022,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 800]
     vpmulhuw     ymm2, ymm2, [rsi + 800]
     vpmullw      ymm1, ymm1, [rsi + 800]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5033,7 +5031,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 832]
     vpmulhuw     ymm2, ymm2, [rsi + 832]
     vpmullw      ymm1, ymm1, [rsi + 832]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5042,7 +5040,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 864]
     vpmulhuw     ymm2, ymm2, [rsi + 864]
     vpmullw      ymm1, ymm1, [rsi + 864]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5051,7 +5049,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 896]
     vpmulhuw     ymm2, ymm2, [rsi + 896]
     vpmullw      ymm1, ymm1, [rsi + 896]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5060,7 +5058,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 928]
     vpmulhuw     ymm2, ymm2, [rsi + 928]
     vpmullw      ymm1, ymm1, [rsi + 928]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5069,7 +5067,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 960]
     vpmulhuw     ymm2, ymm2, [rsi + 960]
     vpmullw      ymm1, ymm1, [rsi + 960]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5078,7 +5076,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 992]
     vpmulhuw     ymm2, ymm2, [rsi + 992]
     vpmullw      ymm1, ymm1, [rsi + 992]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5087,7 +5085,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1024]
     vpmulhuw     ymm2, ymm2, [rsi + 1024]
     vpmullw      ymm1, ymm1, [rsi + 1024]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5096,7 +5094,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1056]
     vpmulhuw     ymm2, ymm2, [rsi + 1056]
     vpmullw      ymm1, ymm1, [rsi + 1056]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5105,7 +5103,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1088]
     vpmulhuw     ymm2, ymm2, [rsi + 1088]
     vpmullw      ymm1, ymm1, [rsi + 1088]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5114,7 +5112,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1120]
     vpmulhuw     ymm2, ymm2, [rsi + 1120]
     vpmullw      ymm1, ymm1, [rsi + 1120]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5123,7 +5121,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1152]
     vpmulhuw     ymm2, ymm2, [rsi + 1152]
     vpmullw      ymm1, ymm1, [rsi + 1152]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5132,7 +5130,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1184]
     vpmulhuw     ymm2, ymm2, [rsi + 1184]
     vpmullw      ymm1, ymm1, [rsi + 1184]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5141,7 +5139,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1216]
     vpmulhuw     ymm2, ymm2, [rsi + 1216]
     vpmullw      ymm1, ymm1, [rsi + 1216]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5150,7 +5148,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1248]
     vpmulhuw     ymm2, ymm2, [rsi + 1248]
     vpmullw      ymm1, ymm1, [rsi + 1248]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5159,7 +5157,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1280]
     vpmulhuw     ymm2, ymm2, [rsi + 1280]
     vpmullw      ymm1, ymm1, [rsi + 1280]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5168,7 +5166,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1312]
     vpmulhuw     ymm2, ymm2, [rsi + 1312]
     vpmullw      ymm1, ymm1, [rsi + 1312]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5177,7 +5175,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1344]
     vpmulhuw     ymm2, ymm2, [rsi + 1344]
     vpmullw      ymm1, ymm1, [rsi + 1344]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5186,7 +5184,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1376]
     vpmulhuw     ymm2, ymm2, [rsi + 1376]
     vpmullw      ymm1, ymm1, [rsi + 1376]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5195,7 +5193,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1408]
     vpmulhuw     ymm2, ymm2, [rsi + 1408]
     vpmullw      ymm1, ymm1, [rsi + 1408]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5204,7 +5202,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1440]
     vpmulhuw     ymm2, ymm2, [rsi + 1440]
     vpmullw      ymm1, ymm1, [rsi + 1440]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5213,7 +5211,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1472]
     vpmulhuw     ymm2, ymm2, [rsi + 1472]
     vpmullw      ymm1, ymm1, [rsi + 1472]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5222,7 +5220,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1504]
     vpmulhuw     ymm2, ymm2, [rsi + 1504]
     vpmullw      ymm1, ymm1, [rsi + 1504]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5231,7 +5229,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1536]
     vpmulhuw     ymm2, ymm2, [rsi + 1536]
     vpmullw      ymm1, ymm1, [rsi + 1536]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5240,7 +5238,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1568]
     vpmulhuw     ymm2, ymm2, [rsi + 1568]
     vpmullw      ymm1, ymm1, [rsi + 1568]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5249,7 +5247,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1600]
     vpmulhuw     ymm2, ymm2, [rsi + 1600]
     vpmullw      ymm1, ymm1, [rsi + 1600]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5258,7 +5256,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1632]
     vpmulhuw     ymm2, ymm2, [rsi + 1632]
     vpmullw      ymm1, ymm1, [rsi + 1632]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5267,7 +5265,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1664]
     vpmulhuw     ymm2, ymm2, [rsi + 1664]
     vpmullw      ymm1, ymm1, [rsi + 1664]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5276,7 +5274,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1696]
     vpmulhuw     ymm2, ymm2, [rsi + 1696]
     vpmullw      ymm1, ymm1, [rsi + 1696]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5285,7 +5283,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1728]
     vpmulhuw     ymm2, ymm2, [rsi + 1728]
     vpmullw      ymm1, ymm1, [rsi + 1728]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5294,7 +5292,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1760]
     vpmulhuw     ymm2, ymm2, [rsi + 1760]
     vpmullw      ymm1, ymm1, [rsi + 1760]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5303,7 +5301,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1792]
     vpmulhuw     ymm2, ymm2, [rsi + 1792]
     vpmullw      ymm1, ymm1, [rsi + 1792]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5312,7 +5310,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1824]
     vpmulhuw     ymm2, ymm2, [rsi + 1824]
     vpmullw      ymm1, ymm1, [rsi + 1824]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5321,7 +5319,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1856]
     vpmulhuw     ymm2, ymm2, [rsi + 1856]
     vpmullw      ymm1, ymm1, [rsi + 1856]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5330,7 +5328,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1888]
     vpmulhuw     ymm2, ymm2, [rsi + 1888]
     vpmullw      ymm1, ymm1, [rsi + 1888]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5339,7 +5337,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1920]
     vpmulhuw     ymm2, ymm2, [rsi + 1920]
     vpmullw      ymm1, ymm1, [rsi + 1920]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5348,7 +5346,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1952]
     vpmulhuw     ymm2, ymm2, [rsi + 1952]
     vpmullw      ymm1, ymm1, [rsi + 1952]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5357,7 +5355,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1984]
     vpmulhuw     ymm2, ymm2, [rsi + 1984]
     vpmullw      ymm1, ymm1, [rsi + 1984]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5366,7 +5364,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 2016]
     vpmulhuw     ymm2, ymm2, [rsi + 2016]
     vpmullw      ymm1, ymm1, [rsi + 2016]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -5389,775 +5387,774 @@ global kg_newhope12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope
 align 32
 kg_newhope12289_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_24578]                ; held in a register: read 64 times
-    vmovdqu      ymm4, [rel pw_12289]                ; held in a register: read 64 times
-    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
+    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 65 times
+    vmovdqu      ymm4, [rel pw_24578]                ; held in a register: read 64 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rdx + 128]
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rdx + 160]
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rdx + 192]
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rdx + 224]
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdx + 256]
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdx + 288]
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rdx + 320]
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rdx + 352]
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rdx + 384]
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rdx + 416]
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rdx + 448]
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rdx + 480]
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 480]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdx + 512]
     vmovdqu      ymm2, [rcx + 512]
     vpmulhuw     ymm2, ymm2, [rsi + 512]
     vpmullw      ymm1, ymm1, [rsi + 512]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 512]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rdx + 544]
     vmovdqu      ymm2, [rcx + 544]
     vpmulhuw     ymm2, ymm2, [rsi + 544]
     vpmullw      ymm1, ymm1, [rsi + 544]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 544]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rdx + 576]
     vmovdqu      ymm2, [rcx + 576]
     vpmulhuw     ymm2, ymm2, [rsi + 576]
     vpmullw      ymm1, ymm1, [rsi + 576]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 576]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rdx + 608]
     vmovdqu      ymm2, [rcx + 608]
     vpmulhuw     ymm2, ymm2, [rsi + 608]
     vpmullw      ymm1, ymm1, [rsi + 608]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 608]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rdx + 640]
     vmovdqu      ymm2, [rcx + 640]
     vpmulhuw     ymm2, ymm2, [rsi + 640]
     vpmullw      ymm1, ymm1, [rsi + 640]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 640]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rdx + 672]
     vmovdqu      ymm2, [rcx + 672]
     vpmulhuw     ymm2, ymm2, [rsi + 672]
     vpmullw      ymm1, ymm1, [rsi + 672]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 672]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rdx + 704]
     vmovdqu      ymm2, [rcx + 704]
     vpmulhuw     ymm2, ymm2, [rsi + 704]
     vpmullw      ymm1, ymm1, [rsi + 704]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 704]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rdx + 736]
     vmovdqu      ymm2, [rcx + 736]
     vpmulhuw     ymm2, ymm2, [rsi + 736]
     vpmullw      ymm1, ymm1, [rsi + 736]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 736]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rdx + 768]
     vmovdqu      ymm2, [rcx + 768]
     vpmulhuw     ymm2, ymm2, [rsi + 768]
     vpmullw      ymm1, ymm1, [rsi + 768]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 768]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rdx + 800]
     vmovdqu      ymm2, [rcx + 800]
     vpmulhuw     ymm2, ymm2, [rsi + 800]
     vpmullw      ymm1, ymm1, [rsi + 800]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 800]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rdx + 832]
     vmovdqu      ymm2, [rcx + 832]
     vpmulhuw     ymm2, ymm2, [rsi + 832]
     vpmullw      ymm1, ymm1, [rsi + 832]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 832]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rdx + 864]
     vmovdqu      ymm2, [rcx + 864]
     vpmulhuw     ymm2, ymm2, [rsi + 864]
     vpmullw      ymm1, ymm1, [rsi + 864]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 864]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rdx + 896]
     vmovdqu      ymm2, [rcx + 896]
     vpmulhuw     ymm2, ymm2, [rsi + 896]
     vpmullw      ymm1, ymm1, [rsi + 896]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 896]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rdx + 928]
     vmovdqu      ymm2, [rcx + 928]
     vpmulhuw     ymm2, ymm2, [rsi + 928]
     vpmullw      ymm1, ymm1, [rsi + 928]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 928]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rdx + 960]
     vmovdqu      ymm2, [rcx + 960]
     vpmulhuw     ymm2, ymm2, [rsi + 960]
     vpmullw      ymm1, ymm1, [rsi + 960]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 960]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rdx + 992]
     vmovdqu      ymm2, [rcx + 992]
     vpmulhuw     ymm2, ymm2, [rsi + 992]
     vpmullw      ymm1, ymm1, [rsi + 992]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 992]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
     vmovdqu      ymm1, [rdx + 1024]
     vmovdqu      ymm2, [rcx + 1024]
     vpmulhuw     ymm2, ymm2, [rsi + 1024]
     vpmullw      ymm1, ymm1, [rsi + 1024]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1024]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
     vmovdqu      ymm1, [rdx + 1056]
     vmovdqu      ymm2, [rcx + 1056]
     vpmulhuw     ymm2, ymm2, [rsi + 1056]
     vpmullw      ymm1, ymm1, [rsi + 1056]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1056]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
     vmovdqu      ymm1, [rdx + 1088]
     vmovdqu      ymm2, [rcx + 1088]
     vpmulhuw     ymm2, ymm2, [rsi + 1088]
     vpmullw      ymm1, ymm1, [rsi + 1088]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1088]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
     vmovdqu      ymm1, [rdx + 1120]
     vmovdqu      ymm2, [rcx + 1120]
     vpmulhuw     ymm2, ymm2, [rsi + 1120]
     vpmullw      ymm1, ymm1, [rsi + 1120]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1120]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
     vmovdqu      ymm1, [rdx + 1152]
     vmovdqu      ymm2, [rcx + 1152]
     vpmulhuw     ymm2, ymm2, [rsi + 1152]
     vpmullw      ymm1, ymm1, [rsi + 1152]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1152]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
     vmovdqu      ymm1, [rdx + 1184]
     vmovdqu      ymm2, [rcx + 1184]
     vpmulhuw     ymm2, ymm2, [rsi + 1184]
     vpmullw      ymm1, ymm1, [rsi + 1184]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1184]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
     vmovdqu      ymm1, [rdx + 1216]
     vmovdqu      ymm2, [rcx + 1216]
     vpmulhuw     ymm2, ymm2, [rsi + 1216]
     vpmullw      ymm1, ymm1, [rsi + 1216]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1216]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
     vmovdqu      ymm1, [rdx + 1248]
     vmovdqu      ymm2, [rcx + 1248]
     vpmulhuw     ymm2, ymm2, [rsi + 1248]
     vpmullw      ymm1, ymm1, [rsi + 1248]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1248]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
     vmovdqu      ymm1, [rdx + 1280]
     vmovdqu      ymm2, [rcx + 1280]
     vpmulhuw     ymm2, ymm2, [rsi + 1280]
     vpmullw      ymm1, ymm1, [rsi + 1280]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1280]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
     vmovdqu      ymm1, [rdx + 1312]
     vmovdqu      ymm2, [rcx + 1312]
     vpmulhuw     ymm2, ymm2, [rsi + 1312]
     vpmullw      ymm1, ymm1, [rsi + 1312]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1312]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
     vmovdqu      ymm1, [rdx + 1344]
     vmovdqu      ymm2, [rcx + 1344]
     vpmulhuw     ymm2, ymm2, [rsi + 1344]
     vpmullw      ymm1, ymm1, [rsi + 1344]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1344]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
     vmovdqu      ymm1, [rdx + 1376]
     vmovdqu      ymm2, [rcx + 1376]
     vpmulhuw     ymm2, ymm2, [rsi + 1376]
     vpmullw      ymm1, ymm1, [rsi + 1376]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1376]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
     vmovdqu      ymm1, [rdx + 1408]
     vmovdqu      ymm2, [rcx + 1408]
     vpmulhuw     ymm2, ymm2, [rsi + 1408]
     vpmullw      ymm1, ymm1, [rsi + 1408]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1408]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
     vmovdqu      ymm1, [rdx + 1440]
     vmovdqu      ymm2, [rcx + 1440]
     vpmulhuw     ymm2, ymm2, [rsi + 1440]
     vpmullw      ymm1, ymm1, [rsi + 1440]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1440]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
     vmovdqu      ymm1, [rdx + 1472]
     vmovdqu      ymm2, [rcx + 1472]
     vpmulhuw     ymm2, ymm2, [rsi + 1472]
     vpmullw      ymm1, ymm1, [rsi + 1472]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1472]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
     vmovdqu      ymm1, [rdx + 1504]
     vmovdqu      ymm2, [rcx + 1504]
     vpmulhuw     ymm2, ymm2, [rsi + 1504]
     vpmullw      ymm1, ymm1, [rsi + 1504]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1504]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
     vmovdqu      ymm1, [rdx + 1536]
     vmovdqu      ymm2, [rcx + 1536]
     vpmulhuw     ymm2, ymm2, [rsi + 1536]
     vpmullw      ymm1, ymm1, [rsi + 1536]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1536]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
     vmovdqu      ymm1, [rdx + 1568]
     vmovdqu      ymm2, [rcx + 1568]
     vpmulhuw     ymm2, ymm2, [rsi + 1568]
     vpmullw      ymm1, ymm1, [rsi + 1568]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1568]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
     vmovdqu      ymm1, [rdx + 1600]
     vmovdqu      ymm2, [rcx + 1600]
     vpmulhuw     ymm2, ymm2, [rsi + 1600]
     vpmullw      ymm1, ymm1, [rsi + 1600]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1600]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
     vmovdqu      ymm1, [rdx + 1632]
     vmovdqu      ymm2, [rcx + 1632]
     vpmulhuw     ymm2, ymm2, [rsi + 1632]
     vpmullw      ymm1, ymm1, [rsi + 1632]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1632]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
     vmovdqu      ymm1, [rdx + 1664]
     vmovdqu      ymm2, [rcx + 1664]
     vpmulhuw     ymm2, ymm2, [rsi + 1664]
     vpmullw      ymm1, ymm1, [rsi + 1664]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1664]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
     vmovdqu      ymm1, [rdx + 1696]
     vmovdqu      ymm2, [rcx + 1696]
     vpmulhuw     ymm2, ymm2, [rsi + 1696]
     vpmullw      ymm1, ymm1, [rsi + 1696]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1696]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
     vmovdqu      ymm1, [rdx + 1728]
     vmovdqu      ymm2, [rcx + 1728]
     vpmulhuw     ymm2, ymm2, [rsi + 1728]
     vpmullw      ymm1, ymm1, [rsi + 1728]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1728]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
     vmovdqu      ymm1, [rdx + 1760]
     vmovdqu      ymm2, [rcx + 1760]
     vpmulhuw     ymm2, ymm2, [rsi + 1760]
     vpmullw      ymm1, ymm1, [rsi + 1760]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1760]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
     vmovdqu      ymm1, [rdx + 1792]
     vmovdqu      ymm2, [rcx + 1792]
     vpmulhuw     ymm2, ymm2, [rsi + 1792]
     vpmullw      ymm1, ymm1, [rsi + 1792]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1792]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
     vmovdqu      ymm1, [rdx + 1824]
     vmovdqu      ymm2, [rcx + 1824]
     vpmulhuw     ymm2, ymm2, [rsi + 1824]
     vpmullw      ymm1, ymm1, [rsi + 1824]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1824]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
     vmovdqu      ymm1, [rdx + 1856]
     vmovdqu      ymm2, [rcx + 1856]
     vpmulhuw     ymm2, ymm2, [rsi + 1856]
     vpmullw      ymm1, ymm1, [rsi + 1856]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1856]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
     vmovdqu      ymm1, [rdx + 1888]
     vmovdqu      ymm2, [rcx + 1888]
     vpmulhuw     ymm2, ymm2, [rsi + 1888]
     vpmullw      ymm1, ymm1, [rsi + 1888]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1888]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
     vmovdqu      ymm1, [rdx + 1920]
     vmovdqu      ymm2, [rcx + 1920]
     vpmulhuw     ymm2, ymm2, [rsi + 1920]
     vpmullw      ymm1, ymm1, [rsi + 1920]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1920]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
     vmovdqu      ymm1, [rdx + 1952]
     vmovdqu      ymm2, [rcx + 1952]
     vpmulhuw     ymm2, ymm2, [rsi + 1952]
     vpmullw      ymm1, ymm1, [rsi + 1952]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1952]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
     vmovdqu      ymm1, [rdx + 1984]
     vmovdqu      ymm2, [rcx + 1984]
     vpmulhuw     ymm2, ymm2, [rsi + 1984]
     vpmullw      ymm1, ymm1, [rsi + 1984]
-    vpmullw      ymm2, ymm2, ymm0
+    vpmullw      ymm2, ymm2, ymm3
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1984]
-    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm1, ymm1, ymm2
+    vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
     vmovdqu      ymm1, [rdx + 2016]
     vmovdqu      ymm2, [rcx + 2016]
     vpmulhuw     ymm2, ymm2, [rsi + 2016]
     vpmullw      ymm1, ymm1, [rsi + 2016]
-    vpmullw      ymm0, ymm2, ymm0
+    vpmullw      ymm0, ymm2, ymm3
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 2016]
-    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
-    vpminuw      ymm0, ymm0, ymm1
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)
+    vpminuw      ymm0, ymm0, ymm1
+    vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -29713,16 +29710,14 @@ kg_newhope12289_freeze_sse:
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-8}, rax, flags
+;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope12289_mulmod_shoup_sse.end - kg_newhope12289_mulmod_shoup_sse)
 align 32
 kg_newhope12289_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm7, [rax - 128]                   ; held in a register: read 64 times
-    movdqu       xmm8, [rax - 112]                   ; held in a register: read 64 times
-    movdqu       xmm0, [rax - 128]                   ; q = 12289
+    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 65 times
+    movdqu       xmm8, [rel pw_12289 + 16]           ; held in a register: read 64 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -29733,8 +29728,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29755,8 +29750,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29777,8 +29772,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29799,8 +29794,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29821,8 +29816,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29843,8 +29838,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29865,8 +29860,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29887,8 +29882,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29909,8 +29904,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29931,8 +29926,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29953,8 +29948,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29975,8 +29970,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -29997,8 +29992,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30019,8 +30014,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30041,8 +30036,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30063,8 +30058,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30085,8 +30080,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30107,8 +30102,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30129,8 +30124,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30151,8 +30146,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30173,8 +30168,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30195,8 +30190,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30217,8 +30212,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30239,8 +30234,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30261,8 +30256,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30283,8 +30278,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30305,8 +30300,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30327,8 +30322,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30349,8 +30344,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30371,8 +30366,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30393,8 +30388,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30415,8 +30410,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30437,8 +30432,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30459,8 +30454,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30481,8 +30476,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30503,8 +30498,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30525,8 +30520,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30547,8 +30542,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30569,8 +30564,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30591,8 +30586,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30613,8 +30608,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30635,8 +30630,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30657,8 +30652,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30679,8 +30674,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30701,8 +30696,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30723,8 +30718,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30745,8 +30740,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30767,8 +30762,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30789,8 +30784,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30811,8 +30806,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30833,8 +30828,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30855,8 +30850,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30877,8 +30872,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30899,8 +30894,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30921,8 +30916,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30943,8 +30938,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30965,8 +30960,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -30987,8 +30982,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -31009,8 +31004,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -31031,8 +31026,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -31053,8 +31048,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -31075,8 +31070,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -31097,8 +31092,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -31119,8 +31114,8 @@ kg_newhope12289_mulmod_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
@@ -31142,18 +31137,16 @@ kg_newhope12289_mulmod_shoup_sse:
 ;   ensures:  every r[i] in [0, 12288] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-10}, rax, flags
+;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_newhope12289_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope12289_muladd_shoup_sse.end - kg_newhope12289_muladd_shoup_sse)
 align 32
 kg_newhope12289_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_24578]                ; held in a register: read 64 times
-    movdqu       xmm8, [rel pw_24578 + 16]           ; held in a register: read 64 times
-    lea          rax, [rel pw_12289 + 128]           ; addresses pw_12289 near byte 0
-    movdqu       xmm9, [rax - 128]                   ; held in a register: read 64 times
-    movdqu       xmm10, [rax - 112]                  ; held in a register: read 64 times
-    movdqu       xmm0, [rax - 128]                   ; q = 12289
+    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 65 times
+    movdqu       xmm8, [rel pw_24578]                ; held in a register: read 64 times
+    movdqu       xmm9, [rel pw_24578 + 16]           ; held in a register: read 64 times
+    movdqu       xmm10, [rel pw_12289 + 16]          ; held in a register: read 64 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -31164,8 +31157,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8]
@@ -31173,13 +31166,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31196,8 +31189,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 32]
@@ -31205,13 +31198,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31228,8 +31221,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 64]
@@ -31237,13 +31230,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31260,8 +31253,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 96]
@@ -31269,13 +31262,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31292,8 +31285,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 128]
@@ -31301,13 +31294,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31324,8 +31317,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 160]
@@ -31333,13 +31326,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31356,8 +31349,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 192]
@@ -31365,13 +31358,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31388,8 +31381,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 224]
@@ -31397,13 +31390,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31420,8 +31413,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 256]
@@ -31429,13 +31422,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31452,8 +31445,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 288]
@@ -31461,13 +31454,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31484,8 +31477,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 320]
@@ -31493,13 +31486,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31516,8 +31509,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 352]
@@ -31525,13 +31518,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31548,8 +31541,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 384]
@@ -31557,13 +31550,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31580,8 +31573,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 416]
@@ -31589,13 +31582,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31612,8 +31605,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 448]
@@ -31621,13 +31614,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31644,8 +31637,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 480]
@@ -31653,13 +31646,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31676,8 +31669,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 512]
@@ -31685,13 +31678,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31708,8 +31701,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 544]
@@ -31717,13 +31710,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31740,8 +31733,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 576]
@@ -31749,13 +31742,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31772,8 +31765,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 608]
@@ -31781,13 +31774,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31804,8 +31797,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 640]
@@ -31813,13 +31806,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31836,8 +31829,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 672]
@@ -31845,13 +31838,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31868,8 +31861,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 704]
@@ -31877,13 +31870,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31900,8 +31893,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 736]
@@ -31909,13 +31902,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31932,8 +31925,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 768]
@@ -31941,13 +31934,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31964,8 +31957,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 800]
@@ -31973,13 +31966,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -31996,8 +31989,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 832]
@@ -32005,13 +31998,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32028,8 +32021,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 864]
@@ -32037,13 +32030,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32060,8 +32053,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 896]
@@ -32069,13 +32062,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32092,8 +32085,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 928]
@@ -32101,13 +32094,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32124,8 +32117,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 960]
@@ -32133,13 +32126,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32156,8 +32149,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 992]
@@ -32165,13 +32158,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32188,8 +32181,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1024]
@@ -32197,13 +32190,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32220,8 +32213,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1056]
@@ -32229,13 +32222,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32252,8 +32245,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1088]
@@ -32261,13 +32254,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32284,8 +32277,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1120]
@@ -32293,13 +32286,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32316,8 +32309,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1152]
@@ -32325,13 +32318,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32348,8 +32341,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1184]
@@ -32357,13 +32350,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32380,8 +32373,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1216]
@@ -32389,13 +32382,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32412,8 +32405,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1248]
@@ -32421,13 +32414,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32444,8 +32437,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1280]
@@ -32453,13 +32446,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32476,8 +32469,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1312]
@@ -32485,13 +32478,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32508,8 +32501,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1344]
@@ -32517,13 +32510,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32540,8 +32533,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1376]
@@ -32549,13 +32542,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32572,8 +32565,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1408]
@@ -32581,13 +32574,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32604,8 +32597,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1440]
@@ -32613,13 +32606,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32636,8 +32629,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1472]
@@ -32645,13 +32638,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32668,8 +32661,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1504]
@@ -32677,13 +32670,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32700,8 +32693,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1536]
@@ -32709,13 +32702,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32732,8 +32725,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1568]
@@ -32741,13 +32734,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32764,8 +32757,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1600]
@@ -32773,13 +32766,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32796,8 +32789,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1632]
@@ -32805,13 +32798,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32828,8 +32821,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1664]
@@ -32837,13 +32830,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32860,8 +32853,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1696]
@@ -32869,13 +32862,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32892,8 +32885,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1728]
@@ -32901,13 +32894,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32924,8 +32917,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1760]
@@ -32933,13 +32926,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32956,8 +32949,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1792]
@@ -32965,13 +32958,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -32988,8 +32981,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1824]
@@ -32997,13 +32990,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -33020,8 +33013,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1856]
@@ -33029,13 +33022,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -33052,8 +33045,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1888]
@@ -33061,13 +33054,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -33084,8 +33077,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1920]
@@ -33093,13 +33086,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -33116,8 +33109,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1952]
@@ -33125,13 +33118,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -33148,8 +33141,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm3, [r8 + 1984]
@@ -33157,13 +33150,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm3
     paddw        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm7
+    psubw        xmm3, xmm8
     movdqa       xmm4, xmm2
-    psubw        xmm4, xmm8
+    psubw        xmm4, xmm9
     pminuw       xmm1, xmm3
     pminuw       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubw        xmm3, xmm9
+    psubw        xmm3, xmm7
     movdqa       xmm4, xmm2
     psubw        xmm4, xmm10
     pminuw       xmm1, xmm3
@@ -33180,8 +33173,8 @@ kg_newhope12289_muladd_shoup_sse:
     pmulhuw      xmm6, xmm2
     pmullw       xmm1, xmm3
     pmullw       xmm2, xmm4
-    pmullw       xmm5, xmm0
-    pmullw       xmm6, xmm0
+    pmullw       xmm5, xmm7
+    pmullw       xmm6, xmm7
     psubw        xmm1, xmm5
     psubw        xmm2, xmm6
     movdqu       xmm0, [r8 + 2016]
@@ -33189,13 +33182,13 @@ kg_newhope12289_muladd_shoup_sse:
     paddw        xmm1, xmm0
     paddw        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm7
+    psubw        xmm0, xmm8
     movdqa       xmm3, xmm2
-    psubw        xmm3, xmm8
+    psubw        xmm3, xmm9
     pminuw       xmm1, xmm0
     pminuw       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubw        xmm0, xmm9
+    psubw        xmm0, xmm7
     movdqa       xmm3, xmm2
     psubw        xmm3, xmm10
     pminuw       xmm1, xmm0

@@ -8046,10 +8046,9 @@ global kg_nfl1073479681_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1
 align 32
 kg_nfl1073479681_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 32 times
+    vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 33 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -8058,7 +8057,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8071,7 +8070,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8084,7 +8083,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8097,7 +8096,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8110,7 +8109,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8123,7 +8122,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8136,7 +8135,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8149,7 +8148,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8162,7 +8161,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8175,7 +8174,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8188,7 +8187,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8201,7 +8200,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8214,7 +8213,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8227,7 +8226,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8240,7 +8239,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8253,7 +8252,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8266,7 +8265,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1024]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8279,7 +8278,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1088]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8292,7 +8291,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1152]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8305,7 +8304,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1216]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8318,7 +8317,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1280]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8331,7 +8330,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1344]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8344,7 +8343,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1408]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8357,7 +8356,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1472]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8370,7 +8369,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1536]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8383,7 +8382,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1600]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8396,7 +8395,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1664]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8409,7 +8408,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1728]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8422,7 +8421,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1792]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8435,7 +8434,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1856]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8448,7 +8447,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1920]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8461,7 +8460,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1984]
-    vpmulld      zmm0, zmm3, zmm0
+    vpmulld      zmm0, zmm3, zmm5
     vpsubd       zmm0, zmm1, zmm0
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
@@ -8484,11 +8483,10 @@ global kg_nfl1073479681_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1
 align 32
 kg_nfl1073479681_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_2146959362]           ; held in a register: read 32 times
-    vmovdqu64    zmm6, [rel pd_1073479681]           ; held in a register: read 32 times
+    vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 33 times
+    vmovdqu64    zmm6, [rel pd_2146959362]           ; held in a register: read 32 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
-    vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -8497,12 +8495,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi], zmm1
     vmovdqu64    zmm1, [rdx + 64]
@@ -8513,12 +8511,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 64]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 64], zmm1
     vmovdqu64    zmm1, [rdx + 128]
@@ -8529,12 +8527,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 128]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    zmm1, [rdx + 192]
@@ -8545,12 +8543,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 192]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 192], zmm1
     vmovdqu64    zmm1, [rdx + 256]
@@ -8561,12 +8559,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 256]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    zmm1, [rdx + 320]
@@ -8577,12 +8575,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 320]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 320], zmm1
     vmovdqu64    zmm1, [rdx + 384]
@@ -8593,12 +8591,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 384]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    zmm1, [rdx + 448]
@@ -8609,12 +8607,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 448]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 448], zmm1
     vmovdqu64    zmm1, [rdx + 512]
@@ -8625,12 +8623,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 512]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 512], zmm1
     vmovdqu64    zmm1, [rdx + 576]
@@ -8641,12 +8639,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 576]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 576], zmm1
     vmovdqu64    zmm1, [rdx + 640]
@@ -8657,12 +8655,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 640]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 640], zmm1
     vmovdqu64    zmm1, [rdx + 704]
@@ -8673,12 +8671,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 704]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 704], zmm1
     vmovdqu64    zmm1, [rdx + 768]
@@ -8689,12 +8687,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 768]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 768], zmm1
     vmovdqu64    zmm1, [rdx + 832]
@@ -8705,12 +8703,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 832]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 832], zmm1
     vmovdqu64    zmm1, [rdx + 896]
@@ -8721,12 +8719,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 896]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 896], zmm1
     vmovdqu64    zmm1, [rdx + 960]
@@ -8737,12 +8735,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 960]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 960], zmm1
     vmovdqu64    zmm1, [rdx + 1024]
@@ -8753,12 +8751,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1024]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1024]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1024], zmm1
     vmovdqu64    zmm1, [rdx + 1088]
@@ -8769,12 +8767,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1088]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1088]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1088], zmm1
     vmovdqu64    zmm1, [rdx + 1152]
@@ -8785,12 +8783,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1152]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1152]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1152], zmm1
     vmovdqu64    zmm1, [rdx + 1216]
@@ -8801,12 +8799,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1216]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1216]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1216], zmm1
     vmovdqu64    zmm1, [rdx + 1280]
@@ -8817,12 +8815,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1280]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1280]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1280], zmm1
     vmovdqu64    zmm1, [rdx + 1344]
@@ -8833,12 +8831,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1344]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1344]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1344], zmm1
     vmovdqu64    zmm1, [rdx + 1408]
@@ -8849,12 +8847,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1408]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1408]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1408], zmm1
     vmovdqu64    zmm1, [rdx + 1472]
@@ -8865,12 +8863,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1472]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1472]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1472], zmm1
     vmovdqu64    zmm1, [rdx + 1536]
@@ -8881,12 +8879,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1536]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1536]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1536], zmm1
     vmovdqu64    zmm1, [rdx + 1600]
@@ -8897,12 +8895,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1600]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1600]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1600], zmm1
     vmovdqu64    zmm1, [rdx + 1664]
@@ -8913,12 +8911,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1664]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1664]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1664], zmm1
     vmovdqu64    zmm1, [rdx + 1728]
@@ -8929,12 +8927,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1728]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1728]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1728], zmm1
     vmovdqu64    zmm1, [rdx + 1792]
@@ -8945,12 +8943,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1792]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1792]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1792], zmm1
     vmovdqu64    zmm1, [rdx + 1856]
@@ -8961,12 +8959,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1856]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1856]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1856], zmm1
     vmovdqu64    zmm1, [rdx + 1920]
@@ -8977,12 +8975,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1920]
-    vpmulld      zmm2, zmm3, zmm0
+    vpmulld      zmm2, zmm3, zmm5
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1920]
-    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm1, zmm1, zmm2
+    vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1920], zmm1
     vmovdqu64    zmm1, [rdx + 1984]
@@ -8993,12 +8991,12 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1984]
-    vpmulld      zmm0, zmm3, zmm0
+    vpmulld      zmm0, zmm3, zmm5
     vpsubd       zmm0, zmm1, zmm0
     vpaddd       zmm0, zmm0, [r8 + 1984]
-    vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
-    vpminud      zmm0, zmm0, zmm1
     vpsubd       zmm1, zmm0, zmm6                    ; freeze: to [0, q)
+    vpminud      zmm0, zmm0, zmm1
+    vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 1984], zmm0
     vzeroupper
@@ -13492,8 +13490,7 @@ global kg_nfl1073479681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl107
 align 32
 kg_nfl1073479681_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 64 times
-    vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
+    vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 65 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -13503,7 +13500,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13517,7 +13514,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13531,7 +13528,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13545,7 +13542,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13559,7 +13556,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13573,7 +13570,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13587,7 +13584,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13601,7 +13598,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13615,7 +13612,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13629,7 +13626,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13643,7 +13640,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13657,7 +13654,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13671,7 +13668,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13685,7 +13682,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13699,7 +13696,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13713,7 +13710,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13727,7 +13724,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13741,7 +13738,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13755,7 +13752,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13769,7 +13766,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13783,7 +13780,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13797,7 +13794,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13811,7 +13808,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13825,7 +13822,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13839,7 +13836,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13853,7 +13850,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13867,7 +13864,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13881,7 +13878,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13895,7 +13892,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13909,7 +13906,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13923,7 +13920,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13937,7 +13934,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13951,7 +13948,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1024]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13965,7 +13962,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1056]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13979,7 +13976,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1088]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13993,7 +13990,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1120]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14007,7 +14004,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1152]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14021,7 +14018,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1184]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14035,7 +14032,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1216]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14049,7 +14046,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1248]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14063,7 +14060,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1280]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14077,7 +14074,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1312]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14091,7 +14088,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1344]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14105,7 +14102,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1376]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14119,7 +14116,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1408]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14133,7 +14130,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1440]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14147,7 +14144,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1472]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14161,7 +14158,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1504]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14175,7 +14172,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1536]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14189,7 +14186,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1568]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14203,7 +14200,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1600]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14217,7 +14214,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1632]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14231,7 +14228,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1664]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14245,7 +14242,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1696]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14259,7 +14256,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1728]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14273,7 +14270,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1760]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14287,7 +14284,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1792]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14301,7 +14298,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1824]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14315,7 +14312,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1856]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14329,7 +14326,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1888]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14343,7 +14340,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1920]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14357,7 +14354,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1952]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14371,7 +14368,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1984]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14385,7 +14382,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 2016]
-    vpmulld      ymm0, ymm2, ymm0
+    vpmulld      ymm0, ymm2, ymm5
     vpsubd       ymm0, ymm1, ymm0
     vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
@@ -14408,9 +14405,8 @@ global kg_nfl1073479681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl107
 align 32
 kg_nfl1073479681_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_2146959362]           ; held in a register: read 64 times
-    vmovdqu      ymm6, [rel pd_1073479681]           ; held in a register: read 64 times
-    vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
+    vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 65 times
+    vmovdqu      ymm6, [rel pd_2146959362]           ; held in a register: read 64 times
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -14420,12 +14416,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     vmovdqu      ymm1, [rdx + 32]
@@ -14437,12 +14433,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 32]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 32], ymm1
     vmovdqu      ymm1, [rdx + 64]
@@ -14454,12 +14450,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 64]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      ymm1, [rdx + 96]
@@ -14471,12 +14467,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 96]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 96], ymm1
     vmovdqu      ymm1, [rdx + 128]
@@ -14488,12 +14484,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 128]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      ymm1, [rdx + 160]
@@ -14505,12 +14501,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 160]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 160], ymm1
     vmovdqu      ymm1, [rdx + 192]
@@ -14522,12 +14518,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 192]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      ymm1, [rdx + 224]
@@ -14539,12 +14535,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 224]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 224], ymm1
     vmovdqu      ymm1, [rdx + 256]
@@ -14556,12 +14552,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 256]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      ymm1, [rdx + 288]
@@ -14573,12 +14569,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 288]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 288], ymm1
     vmovdqu      ymm1, [rdx + 320]
@@ -14590,12 +14586,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 320]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      ymm1, [rdx + 352]
@@ -14607,12 +14603,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 352]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 352], ymm1
     vmovdqu      ymm1, [rdx + 384]
@@ -14624,12 +14620,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 384]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      ymm1, [rdx + 416]
@@ -14641,12 +14637,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 416]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 416], ymm1
     vmovdqu      ymm1, [rdx + 448]
@@ -14658,12 +14654,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 448]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      ymm1, [rdx + 480]
@@ -14675,12 +14671,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 480]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 480], ymm1
     vmovdqu      ymm1, [rdx + 512]
@@ -14692,12 +14688,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 512]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      ymm1, [rdx + 544]
@@ -14709,12 +14705,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 544]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 544], ymm1
     vmovdqu      ymm1, [rdx + 576]
@@ -14726,12 +14722,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 576]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      ymm1, [rdx + 608]
@@ -14743,12 +14739,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 608]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 608], ymm1
     vmovdqu      ymm1, [rdx + 640]
@@ -14760,12 +14756,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 640]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      ymm1, [rdx + 672]
@@ -14777,12 +14773,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 672]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 672], ymm1
     vmovdqu      ymm1, [rdx + 704]
@@ -14794,12 +14790,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 704]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      ymm1, [rdx + 736]
@@ -14811,12 +14807,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 736]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 736], ymm1
     vmovdqu      ymm1, [rdx + 768]
@@ -14828,12 +14824,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 768]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      ymm1, [rdx + 800]
@@ -14845,12 +14841,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 800]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 800], ymm1
     vmovdqu      ymm1, [rdx + 832]
@@ -14862,12 +14858,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 832]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      ymm1, [rdx + 864]
@@ -14879,12 +14875,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 864]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 864], ymm1
     vmovdqu      ymm1, [rdx + 896]
@@ -14896,12 +14892,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 896]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      ymm1, [rdx + 928]
@@ -14913,12 +14909,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 928]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 928], ymm1
     vmovdqu      ymm1, [rdx + 960]
@@ -14930,12 +14926,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 960]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      ymm1, [rdx + 992]
@@ -14947,12 +14943,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 992]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 992], ymm1
     vmovdqu      ymm1, [rdx + 1024]
@@ -14964,12 +14960,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1024]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1024]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1024], ymm1
     vmovdqu      ymm1, [rdx + 1056]
@@ -14981,12 +14977,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1056]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1056]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1056], ymm1
     vmovdqu      ymm1, [rdx + 1088]
@@ -14998,12 +14994,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1088]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1088]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1088], ymm1
     vmovdqu      ymm1, [rdx + 1120]
@@ -15015,12 +15011,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1120]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1120]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1120], ymm1
     vmovdqu      ymm1, [rdx + 1152]
@@ -15032,12 +15028,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1152]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1152]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1152], ymm1
     vmovdqu      ymm1, [rdx + 1184]
@@ -15049,12 +15045,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1184]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1184]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1184], ymm1
     vmovdqu      ymm1, [rdx + 1216]
@@ -15066,12 +15062,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1216]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1216]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1216], ymm1
     vmovdqu      ymm1, [rdx + 1248]
@@ -15083,12 +15079,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1248]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1248]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1248], ymm1
     vmovdqu      ymm1, [rdx + 1280]
@@ -15100,12 +15096,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1280]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1280]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1280], ymm1
     vmovdqu      ymm1, [rdx + 1312]
@@ -15117,12 +15113,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1312]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1312]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1312], ymm1
     vmovdqu      ymm1, [rdx + 1344]
@@ -15134,12 +15130,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1344]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1344]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1344], ymm1
     vmovdqu      ymm1, [rdx + 1376]
@@ -15151,12 +15147,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1376]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1376]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1376], ymm1
     vmovdqu      ymm1, [rdx + 1408]
@@ -15168,12 +15164,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1408]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1408]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1408], ymm1
     vmovdqu      ymm1, [rdx + 1440]
@@ -15185,12 +15181,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1440]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1440]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1440], ymm1
     vmovdqu      ymm1, [rdx + 1472]
@@ -15202,12 +15198,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1472]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1472]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1472], ymm1
     vmovdqu      ymm1, [rdx + 1504]
@@ -15219,12 +15215,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1504]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1504]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1504], ymm1
     vmovdqu      ymm1, [rdx + 1536]
@@ -15236,12 +15232,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1536]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1536]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1536], ymm1
     vmovdqu      ymm1, [rdx + 1568]
@@ -15253,12 +15249,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1568]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1568]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1568], ymm1
     vmovdqu      ymm1, [rdx + 1600]
@@ -15270,12 +15266,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1600]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1600]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1600], ymm1
     vmovdqu      ymm1, [rdx + 1632]
@@ -15287,12 +15283,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1632]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1632]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1632], ymm1
     vmovdqu      ymm1, [rdx + 1664]
@@ -15304,12 +15300,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1664]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1664]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1664], ymm1
     vmovdqu      ymm1, [rdx + 1696]
@@ -15321,12 +15317,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1696]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1696]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1696], ymm1
     vmovdqu      ymm1, [rdx + 1728]
@@ -15338,12 +15334,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1728]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1728]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1728], ymm1
     vmovdqu      ymm1, [rdx + 1760]
@@ -15355,12 +15351,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1760]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1760]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1760], ymm1
     vmovdqu      ymm1, [rdx + 1792]
@@ -15372,12 +15368,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1792]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1792]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1792], ymm1
     vmovdqu      ymm1, [rdx + 1824]
@@ -15389,12 +15385,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1824]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1824]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1824], ymm1
     vmovdqu      ymm1, [rdx + 1856]
@@ -15406,12 +15402,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1856]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1856]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1856], ymm1
     vmovdqu      ymm1, [rdx + 1888]
@@ -15423,12 +15419,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1888]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1888]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1888], ymm1
     vmovdqu      ymm1, [rdx + 1920]
@@ -15440,12 +15436,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1920]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1920]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1920], ymm1
     vmovdqu      ymm1, [rdx + 1952]
@@ -15457,12 +15453,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1952]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1952]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1952], ymm1
     vmovdqu      ymm1, [rdx + 1984]
@@ -15474,12 +15470,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1984]
-    vpmulld      ymm2, ymm2, ymm0
+    vpmulld      ymm2, ymm2, ymm5
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1984]
-    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm1, ymm1, ymm2
+    vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
     vmovdqu      [rdi + 1984], ymm1
     vmovdqu      ymm1, [rdx + 2016]
@@ -15491,12 +15487,12 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 2016]
-    vpmulld      ymm0, ymm2, ymm0
+    vpmulld      ymm0, ymm2, ymm5
     vpsubd       ymm0, ymm1, ymm0
     vpaddd       ymm0, ymm0, [r8 + 2016]
-    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
-    vpminud      ymm0, ymm0, ymm1
     vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)
+    vpminud      ymm0, ymm0, ymm1
+    vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
     vmovdqu      [rdi + 2016], ymm0
     vzeroupper
@@ -42791,16 +42787,14 @@ kg_nfl1073479681_freeze_sse:
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] mod q; r may alias a
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-12}, rax, flags
+;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_mulmod_shoup_sse.end - kg_nfl1073479681_mulmod_shoup_sse)
 align 32
 kg_nfl1073479681_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    lea          rax, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm11, [rax - 128]                  ; held in a register: read 64 times
-    movdqu       xmm12, [rax - 112]                  ; held in a register: read 64 times
-    movdqu       xmm0, [rax - 128]                   ; q = 1073479681
+    movdqu       xmm11, [rel pd_1073479681]          ; held in a register: read 65 times
+    movdqu       xmm12, [rel pd_1073479681 + 16]     ; held in a register: read 64 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -42821,8 +42815,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -42853,8 +42847,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -42885,8 +42879,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -42917,8 +42911,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -42949,8 +42943,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -42981,8 +42975,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43013,8 +43007,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43045,8 +43039,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43077,8 +43071,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43109,8 +43103,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43141,8 +43135,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43173,8 +43167,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43205,8 +43199,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43237,8 +43231,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43269,8 +43263,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43301,8 +43295,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43333,8 +43327,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43365,8 +43359,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43397,8 +43391,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43429,8 +43423,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43461,8 +43455,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43493,8 +43487,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43525,8 +43519,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43557,8 +43551,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43589,8 +43583,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43621,8 +43615,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43653,8 +43647,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43685,8 +43679,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43717,8 +43711,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43749,8 +43743,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43781,8 +43775,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43813,8 +43807,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43845,8 +43839,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43877,8 +43871,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43909,8 +43903,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43941,8 +43935,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -43973,8 +43967,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44005,8 +43999,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44037,8 +44031,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44069,8 +44063,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44101,8 +44095,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44133,8 +44127,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44165,8 +44159,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44197,8 +44191,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44229,8 +44223,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44261,8 +44255,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44293,8 +44287,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44325,8 +44319,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44357,8 +44351,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44389,8 +44383,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44421,8 +44415,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44453,8 +44447,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44485,8 +44479,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44517,8 +44511,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44549,8 +44543,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44581,8 +44575,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44613,8 +44607,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44645,8 +44639,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44677,8 +44671,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44709,8 +44703,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44741,8 +44735,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44773,8 +44767,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44805,8 +44799,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
@@ -44837,8 +44831,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
@@ -44860,18 +44854,16 @@ kg_nfl1073479681_mulmod_shoup_sse:
 ;   ensures:  every r[i] in [0, 1073479680] (proven), r[i] = a[i]*w[i] + b[i] mod q; r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-14}, rax, flags
+;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_nfl1073479681_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_muladd_shoup_sse.end - kg_nfl1073479681_muladd_shoup_sse)
 align 32
 kg_nfl1073479681_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_2146959362]          ; held in a register: read 64 times
-    movdqu       xmm12, [rel pd_2146959362 + 16]     ; held in a register: read 64 times
-    lea          rax, [rel pd_1073479681 + 128]      ; addresses pd_1073479681 near byte 0
-    movdqu       xmm13, [rax - 128]                  ; held in a register: read 64 times
-    movdqu       xmm14, [rax - 112]                  ; held in a register: read 64 times
-    movdqu       xmm0, [rax - 128]                   ; q = 1073479681
+    movdqu       xmm11, [rel pd_1073479681]          ; held in a register: read 65 times
+    movdqu       xmm12, [rel pd_2146959362]          ; held in a register: read 64 times
+    movdqu       xmm13, [rel pd_2146959362 + 16]     ; held in a register: read 64 times
+    movdqu       xmm14, [rel pd_1073479681 + 16]     ; held in a register: read 64 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
@@ -44892,8 +44884,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8]
@@ -44901,13 +44893,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -44934,8 +44926,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 32]
@@ -44943,13 +44935,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -44976,8 +44968,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 64]
@@ -44985,13 +44977,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45018,8 +45010,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 96]
@@ -45027,13 +45019,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45060,8 +45052,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 128]
@@ -45069,13 +45061,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45102,8 +45094,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 160]
@@ -45111,13 +45103,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45144,8 +45136,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 192]
@@ -45153,13 +45145,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45186,8 +45178,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 224]
@@ -45195,13 +45187,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45228,8 +45220,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 256]
@@ -45237,13 +45229,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45270,8 +45262,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 288]
@@ -45279,13 +45271,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45312,8 +45304,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 320]
@@ -45321,13 +45313,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45354,8 +45346,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 352]
@@ -45363,13 +45355,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45396,8 +45388,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 384]
@@ -45405,13 +45397,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45438,8 +45430,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 416]
@@ -45447,13 +45439,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45480,8 +45472,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 448]
@@ -45489,13 +45481,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45522,8 +45514,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 480]
@@ -45531,13 +45523,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45564,8 +45556,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 512]
@@ -45573,13 +45565,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45606,8 +45598,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 544]
@@ -45615,13 +45607,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45648,8 +45640,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 576]
@@ -45657,13 +45649,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45690,8 +45682,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 608]
@@ -45699,13 +45691,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45732,8 +45724,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 640]
@@ -45741,13 +45733,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45774,8 +45766,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 672]
@@ -45783,13 +45775,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45816,8 +45808,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 704]
@@ -45825,13 +45817,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45858,8 +45850,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 736]
@@ -45867,13 +45859,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45900,8 +45892,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 768]
@@ -45909,13 +45901,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45942,8 +45934,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 800]
@@ -45951,13 +45943,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -45984,8 +45976,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 832]
@@ -45993,13 +45985,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46026,8 +46018,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 864]
@@ -46035,13 +46027,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46068,8 +46060,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 896]
@@ -46077,13 +46069,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46110,8 +46102,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 928]
@@ -46119,13 +46111,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46152,8 +46144,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 960]
@@ -46161,13 +46153,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46194,8 +46186,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 992]
@@ -46203,13 +46195,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46236,8 +46228,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1024]
@@ -46245,13 +46237,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46278,8 +46270,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1056]
@@ -46287,13 +46279,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46320,8 +46312,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1088]
@@ -46329,13 +46321,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46362,8 +46354,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1120]
@@ -46371,13 +46363,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46404,8 +46396,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1152]
@@ -46413,13 +46405,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46446,8 +46438,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1184]
@@ -46455,13 +46447,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46488,8 +46480,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1216]
@@ -46497,13 +46489,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46530,8 +46522,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1248]
@@ -46539,13 +46531,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46572,8 +46564,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1280]
@@ -46581,13 +46573,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46614,8 +46606,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1312]
@@ -46623,13 +46615,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46656,8 +46648,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1344]
@@ -46665,13 +46657,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46698,8 +46690,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1376]
@@ -46707,13 +46699,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46740,8 +46732,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1408]
@@ -46749,13 +46741,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46782,8 +46774,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1440]
@@ -46791,13 +46783,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46824,8 +46816,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1472]
@@ -46833,13 +46825,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46866,8 +46858,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1504]
@@ -46875,13 +46867,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46908,8 +46900,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1536]
@@ -46917,13 +46909,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46950,8 +46942,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1568]
@@ -46959,13 +46951,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -46992,8 +46984,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1600]
@@ -47001,13 +46993,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47034,8 +47026,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1632]
@@ -47043,13 +47035,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47076,8 +47068,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1664]
@@ -47085,13 +47077,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47118,8 +47110,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1696]
@@ -47127,13 +47119,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47160,8 +47152,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1728]
@@ -47169,13 +47161,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47202,8 +47194,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1760]
@@ -47211,13 +47203,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47244,8 +47236,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1792]
@@ -47253,13 +47245,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47286,8 +47278,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1824]
@@ -47295,13 +47287,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47328,8 +47320,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1856]
@@ -47337,13 +47329,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47370,8 +47362,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1888]
@@ -47379,13 +47371,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47412,8 +47404,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1920]
@@ -47421,13 +47413,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47454,8 +47446,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1952]
@@ -47463,13 +47455,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47496,8 +47488,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm3, [r8 + 1984]
@@ -47505,13 +47497,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm3
     paddd        xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm11
+    psubd        xmm3, xmm12
     movdqa       xmm4, xmm2
-    psubd        xmm4, xmm12
+    psubd        xmm4, xmm13
     pminud       xmm1, xmm3
     pminud       xmm2, xmm4
     movdqa       xmm3, xmm1                          ; freeze: to [0, q)
-    psubd        xmm3, xmm13
+    psubd        xmm3, xmm11
     movdqa       xmm4, xmm2
     psubd        xmm4, xmm14
     pminud       xmm1, xmm3
@@ -47538,8 +47530,8 @@ kg_nfl1073479681_muladd_shoup_sse:
     pblendw      xmm6, xmm8, 204
     pmulld       xmm1, xmm3
     pmulld       xmm2, xmm4
-    pmulld       xmm5, xmm0
-    pmulld       xmm6, xmm0
+    pmulld       xmm5, xmm11
+    pmulld       xmm6, xmm11
     psubd        xmm1, xmm5
     psubd        xmm2, xmm6
     movdqu       xmm0, [r8 + 2016]
@@ -47547,13 +47539,13 @@ kg_nfl1073479681_muladd_shoup_sse:
     paddd        xmm1, xmm0
     paddd        xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubd        xmm0, xmm11
+    psubd        xmm0, xmm12
     movdqa       xmm3, xmm2
-    psubd        xmm3, xmm12
+    psubd        xmm3, xmm13
     pminud       xmm1, xmm0
     pminud       xmm2, xmm3
     movdqa       xmm0, xmm1                          ; freeze: to [0, q)
-    psubd        xmm0, xmm13
+    psubd        xmm0, xmm11
     movdqa       xmm3, xmm2
     psubd        xmm3, xmm14
     pminud       xmm1, xmm0

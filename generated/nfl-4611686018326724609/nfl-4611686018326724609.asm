@@ -8056,8 +8056,8 @@ section .text
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 4611686018326724609 (scale 1)
 ;   cpu: AVX512DQ, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-31}, rax, rcx, rdx, rdi, flags
-;   loops: 8 x 455 and 7 x 178 and 4 x 46 and 7 x 1010 instructions (repeated groups rolled: 13066 instructions run, 2722 written)
+;   clobbers: zmm{0-31}, rax, rcx, rdx, rsi, rdi, flags
+;   loops: 8 x 455 and 7 x 49 (each holding 4 x 45) and 4 x 46 and 7 x 1010 instructions (repeated groups rolled: 13066 instructions run, 2593 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 576 vector reductions
@@ -8077,10 +8077,10 @@ align 32
 kg_nfl4611686018326724609_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm25, [rel pq_9223372036653449218] ; held in a register: read 1984 times
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 0
-    vmovdqu64    zmm26, [rdx]                        ; held in a register: read 128 times
-    vmovdqu64    zmm27, [rdx - 64]                   ; held in a register: read 64 times
-    vmovdqu64    zmm28, [rdx - 128]                  ; held in a register: read 64 times
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 0
+    vmovdqu64    zmm26, [rsi]                        ; held in a register: read 128 times
+    vmovdqu64    zmm27, [rsi - 64]                   ; held in a register: read 64 times
+    vmovdqu64    zmm28, [rsi - 128]                  ; held in a register: read 64 times
     vmovdqu64    zmm29, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 320] ; held in a register: read 64 times
     vmovdqu64    zmm30, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 512] ; held in a register: read 64 times
     vmovdqu64    zmm31, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 256] ; held in a register: read 32 times
@@ -8253,9 +8253,9 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpaddq       zmm20, zmm20, zmm22
     vpaddq       zmm19, zmm19, zmm23
     vpaddq       zmm20, zmm20, zmm24
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 320] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 192
-    vpmullq      zmm15, zmm15, [rdx - 128]
-    vpmullq      zmm16, zmm16, [rdx - 128]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 320] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 192
+    vpmullq      zmm15, zmm15, [rsi - 128]
+    vpmullq      zmm16, zmm16, [rsi - 128]
     vpmullq      zmm19, zmm19, zmm2
     vpmullq      zmm20, zmm20, zmm2
     vpsubq       zmm15, zmm15, zmm19
@@ -8290,8 +8290,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpaddq       zmm16, zmm16, zmm22
     vpaddq       zmm15, zmm15, zmm23
     vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm17, zmm17, [rdx - 128]
-    vpmullq      zmm18, zmm18, [rdx - 128]
+    vpmullq      zmm17, zmm17, [rsi - 128]
+    vpmullq      zmm18, zmm18, [rsi - 128]
     vpmullq      zmm15, zmm15, zmm2
     vpmullq      zmm16, zmm16, zmm2
     vpsubq       zmm15, zmm17, zmm15
@@ -8314,9 +8314,9 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpsrlq       zmm16, zmm8, 32
     vpmuludq     zmm21, zmm7, zmm30
     vpmuludq     zmm22, zmm8, zmm30
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 512] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 384
-    vpmuludq     zmm23, zmm15, [rdx - 64]
-    vpmuludq     zmm24, zmm16, [rdx - 64]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 512] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 384
+    vpmuludq     zmm23, zmm15, [rsi - 64]
+    vpmuludq     zmm24, zmm16, [rsi - 64]
     vpmuludq     zmm15, zmm15, zmm30
     vpmuludq     zmm16, zmm16, zmm30
     vpsrlq       zmm21, zmm21, 32
@@ -8327,8 +8327,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpaddq       zmm16, zmm16, zmm22
     vpaddq       zmm15, zmm15, zmm23
     vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm7, zmm7, [rdx - 128]
-    vpmullq      zmm8, zmm8, [rdx - 128]
+    vpmullq      zmm7, zmm7, [rsi - 128]
+    vpmullq      zmm8, zmm8, [rsi - 128]
     vpmullq      zmm15, zmm15, zmm2
     vpmullq      zmm16, zmm16, zmm2
     vpsubq       zmm7, zmm7, zmm15
@@ -8351,8 +8351,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpsrlq       zmm8, zmm10, 32
     vpmuludq     zmm21, zmm9, zmm30
     vpmuludq     zmm22, zmm10, zmm30
-    vpmuludq     zmm23, zmm7, [rdx - 64]
-    vpmuludq     zmm24, zmm8, [rdx - 64]
+    vpmuludq     zmm23, zmm7, [rsi - 64]
+    vpmuludq     zmm24, zmm8, [rsi - 64]
     vpmuludq     zmm7, zmm7, zmm30
     vpmuludq     zmm8, zmm8, zmm30
     vpsrlq       zmm21, zmm21, 32
@@ -8363,8 +8363,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpaddq       zmm8, zmm8, zmm22
     vpaddq       zmm7, zmm7, zmm23
     vpaddq       zmm8, zmm8, zmm24
-    vpmullq      zmm9, zmm9, [rdx - 128]
-    vpmullq      zmm10, zmm10, [rdx - 128]
+    vpmullq      zmm9, zmm9, [rsi - 128]
+    vpmullq      zmm10, zmm10, [rsi - 128]
     vpmullq      zmm7, zmm7, zmm2
     vpmullq      zmm8, zmm8, zmm2
     vpsubq       zmm7, zmm9, zmm7
@@ -8385,13 +8385,13 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpminuq      zmm8, zmm20, zmm8
     vpsrlq       zmm19, zmm17, 32
     vpsrlq       zmm20, zmm18, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 704] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 576
-    vpmuludq     zmm21, zmm17, [rdx]
-    vpmuludq     zmm22, zmm18, [rdx]
-    vpmuludq     zmm23, zmm19, [rdx - 64]
-    vpmuludq     zmm24, zmm20, [rdx - 64]
-    vpmuludq     zmm19, zmm19, [rdx]
-    vpmuludq     zmm20, zmm20, [rdx]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 704] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 576
+    vpmuludq     zmm21, zmm17, [rsi]
+    vpmuludq     zmm22, zmm18, [rsi]
+    vpmuludq     zmm23, zmm19, [rsi - 64]
+    vpmuludq     zmm24, zmm20, [rsi - 64]
+    vpmuludq     zmm19, zmm19, [rsi]
+    vpmuludq     zmm20, zmm20, [rsi]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
@@ -8400,8 +8400,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpaddq       zmm20, zmm20, zmm22
     vpaddq       zmm19, zmm19, zmm23
     vpaddq       zmm20, zmm20, zmm24
-    vpmullq      zmm17, zmm17, [rdx - 128]
-    vpmullq      zmm18, zmm18, [rdx - 128]
+    vpmullq      zmm17, zmm17, [rsi - 128]
+    vpmullq      zmm18, zmm18, [rsi - 128]
     vpmullq      zmm19, zmm19, zmm2
     vpmullq      zmm20, zmm20, zmm2
     vpsubq       zmm17, zmm17, zmm19
@@ -8422,13 +8422,13 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpminuq      zmm12, zmm12, zmm18
     vpsrlq       zmm17, zmm13, 32
     vpsrlq       zmm18, zmm14, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 896] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 768
-    vpmuludq     zmm21, zmm13, [rdx]
-    vpmuludq     zmm22, zmm14, [rdx]
-    vpmuludq     zmm23, zmm17, [rdx - 64]
-    vpmuludq     zmm24, zmm18, [rdx - 64]
-    vpmuludq     zmm17, zmm17, [rdx]
-    vpmuludq     zmm18, zmm18, [rdx]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 896] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 768
+    vpmuludq     zmm21, zmm13, [rsi]
+    vpmuludq     zmm22, zmm14, [rsi]
+    vpmuludq     zmm23, zmm17, [rsi - 64]
+    vpmuludq     zmm24, zmm18, [rsi - 64]
+    vpmuludq     zmm17, zmm17, [rsi]
+    vpmuludq     zmm18, zmm18, [rsi]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
@@ -8437,8 +8437,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpaddq       zmm18, zmm18, zmm22
     vpaddq       zmm17, zmm17, zmm23
     vpaddq       zmm18, zmm18, zmm24
-    vpmullq      zmm13, zmm13, [rdx - 128]
-    vpmullq      zmm14, zmm14, [rdx - 128]
+    vpmullq      zmm13, zmm13, [rsi - 128]
+    vpmullq      zmm14, zmm14, [rsi - 128]
     vpmullq      zmm17, zmm17, zmm2
     vpmullq      zmm18, zmm18, zmm2
     vpsubq       zmm13, zmm13, zmm17
@@ -8459,13 +8459,13 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpminuq      zmm14, zmm16, zmm14
     vpsrlq       zmm15, zmm9, 32
     vpsrlq       zmm16, zmm10, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1088] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 960
-    vpmuludq     zmm21, zmm9, [rdx]
-    vpmuludq     zmm22, zmm10, [rdx]
-    vpmuludq     zmm23, zmm15, [rdx - 64]
-    vpmuludq     zmm24, zmm16, [rdx - 64]
-    vpmuludq     zmm15, zmm15, [rdx]
-    vpmuludq     zmm16, zmm16, [rdx]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1088] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 960
+    vpmuludq     zmm21, zmm9, [rsi]
+    vpmuludq     zmm22, zmm10, [rsi]
+    vpmuludq     zmm23, zmm15, [rsi - 64]
+    vpmuludq     zmm24, zmm16, [rsi - 64]
+    vpmuludq     zmm15, zmm15, [rsi]
+    vpmuludq     zmm16, zmm16, [rsi]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
@@ -8474,8 +8474,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpaddq       zmm16, zmm16, zmm22
     vpaddq       zmm15, zmm15, zmm23
     vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm9, zmm9, [rdx - 128]
-    vpmullq      zmm10, zmm10, [rdx - 128]
+    vpmullq      zmm9, zmm9, [rsi - 128]
+    vpmullq      zmm10, zmm10, [rsi - 128]
     vpmullq      zmm15, zmm15, zmm2
     vpmullq      zmm16, zmm16, zmm2
     vpsubq       zmm9, zmm9, zmm15
@@ -8496,13 +8496,13 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpminuq      zmm4, zmm4, zmm14
     vpsrlq       zmm13, zmm5, 32
     vpsrlq       zmm14, zmm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 1152
-    vpmuludq     zmm21, zmm5, [rdx]
-    vpmuludq     zmm22, zmm6, [rdx]
-    vpmuludq     zmm23, zmm13, [rdx - 64]
-    vpmuludq     zmm24, zmm14, [rdx - 64]
-    vpmuludq     zmm13, zmm13, [rdx]
-    vpmuludq     zmm14, zmm14, [rdx]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1280] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 1152
+    vpmuludq     zmm21, zmm5, [rsi]
+    vpmuludq     zmm22, zmm6, [rsi]
+    vpmuludq     zmm23, zmm13, [rsi - 64]
+    vpmuludq     zmm24, zmm14, [rsi - 64]
+    vpmuludq     zmm13, zmm13, [rsi]
+    vpmuludq     zmm14, zmm14, [rsi]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
@@ -8511,8 +8511,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpaddq       zmm14, zmm14, zmm22
     vpaddq       zmm13, zmm13, zmm23
     vpaddq       zmm14, zmm14, zmm24
-    vpmullq      zmm5, zmm5, [rdx - 128]
-    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm5, zmm5, [rsi - 128]
+    vpmullq      zmm6, zmm6, [rsi - 128]
     vpmullq      zmm13, zmm13, zmm2
     vpmullq      zmm14, zmm14, zmm2
     vpsubq       zmm5, zmm5, zmm13
@@ -8550,6 +8550,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 1344] ; the loop's table pointer
     mov          rax, 7
     .repeat2:
+    mov          rdx, 4
+    .repeat3:
     vmovdqu64    zmm3, [rdi]
     vmovdqu64    zmm4, [rdi + 64]
     vmovdqu64    zmm5, [rdi + 512]
@@ -8594,145 +8596,16 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vmovdqu64    [rdi + 64], zmm8
     vmovdqu64    [rdi + 512], zmm3
     vmovdqu64    [rdi + 576], zmm4
-    vmovdqu64    zmm3, [rdi + 128]
-    vmovdqu64    zmm4, [rdi + 192]
-    vmovdqu64    zmm5, [rdi + 640]
-    vmovdqu64    zmm6, [rdi + 704]
-    vpsubq       zmm7, zmm3, zmm25                   ; csub: before layer 3
-    vpsubq       zmm8, zmm4, zmm25                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm7
-    vpminuq      zmm4, zmm4, zmm8
-    vpsrlq       zmm7, zmm5, 32
-    vpsrlq       zmm8, zmm6, 32
-    vpmuludq     zmm9, zmm5, [rcx + 128]
-    vpmuludq     zmm10, zmm6, [rcx + 128]
-    vpmuludq     zmm11, zmm7, [rcx + 64]
-    vpmuludq     zmm12, zmm8, [rcx + 64]
-    vpmuludq     zmm7, zmm7, [rcx + 128]
-    vpmuludq     zmm8, zmm8, [rcx + 128]
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpaddq       zmm8, zmm8, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpmullq      zmm5, zmm5, [rcx]
-    vpmullq      zmm6, zmm6, [rcx]
-    vpmullq      zmm7, zmm7, zmm2
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm6, zmm6, zmm8
-    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
-    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm7
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm7, zmm3, zmm5                    ; layer 3
-    vpaddq       zmm8, zmm4, zmm6                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm25
-    vpaddq       zmm4, zmm4, zmm25
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm4, zmm4, zmm6
-    vmovdqu64    [rdi + 128], zmm7
-    vmovdqu64    [rdi + 192], zmm8
-    vmovdqu64    [rdi + 640], zmm3
-    vmovdqu64    [rdi + 704], zmm4
-    vmovdqu64    zmm3, [rdi + 256]
-    vmovdqu64    zmm4, [rdi + 320]
-    vmovdqu64    zmm5, [rdi + 768]
-    vmovdqu64    zmm6, [rdi + 832]
-    vpsubq       zmm7, zmm3, zmm25                   ; csub: before layer 3
-    vpsubq       zmm8, zmm4, zmm25                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm7
-    vpminuq      zmm4, zmm4, zmm8
-    vpsrlq       zmm7, zmm5, 32
-    vpsrlq       zmm8, zmm6, 32
-    vpmuludq     zmm9, zmm5, [rcx + 128]
-    vpmuludq     zmm10, zmm6, [rcx + 128]
-    vpmuludq     zmm11, zmm7, [rcx + 64]
-    vpmuludq     zmm12, zmm8, [rcx + 64]
-    vpmuludq     zmm7, zmm7, [rcx + 128]
-    vpmuludq     zmm8, zmm8, [rcx + 128]
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpaddq       zmm8, zmm8, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpmullq      zmm5, zmm5, [rcx]
-    vpmullq      zmm6, zmm6, [rcx]
-    vpmullq      zmm7, zmm7, zmm2
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm6, zmm6, zmm8
-    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
-    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm7
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm7, zmm3, zmm5                    ; layer 3
-    vpaddq       zmm8, zmm4, zmm6                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm25
-    vpaddq       zmm4, zmm4, zmm25
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm4, zmm4, zmm6
-    vmovdqu64    [rdi + 256], zmm7
-    vmovdqu64    [rdi + 320], zmm8
-    vmovdqu64    [rdi + 768], zmm3
-    vmovdqu64    [rdi + 832], zmm4
-    vmovdqu64    zmm3, [rdi + 384]
-    vmovdqu64    zmm4, [rdi + 448]
-    vmovdqu64    zmm5, [rdi + 896]
-    vmovdqu64    zmm6, [rdi + 960]
-    vpsubq       zmm7, zmm3, zmm25                   ; csub: before layer 3
-    vpsubq       zmm8, zmm4, zmm25                   ; csub: before layer 3
-    vpminuq      zmm3, zmm3, zmm7
-    vpminuq      zmm4, zmm4, zmm8
-    vpsrlq       zmm7, zmm5, 32
-    vpsrlq       zmm8, zmm6, 32
-    vpmuludq     zmm9, zmm5, [rcx + 128]
-    vpmuludq     zmm10, zmm6, [rcx + 128]
-    vpmuludq     zmm11, zmm7, [rcx + 64]
-    vpmuludq     zmm12, zmm8, [rcx + 64]
-    vpmuludq     zmm7, zmm7, [rcx + 128]
-    vpmuludq     zmm8, zmm8, [rcx + 128]
-    vpsrlq       zmm9, zmm9, 32
-    vpsrlq       zmm10, zmm10, 32
-    vpsrlq       zmm11, zmm11, 32
-    vpsrlq       zmm12, zmm12, 32
-    vpaddq       zmm7, zmm7, zmm9
-    vpaddq       zmm8, zmm8, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpaddq       zmm8, zmm8, zmm12
-    vpmullq      zmm5, zmm5, [rcx]
-    vpmullq      zmm6, zmm6, [rcx]
-    vpmullq      zmm7, zmm7, zmm2
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm5, zmm5, zmm7
-    vpsubq       zmm6, zmm6, zmm8
-    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
-    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm7
-    vpminuq      zmm6, zmm6, zmm8
-    vpaddq       zmm7, zmm3, zmm5                    ; layer 3
-    vpaddq       zmm8, zmm4, zmm6                    ; layer 3
-    vpaddq       zmm3, zmm3, zmm25
-    vpaddq       zmm4, zmm4, zmm25
-    vpsubq       zmm3, zmm3, zmm5
-    vpsubq       zmm4, zmm4, zmm6
-    vmovdqu64    [rdi + 384], zmm7
-    vmovdqu64    [rdi + 448], zmm8
-    vmovdqu64    [rdi + 896], zmm3
-    vmovdqu64    [rdi + 960], zmm4
-    add          rdi, 0x400
+    add          rdi, 128
+    dec          rdx
+    jnz          .repeat3
+    add          rdi, 0x200
     add          rcx, 192
     dec          rax
     jnz          .repeat2
     add          rdi, -7168                          ; back to the argument
     mov          rax, 4
-    .repeat3:
+    .repeat4:
     vmovdqu64    zmm3, [rdi + 7168]
     vmovdqu64    zmm4, [rdi + 7232]
     vmovdqu64    zmm5, [rdi + 7680]
@@ -8743,13 +8616,13 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpminuq      zmm4, zmm4, zmm8
     vpsrlq       zmm7, zmm5, 32
     vpsrlq       zmm8, zmm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 2688
-    vpmuludq     zmm9, zmm5, [rdx]
-    vpmuludq     zmm10, zmm6, [rdx]
-    vpmuludq     zmm11, zmm7, [rdx - 64]
-    vpmuludq     zmm12, zmm8, [rdx - 64]
-    vpmuludq     zmm7, zmm7, [rdx]
-    vpmuludq     zmm8, zmm8, [rdx]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 2816] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 near byte 2688
+    vpmuludq     zmm9, zmm5, [rsi]
+    vpmuludq     zmm10, zmm6, [rsi]
+    vpmuludq     zmm11, zmm7, [rsi - 64]
+    vpmuludq     zmm12, zmm8, [rsi - 64]
+    vpmuludq     zmm7, zmm7, [rsi]
+    vpmuludq     zmm8, zmm8, [rsi]
     vpsrlq       zmm9, zmm9, 32
     vpsrlq       zmm10, zmm10, 32
     vpsrlq       zmm11, zmm11, 32
@@ -8758,8 +8631,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vpaddq       zmm8, zmm8, zmm10
     vpaddq       zmm7, zmm7, zmm11
     vpaddq       zmm8, zmm8, zmm12
-    vpmullq      zmm5, zmm5, [rdx - 128]
-    vpmullq      zmm6, zmm6, [rdx - 128]
+    vpmullq      zmm5, zmm5, [rsi - 128]
+    vpmullq      zmm6, zmm6, [rsi - 128]
     vpmullq      zmm7, zmm7, zmm2
     vpmullq      zmm8, zmm8, zmm2
     vpsubq       zmm5, zmm5, zmm7
@@ -8780,11 +8653,11 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     vmovdqu64    [rdi + 7744], zmm4
     add          rdi, 128
     dec          rax
-    jnz          .repeat3
+    jnz          .repeat4
     add          rdi, -512                           ; back to the argument
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 + 2880] ; the loop's table pointer
     mov          rax, 7
-    .repeat4:
+    .repeat5:
     vmovdqu64    zmm3, [rdi]
     vmovdqu64    zmm4, [rdi + 512]
     vmovdqu64    zmm5, [rdi + 64]
@@ -9796,7 +9669,7 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
     add          rdi, 0x400
     add          rcx, 0x1c80
     dec          rax
-    jnz          .repeat4
+    jnz          .repeat5
     add          rdi, -7168                          ; back to the argument
     vmovdqu64    zmm3, [rdi + 7168]
     vmovdqu64    zmm4, [rdi + 7680]
@@ -19671,9 +19544,8 @@ global kg_nfl4611686018326724609_mulmod_shoup_avx512:function KERNGEN_VISIBILITY
 align 32
 kg_nfl4611686018326724609_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm7, [rel pq_4294967295]           ; held in a register: read 128 times
-    vmovdqu64    zmm8, [rel pq_4611686018326724609]  ; held in a register: read 128 times
-    vmovdqu64    zmm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
+    vmovdqu64    zmm7, [rel pq_4611686018326724609]  ; held in a register: read 129 times
+    vmovdqu64    zmm8, [rel pq_4294967295]           ; held in a register: read 128 times
     vmovdqu64    zmm1, [rsi]
     vmovdqu64    zmm2, [rcx]
     vpsrlq       zmm3, zmm1, 32
@@ -19684,16 +19556,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi], zmm1
     vmovdqu64    zmm1, [rsi + 64]
@@ -19706,16 +19578,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 64]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 64], zmm1
     vmovdqu64    zmm1, [rsi + 128]
@@ -19728,16 +19600,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 128]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    zmm1, [rsi + 192]
@@ -19750,16 +19622,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 192]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 192], zmm1
     vmovdqu64    zmm1, [rsi + 256]
@@ -19772,16 +19644,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 256]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    zmm1, [rsi + 320]
@@ -19794,16 +19666,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 320]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 320], zmm1
     vmovdqu64    zmm1, [rsi + 384]
@@ -19816,16 +19688,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 384]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    zmm1, [rsi + 448]
@@ -19838,16 +19710,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 448]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 448], zmm1
     vmovdqu64    zmm1, [rsi + 512]
@@ -19860,16 +19732,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 512]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 512], zmm1
     vmovdqu64    zmm1, [rsi + 576]
@@ -19882,16 +19754,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 576]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 576], zmm1
     vmovdqu64    zmm1, [rsi + 640]
@@ -19904,16 +19776,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 640]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 640], zmm1
     vmovdqu64    zmm1, [rsi + 704]
@@ -19926,16 +19798,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 704]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 704], zmm1
     vmovdqu64    zmm1, [rsi + 768]
@@ -19948,16 +19820,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 768]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 768], zmm1
     vmovdqu64    zmm1, [rsi + 832]
@@ -19970,16 +19842,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 832]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 832], zmm1
     vmovdqu64    zmm1, [rsi + 896]
@@ -19992,16 +19864,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 896]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 896], zmm1
     vmovdqu64    zmm1, [rsi + 960]
@@ -20014,16 +19886,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 960]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 960], zmm1
     vmovdqu64    zmm1, [rsi + 1024]
@@ -20036,16 +19908,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1024]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1024], zmm1
     vmovdqu64    zmm1, [rsi + 1088]
@@ -20058,16 +19930,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1088]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1088], zmm1
     vmovdqu64    zmm1, [rsi + 1152]
@@ -20080,16 +19952,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1152]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1152], zmm1
     vmovdqu64    zmm1, [rsi + 1216]
@@ -20102,16 +19974,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1216]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1216], zmm1
     vmovdqu64    zmm1, [rsi + 1280]
@@ -20124,16 +19996,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1280]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1280], zmm1
     vmovdqu64    zmm1, [rsi + 1344]
@@ -20146,16 +20018,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1344]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1344], zmm1
     vmovdqu64    zmm1, [rsi + 1408]
@@ -20168,16 +20040,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1408]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1408], zmm1
     vmovdqu64    zmm1, [rsi + 1472]
@@ -20190,16 +20062,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1472]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1472], zmm1
     vmovdqu64    zmm1, [rsi + 1536]
@@ -20212,16 +20084,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1536]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1536], zmm1
     vmovdqu64    zmm1, [rsi + 1600]
@@ -20234,16 +20106,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1600]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1600], zmm1
     vmovdqu64    zmm1, [rsi + 1664]
@@ -20256,16 +20128,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1664]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1664], zmm1
     vmovdqu64    zmm1, [rsi + 1728]
@@ -20278,16 +20150,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1728]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1728], zmm1
     vmovdqu64    zmm1, [rsi + 1792]
@@ -20300,16 +20172,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1792]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1792], zmm1
     vmovdqu64    zmm1, [rsi + 1856]
@@ -20322,16 +20194,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1856]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1856], zmm1
     vmovdqu64    zmm1, [rsi + 1920]
@@ -20344,16 +20216,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1920]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1920], zmm1
     vmovdqu64    zmm1, [rsi + 1984]
@@ -20366,16 +20238,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1984]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 1984], zmm1
     vmovdqu64    zmm1, [rsi + 2048]
@@ -20388,16 +20260,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2048]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2048], zmm1
     vmovdqu64    zmm1, [rsi + 2112]
@@ -20410,16 +20282,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2112]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2112], zmm1
     vmovdqu64    zmm1, [rsi + 2176]
@@ -20432,16 +20304,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2176]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2176], zmm1
     vmovdqu64    zmm1, [rsi + 2240]
@@ -20454,16 +20326,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2240]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2240], zmm1
     vmovdqu64    zmm1, [rsi + 2304]
@@ -20476,16 +20348,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2304]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2304], zmm1
     vmovdqu64    zmm1, [rsi + 2368]
@@ -20498,16 +20370,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2368]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2368], zmm1
     vmovdqu64    zmm1, [rsi + 2432]
@@ -20520,16 +20392,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2432]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2432], zmm1
     vmovdqu64    zmm1, [rsi + 2496]
@@ -20542,16 +20414,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2496]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2496], zmm1
     vmovdqu64    zmm1, [rsi + 2560]
@@ -20564,16 +20436,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2560]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2560], zmm1
     vmovdqu64    zmm1, [rsi + 2624]
@@ -20586,16 +20458,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2624]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2624], zmm1
     vmovdqu64    zmm1, [rsi + 2688]
@@ -20608,16 +20480,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2688]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2688], zmm1
     vmovdqu64    zmm1, [rsi + 2752]
@@ -20630,16 +20502,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2752]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2752], zmm1
     vmovdqu64    zmm1, [rsi + 2816]
@@ -20652,16 +20524,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2816]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2816], zmm1
     vmovdqu64    zmm1, [rsi + 2880]
@@ -20674,16 +20546,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2880]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2880], zmm1
     vmovdqu64    zmm1, [rsi + 2944]
@@ -20696,16 +20568,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2944]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 2944], zmm1
     vmovdqu64    zmm1, [rsi + 3008]
@@ -20718,16 +20590,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3008]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3008], zmm1
     vmovdqu64    zmm1, [rsi + 3072]
@@ -20740,16 +20612,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3072]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3072], zmm1
     vmovdqu64    zmm1, [rsi + 3136]
@@ -20762,16 +20634,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3136]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3136], zmm1
     vmovdqu64    zmm1, [rsi + 3200]
@@ -20784,16 +20656,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3200]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3200], zmm1
     vmovdqu64    zmm1, [rsi + 3264]
@@ -20806,16 +20678,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3264]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3264], zmm1
     vmovdqu64    zmm1, [rsi + 3328]
@@ -20828,16 +20700,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3328]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3328], zmm1
     vmovdqu64    zmm1, [rsi + 3392]
@@ -20850,16 +20722,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3392]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3392], zmm1
     vmovdqu64    zmm1, [rsi + 3456]
@@ -20872,16 +20744,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3456]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3456], zmm1
     vmovdqu64    zmm1, [rsi + 3520]
@@ -20894,16 +20766,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3520]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3520], zmm1
     vmovdqu64    zmm1, [rsi + 3584]
@@ -20916,16 +20788,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3584]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3584], zmm1
     vmovdqu64    zmm1, [rsi + 3648]
@@ -20938,16 +20810,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3648]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3648], zmm1
     vmovdqu64    zmm1, [rsi + 3712]
@@ -20960,16 +20832,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3712]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3712], zmm1
     vmovdqu64    zmm1, [rsi + 3776]
@@ -20982,16 +20854,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3776]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3776], zmm1
     vmovdqu64    zmm1, [rsi + 3840]
@@ -21004,16 +20876,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3840]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3840], zmm1
     vmovdqu64    zmm1, [rsi + 3904]
@@ -21026,16 +20898,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3904]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3904], zmm1
     vmovdqu64    zmm1, [rsi + 3968]
@@ -21048,16 +20920,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3968]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 3968], zmm1
     vmovdqu64    zmm1, [rsi + 4032]
@@ -21070,16 +20942,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4032]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4032], zmm1
     vmovdqu64    zmm1, [rsi + 4096]
@@ -21092,16 +20964,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4096]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4096], zmm1
     vmovdqu64    zmm1, [rsi + 4160]
@@ -21114,16 +20986,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4160]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4160], zmm1
     vmovdqu64    zmm1, [rsi + 4224]
@@ -21136,16 +21008,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4224]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4224], zmm1
     vmovdqu64    zmm1, [rsi + 4288]
@@ -21158,16 +21030,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4288]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4288], zmm1
     vmovdqu64    zmm1, [rsi + 4352]
@@ -21180,16 +21052,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4352]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4352], zmm1
     vmovdqu64    zmm1, [rsi + 4416]
@@ -21202,16 +21074,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4416]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4416], zmm1
     vmovdqu64    zmm1, [rsi + 4480]
@@ -21224,16 +21096,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4480]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4480], zmm1
     vmovdqu64    zmm1, [rsi + 4544]
@@ -21246,16 +21118,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4544]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4544], zmm1
     vmovdqu64    zmm1, [rsi + 4608]
@@ -21268,16 +21140,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4608]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4608], zmm1
     vmovdqu64    zmm1, [rsi + 4672]
@@ -21290,16 +21162,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4672]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4672], zmm1
     vmovdqu64    zmm1, [rsi + 4736]
@@ -21312,16 +21184,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4736]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4736], zmm1
     vmovdqu64    zmm1, [rsi + 4800]
@@ -21334,16 +21206,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4800]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4800], zmm1
     vmovdqu64    zmm1, [rsi + 4864]
@@ -21356,16 +21228,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4864]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4864], zmm1
     vmovdqu64    zmm1, [rsi + 4928]
@@ -21378,16 +21250,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4928]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4928], zmm1
     vmovdqu64    zmm1, [rsi + 4992]
@@ -21400,16 +21272,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4992]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 4992], zmm1
     vmovdqu64    zmm1, [rsi + 5056]
@@ -21422,16 +21294,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5056]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5056], zmm1
     vmovdqu64    zmm1, [rsi + 5120]
@@ -21444,16 +21316,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5120]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5120], zmm1
     vmovdqu64    zmm1, [rsi + 5184]
@@ -21466,16 +21338,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5184]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5184], zmm1
     vmovdqu64    zmm1, [rsi + 5248]
@@ -21488,16 +21360,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5248]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5248], zmm1
     vmovdqu64    zmm1, [rsi + 5312]
@@ -21510,16 +21382,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5312]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5312], zmm1
     vmovdqu64    zmm1, [rsi + 5376]
@@ -21532,16 +21404,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5376]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5376], zmm1
     vmovdqu64    zmm1, [rsi + 5440]
@@ -21554,16 +21426,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5440]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5440], zmm1
     vmovdqu64    zmm1, [rsi + 5504]
@@ -21576,16 +21448,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5504]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5504], zmm1
     vmovdqu64    zmm1, [rsi + 5568]
@@ -21598,16 +21470,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5568]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5568], zmm1
     vmovdqu64    zmm1, [rsi + 5632]
@@ -21620,16 +21492,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5632]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5632], zmm1
     vmovdqu64    zmm1, [rsi + 5696]
@@ -21642,16 +21514,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5696]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5696], zmm1
     vmovdqu64    zmm1, [rsi + 5760]
@@ -21664,16 +21536,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5760]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5760], zmm1
     vmovdqu64    zmm1, [rsi + 5824]
@@ -21686,16 +21558,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5824]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5824], zmm1
     vmovdqu64    zmm1, [rsi + 5888]
@@ -21708,16 +21580,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5888]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5888], zmm1
     vmovdqu64    zmm1, [rsi + 5952]
@@ -21730,16 +21602,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5952]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 5952], zmm1
     vmovdqu64    zmm1, [rsi + 6016]
@@ -21752,16 +21624,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6016]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6016], zmm1
     vmovdqu64    zmm1, [rsi + 6080]
@@ -21774,16 +21646,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6080]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6080], zmm1
     vmovdqu64    zmm1, [rsi + 6144]
@@ -21796,16 +21668,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6144]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6144], zmm1
     vmovdqu64    zmm1, [rsi + 6208]
@@ -21818,16 +21690,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6208]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6208], zmm1
     vmovdqu64    zmm1, [rsi + 6272]
@@ -21840,16 +21712,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6272]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6272], zmm1
     vmovdqu64    zmm1, [rsi + 6336]
@@ -21862,16 +21734,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6336]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6336], zmm1
     vmovdqu64    zmm1, [rsi + 6400]
@@ -21884,16 +21756,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6400]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6400], zmm1
     vmovdqu64    zmm1, [rsi + 6464]
@@ -21906,16 +21778,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6464]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6464], zmm1
     vmovdqu64    zmm1, [rsi + 6528]
@@ -21928,16 +21800,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6528]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6528], zmm1
     vmovdqu64    zmm1, [rsi + 6592]
@@ -21950,16 +21822,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6592]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6592], zmm1
     vmovdqu64    zmm1, [rsi + 6656]
@@ -21972,16 +21844,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6656]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6656], zmm1
     vmovdqu64    zmm1, [rsi + 6720]
@@ -21994,16 +21866,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6720]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6720], zmm1
     vmovdqu64    zmm1, [rsi + 6784]
@@ -22016,16 +21888,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6784]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6784], zmm1
     vmovdqu64    zmm1, [rsi + 6848]
@@ -22038,16 +21910,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6848]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6848], zmm1
     vmovdqu64    zmm1, [rsi + 6912]
@@ -22060,16 +21932,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6912]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6912], zmm1
     vmovdqu64    zmm1, [rsi + 6976]
@@ -22082,16 +21954,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6976]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 6976], zmm1
     vmovdqu64    zmm1, [rsi + 7040]
@@ -22104,16 +21976,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7040]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7040], zmm1
     vmovdqu64    zmm1, [rsi + 7104]
@@ -22126,16 +21998,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7104]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7104], zmm1
     vmovdqu64    zmm1, [rsi + 7168]
@@ -22148,16 +22020,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7168]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7168], zmm1
     vmovdqu64    zmm1, [rsi + 7232]
@@ -22170,16 +22042,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7232]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7232], zmm1
     vmovdqu64    zmm1, [rsi + 7296]
@@ -22192,16 +22064,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7296]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7296], zmm1
     vmovdqu64    zmm1, [rsi + 7360]
@@ -22214,16 +22086,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7360]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7360], zmm1
     vmovdqu64    zmm1, [rsi + 7424]
@@ -22236,16 +22108,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7424]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7424], zmm1
     vmovdqu64    zmm1, [rsi + 7488]
@@ -22258,16 +22130,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7488]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7488], zmm1
     vmovdqu64    zmm1, [rsi + 7552]
@@ -22280,16 +22152,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7552]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7552], zmm1
     vmovdqu64    zmm1, [rsi + 7616]
@@ -22302,16 +22174,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7616]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7616], zmm1
     vmovdqu64    zmm1, [rsi + 7680]
@@ -22324,16 +22196,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7680]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7680], zmm1
     vmovdqu64    zmm1, [rsi + 7744]
@@ -22346,16 +22218,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7744]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7744], zmm1
     vmovdqu64    zmm1, [rsi + 7808]
@@ -22368,16 +22240,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7808]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7808], zmm1
     vmovdqu64    zmm1, [rsi + 7872]
@@ -22390,16 +22262,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7872]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7872], zmm1
     vmovdqu64    zmm1, [rsi + 7936]
@@ -22412,16 +22284,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7936]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 7936], zmm1
     vmovdqu64    zmm1, [rsi + 8000]
@@ -22434,16 +22306,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 8000]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 8000], zmm1
     vmovdqu64    zmm1, [rsi + 8064]
@@ -22456,16 +22328,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 8064]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi + 8064], zmm1
     vmovdqu64    zmm1, [rsi + 8128]
@@ -22478,16 +22350,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 8128]
-    vpmullq      zmm0, zmm2, zmm0
+    vpmullq      zmm0, zmm2, zmm7
     vpsubq       zmm0, zmm1, zmm0
-    vpsubq       zmm1, zmm0, zmm8                    ; freeze: to [0, q)
+    vpsubq       zmm1, zmm0, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 8128], zmm0
     vzeroupper
@@ -22503,16 +22375,15 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
 ;   cpu: AVX512DQ, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-9}, rax, rcx, rdx, rsi, rdi, r8, flags
-;   loops: 127 x 30 instructions (repeated groups rolled: 3204 instructions run, 66 written)
+;   loops: 127 x 30 instructions (repeated groups rolled: 3203 instructions run, 65 written)
 ; ---------------------------------------------------------------------------
 global kg_nfl4611686018326724609_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_muladd_shoup_avx512.end - kg_nfl4611686018326724609_muladd_shoup_avx512)
 align 32
 kg_nfl4611686018326724609_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm7, [rel pq_4294967295]           ; held in a register: read 128 times
-    vmovdqu64    zmm8, [rel pq_9223372036653449218]  ; held in a register: read 128 times
-    vmovdqu64    zmm9, [rel pq_4611686018326724609]  ; held in a register: read 128 times
-    vmovdqu64    zmm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
+    vmovdqu64    zmm7, [rel pq_4611686018326724609]  ; held in a register: read 129 times
+    vmovdqu64    zmm8, [rel pq_4294967295]           ; held in a register: read 128 times
+    vmovdqu64    zmm9, [rel pq_9223372036653449218]  ; held in a register: read 128 times
     mov          rax, 127
     .repeat1:
     vmovdqu64    zmm1, [rsi]
@@ -22525,19 +22396,19 @@ kg_nfl4611686018326724609_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx]
-    vpmullq      zmm2, zmm2, zmm0
+    vpmullq      zmm2, zmm2, zmm7
     vpsubq       zmm1, zmm1, zmm2
     vpaddq       zmm1, zmm1, [r8]
-    vpsubq       zmm2, zmm1, zmm8                    ; freeze: to [0, q)
-    vpminuq      zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm9                    ; freeze: to [0, q)
+    vpminuq      zmm1, zmm1, zmm2
+    vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
     vmovdqu64    [rdi], zmm1
     add          rdi, 64
@@ -22562,19 +22433,19 @@ kg_nfl4611686018326724609_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpaddq       zmm4, zmm6, zmm4
-    vpandq       zmm5, zmm4, zmm7
+    vpandq       zmm5, zmm4, zmm8
     vpaddq       zmm2, zmm2, zmm5
     vpsrlq       zmm4, zmm4, 32
     vpsrlq       zmm2, zmm2, 32
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 8128]
-    vpmullq      zmm0, zmm2, zmm0
+    vpmullq      zmm0, zmm2, zmm7
     vpsubq       zmm0, zmm1, zmm0
     vpaddq       zmm0, zmm0, [r8 + 8128]
-    vpsubq       zmm1, zmm0, zmm8                    ; freeze: to [0, q)
-    vpminuq      zmm0, zmm0, zmm1
     vpsubq       zmm1, zmm0, zmm9                    ; freeze: to [0, q)
+    vpminuq      zmm0, zmm0, zmm1
+    vpsubq       zmm1, zmm0, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm0, zmm0, zmm1
     vmovdqu64    [rdi + 8128], zmm0
     vzeroupper
@@ -22590,8 +22461,8 @@ kg_nfl4611686018326724609_muladd_shoup_avx512:
 ;             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 4611686018326724609 (scale 1)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 32 x 397 and 5 x 1091 and 2 x 415 and 4 x 277 and 8 x 139 and 31 x 691 instructions (repeated groups rolled: 43267 instructions run, 4005 written)
+;   clobbers: ymm{0-15}, rax, rcx, rdx, rsi, rdi, flags
+;   loops: 32 x 397 and 5 x 142 (each holding 8 x 138) and 2 x 141 (each holding 3 x 139) and 4 x 277 and 8 x 139 and 31 x 691 instructions (repeated groups rolled: 43267 instructions run, 2782 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 1152 vector reductions
@@ -22624,11 +22495,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vmovdqu      ymm7, [rdi + 6144]
     vmovdqu      ymm8, [rdi + 7168]
     vpsrlq       ymm9, ymm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 0
-    vpmuludq     ymm10, ymm5, [rdx - 96]
-    vpmuludq     ymm11, ymm5, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 0
+    vpmuludq     ymm10, ymm5, [rsi - 96]
+    vpmuludq     ymm11, ymm5, [rsi - 32]
+    vpmuludq     ymm12, ymm9, [rsi - 96]
+    vpmuludq     ymm13, ymm9, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22637,9 +22508,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm5, [rdx - 128]
-    vpmuludq     ymm5, ymm5, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm5, [rsi - 128]
+    vpmuludq     ymm5, ymm5, [rsi - 64]
+    vpmuludq     ymm9, ymm9, [rsi - 128]
     vpaddq       ymm5, ymm9, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -22655,10 +22526,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm5
     vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm10, ymm6, [rdx - 96]
-    vpmuludq     ymm11, ymm6, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    vpmuludq     ymm10, ymm6, [rsi - 96]
+    vpmuludq     ymm11, ymm6, [rsi - 32]
+    vpmuludq     ymm12, ymm5, [rsi - 96]
+    vpmuludq     ymm13, ymm5, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22667,9 +22538,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm6, [rdx - 128]
-    vpmuludq     ymm6, ymm6, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm6, [rsi - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -22685,10 +22556,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm5
     vpsrlq       ymm5, ymm7, 32
-    vpmuludq     ymm10, ymm7, [rdx - 96]
-    vpmuludq     ymm11, ymm7, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    vpmuludq     ymm10, ymm7, [rsi - 96]
+    vpmuludq     ymm11, ymm7, [rsi - 32]
+    vpmuludq     ymm12, ymm5, [rsi - 96]
+    vpmuludq     ymm13, ymm5, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22697,9 +22568,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm7, [rdx - 128]
-    vpmuludq     ymm7, ymm7, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm7, [rsi - 128]
+    vpmuludq     ymm7, ymm7, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm5, ymm7, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -22715,10 +22586,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm5
     vpsrlq       ymm5, ymm8, 32
-    vpmuludq     ymm10, ymm8, [rdx - 96]
-    vpmuludq     ymm11, ymm8, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    vpmuludq     ymm10, ymm8, [rsi - 96]
+    vpmuludq     ymm11, ymm8, [rsi - 32]
+    vpmuludq     ymm12, ymm5, [rsi - 96]
+    vpmuludq     ymm13, ymm5, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22727,9 +22598,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx - 128]
-    vpmuludq     ymm8, ymm8, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm8, [rsi - 128]
+    vpmuludq     ymm8, ymm8, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm5, ymm8, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -22747,10 +22618,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm9, ymm14                   ; csub: before layer 1
     vblendvpd    ymm5, ymm5, ymm9, ymm5
     vpsrlq       ymm9, ymm7, 32
-    vpmuludq     ymm10, ymm7, [rdx + 32]
-    vpmuludq     ymm11, ymm7, [rdx + 96]
-    vpmuludq     ymm12, ymm9, [rdx + 32]
-    vpmuludq     ymm13, ymm9, [rdx + 96]
+    vpmuludq     ymm10, ymm7, [rsi + 32]
+    vpmuludq     ymm11, ymm7, [rsi + 96]
+    vpmuludq     ymm12, ymm9, [rsi + 32]
+    vpmuludq     ymm13, ymm9, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22759,9 +22630,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm7, [rdx]
-    vpmuludq     ymm7, ymm7, [rdx + 64]
-    vpmuludq     ymm9, ymm9, [rdx]
+    vpmuludq     ymm11, ymm7, [rsi]
+    vpmuludq     ymm7, ymm7, [rsi + 64]
+    vpmuludq     ymm9, ymm9, [rsi]
     vpaddq       ymm7, ymm9, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
@@ -22779,10 +22650,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm7, ymm6, ymm14                   ; csub: before layer 1
     vblendvpd    ymm6, ymm7, ymm6, ymm7
     vpsrlq       ymm7, ymm8, 32
-    vpmuludq     ymm10, ymm8, [rdx + 32]
-    vpmuludq     ymm11, ymm8, [rdx + 96]
-    vpmuludq     ymm12, ymm7, [rdx + 32]
-    vpmuludq     ymm13, ymm7, [rdx + 96]
+    vpmuludq     ymm10, ymm8, [rsi + 32]
+    vpmuludq     ymm11, ymm8, [rsi + 96]
+    vpmuludq     ymm12, ymm7, [rsi + 32]
+    vpmuludq     ymm13, ymm7, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22791,9 +22662,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx]
-    vpmuludq     ymm8, ymm8, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm11, ymm8, [rsi]
+    vpmuludq     ymm8, ymm8, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm7, ymm8, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
@@ -22811,11 +22682,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm7, ymm1, ymm14                   ; csub: before layer 1
     vblendvpd    ymm1, ymm7, ymm1, ymm7
     vpsrlq       ymm7, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 384] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 256
-    vpmuludq     ymm10, ymm3, [rdx - 96]
-    vpmuludq     ymm11, ymm3, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 384] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 256
+    vpmuludq     ymm10, ymm3, [rsi - 96]
+    vpmuludq     ymm11, ymm3, [rsi - 32]
+    vpmuludq     ymm12, ymm7, [rsi - 96]
+    vpmuludq     ymm13, ymm7, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22824,9 +22695,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm7, ymm7, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm7
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -22844,10 +22715,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 1
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm3, [rdx - 96]
-    vpmuludq     ymm13, ymm3, [rdx - 32]
+    vpmuludq     ymm10, ymm4, [rsi - 96]
+    vpmuludq     ymm11, ymm4, [rsi - 32]
+    vpmuludq     ymm12, ymm3, [rsi - 96]
+    vpmuludq     ymm13, ymm3, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22856,9 +22727,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm3, ymm4, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -22876,10 +22747,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm9, ymm14                   ; csub: before layer 2
     vblendvpd    ymm3, ymm3, ymm9, ymm3
     vpsrlq       ymm9, ymm8, 32
-    vpmuludq     ymm10, ymm8, [rdx + 32]
-    vpmuludq     ymm11, ymm8, [rdx + 96]
-    vpmuludq     ymm12, ymm9, [rdx + 32]
-    vpmuludq     ymm13, ymm9, [rdx + 96]
+    vpmuludq     ymm10, ymm8, [rsi + 32]
+    vpmuludq     ymm11, ymm8, [rsi + 96]
+    vpmuludq     ymm12, ymm9, [rsi + 32]
+    vpmuludq     ymm13, ymm9, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22888,9 +22759,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx]
-    vpmuludq     ymm8, ymm8, [rdx + 64]
-    vpmuludq     ymm9, ymm9, [rdx]
+    vpmuludq     ymm11, ymm8, [rsi]
+    vpmuludq     ymm8, ymm8, [rsi + 64]
+    vpmuludq     ymm9, ymm9, [rsi]
     vpaddq       ymm8, ymm8, ymm9
     vpsllq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm11, ymm8
@@ -22908,11 +22779,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm8, ymm5, ymm14                   ; csub: before layer 2
     vblendvpd    ymm5, ymm8, ymm5, ymm8
     vpsrlq       ymm8, ymm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 640] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 512
-    vpmuludq     ymm10, ymm6, [rdx - 96]
-    vpmuludq     ymm11, ymm6, [rdx - 32]
-    vpmuludq     ymm12, ymm8, [rdx - 96]
-    vpmuludq     ymm13, ymm8, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 640] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 512
+    vpmuludq     ymm10, ymm6, [rsi - 96]
+    vpmuludq     ymm11, ymm6, [rsi - 32]
+    vpmuludq     ymm12, ymm8, [rsi - 96]
+    vpmuludq     ymm13, ymm8, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22921,9 +22792,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm6, [rdx - 128]
-    vpmuludq     ymm6, ymm6, [rdx - 64]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm11, ymm6, [rsi - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 64]
+    vpmuludq     ymm8, ymm8, [rsi - 128]
     vpaddq       ymm6, ymm8, ymm6
     vpsllq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm11, ymm6
@@ -22941,10 +22812,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm6, ymm7, ymm14                   ; csub: before layer 2
     vblendvpd    ymm6, ymm6, ymm7, ymm6
     vpsrlq       ymm7, ymm4, 32
-    vpmuludq     ymm10, ymm4, [rdx + 32]
-    vpmuludq     ymm11, ymm4, [rdx + 96]
-    vpmuludq     ymm12, ymm7, [rdx + 32]
-    vpmuludq     ymm13, ymm7, [rdx + 96]
+    vpmuludq     ymm10, ymm4, [rsi + 32]
+    vpmuludq     ymm11, ymm4, [rsi + 96]
+    vpmuludq     ymm12, ymm7, [rsi + 32]
+    vpmuludq     ymm13, ymm7, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22953,9 +22824,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm11, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm4, ymm4, ymm7
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -22973,11 +22844,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm6, ymm1, ymm14                   ; csub: before layer 2
     vblendvpd    ymm1, ymm6, ymm1, ymm6
     vpsrlq       ymm6, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 896] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 768
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm6, [rdx - 96]
-    vpmuludq     ymm13, ymm6, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 896] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 768
+    vpmuludq     ymm10, ymm2, [rsi - 96]
+    vpmuludq     ymm11, ymm2, [rsi - 32]
+    vpmuludq     ymm12, ymm6, [rsi - 96]
+    vpmuludq     ymm13, ymm6, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -22986,9 +22857,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm6
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -23018,6 +22889,8 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 896] ; the loop's table pointer
     mov          rax, 5
     .repeat2:
+    mov          rdx, 8
+    .repeat3:
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
     vmovdqu      ymm3, [rdi + 512]
@@ -23045,8 +22918,8 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    lea          rsi, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -23078,7 +22951,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -23110,7 +22983,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm4, ymm7, ymm4
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -23142,7 +23015,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm7, ymm2
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -23155,977 +23028,30 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vmovdqu      [rdi + 256], ymm3
     vmovdqu      [rdi + 512], ymm4
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rdi + 32]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 544]
-    vmovdqu      ymm4, [rdi + 800]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsrlq       ymm5, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 32]
-    vpmuludq     ymm7, ymm3, [rcx + 96]
-    vpmuludq     ymm8, ymm5, [rcx + 32]
-    vpmuludq     ymm9, ymm5, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx]
-    vpmuludq     ymm3, ymm3, [rcx + 64]
-    vpmuludq     ymm5, ymm5, [rcx]
-    vpaddq       ymm3, ymm3, ymm5
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm3, ymm3, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm3
-    vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm2, ymm3, ymm2, ymm3
-    vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 32]
-    vpmuludq     ymm7, ymm4, [rcx + 96]
-    vpmuludq     ymm8, ymm3, [rcx + 32]
-    vpmuludq     ymm9, ymm3, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx]
-    vpmuludq     ymm4, ymm4, [rcx + 64]
-    vpmuludq     ymm3, ymm3, [rcx]
-    vpaddq       ymm3, ymm4, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 160]
-    vpmuludq     ymm7, ymm4, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx + 128]
-    vpmuludq     ymm4, ymm4, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm4, ymm4, ymm5
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 4
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm4, ymm1, ymm4
-    vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 288]
-    vpmuludq     ymm7, ymm2, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 256]
-    vpmuludq     ymm2, ymm2, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm2, ymm2, ymm4
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm2, ymm2, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm5
-    vmovdqu      [rdi + 288], ymm3
-    vmovdqu      [rdi + 544], ymm4
-    vmovdqu      [rdi + 800], ymm1
-    vmovdqu      ymm1, [rdi + 64]
-    vmovdqu      ymm2, [rdi + 320]
-    vmovdqu      ymm3, [rdi + 576]
-    vmovdqu      ymm4, [rdi + 832]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsrlq       ymm5, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 32]
-    vpmuludq     ymm7, ymm3, [rcx + 96]
-    vpmuludq     ymm8, ymm5, [rcx + 32]
-    vpmuludq     ymm9, ymm5, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx]
-    vpmuludq     ymm3, ymm3, [rcx + 64]
-    vpmuludq     ymm5, ymm5, [rcx]
-    vpaddq       ymm3, ymm3, ymm5
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm3, ymm3, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm3
-    vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm2, ymm3, ymm2, ymm3
-    vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 32]
-    vpmuludq     ymm7, ymm4, [rcx + 96]
-    vpmuludq     ymm8, ymm3, [rcx + 32]
-    vpmuludq     ymm9, ymm3, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx]
-    vpmuludq     ymm4, ymm4, [rcx + 64]
-    vpmuludq     ymm3, ymm3, [rcx]
-    vpaddq       ymm3, ymm4, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 160]
-    vpmuludq     ymm7, ymm4, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx + 128]
-    vpmuludq     ymm4, ymm4, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm4, ymm4, ymm5
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 4
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm4, ymm1, ymm4
-    vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 288]
-    vpmuludq     ymm7, ymm2, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 256]
-    vpmuludq     ymm2, ymm2, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm2, ymm2, ymm4
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm2, ymm2, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 64], ymm5
-    vmovdqu      [rdi + 320], ymm3
-    vmovdqu      [rdi + 576], ymm4
-    vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rdi + 96]
-    vmovdqu      ymm2, [rdi + 352]
-    vmovdqu      ymm3, [rdi + 608]
-    vmovdqu      ymm4, [rdi + 864]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsrlq       ymm5, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 32]
-    vpmuludq     ymm7, ymm3, [rcx + 96]
-    vpmuludq     ymm8, ymm5, [rcx + 32]
-    vpmuludq     ymm9, ymm5, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx]
-    vpmuludq     ymm3, ymm3, [rcx + 64]
-    vpmuludq     ymm5, ymm5, [rcx]
-    vpaddq       ymm3, ymm3, ymm5
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm3, ymm3, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm3
-    vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm2, ymm3, ymm2, ymm3
-    vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 32]
-    vpmuludq     ymm7, ymm4, [rcx + 96]
-    vpmuludq     ymm8, ymm3, [rcx + 32]
-    vpmuludq     ymm9, ymm3, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx]
-    vpmuludq     ymm4, ymm4, [rcx + 64]
-    vpmuludq     ymm3, ymm3, [rcx]
-    vpaddq       ymm3, ymm4, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 160]
-    vpmuludq     ymm7, ymm4, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx + 128]
-    vpmuludq     ymm4, ymm4, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm4, ymm4, ymm5
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 4
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm4, ymm1, ymm4
-    vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 288]
-    vpmuludq     ymm7, ymm2, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 256]
-    vpmuludq     ymm2, ymm2, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm2, ymm2, ymm4
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm2, ymm2, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm5
-    vmovdqu      [rdi + 352], ymm3
-    vmovdqu      [rdi + 608], ymm4
-    vmovdqu      [rdi + 864], ymm1
-    vmovdqu      ymm1, [rdi + 128]
-    vmovdqu      ymm2, [rdi + 384]
-    vmovdqu      ymm3, [rdi + 640]
-    vmovdqu      ymm4, [rdi + 896]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsrlq       ymm5, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 32]
-    vpmuludq     ymm7, ymm3, [rcx + 96]
-    vpmuludq     ymm8, ymm5, [rcx + 32]
-    vpmuludq     ymm9, ymm5, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx]
-    vpmuludq     ymm3, ymm3, [rcx + 64]
-    vpmuludq     ymm5, ymm5, [rcx]
-    vpaddq       ymm3, ymm3, ymm5
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm3, ymm3, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm3
-    vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm2, ymm3, ymm2, ymm3
-    vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 32]
-    vpmuludq     ymm7, ymm4, [rcx + 96]
-    vpmuludq     ymm8, ymm3, [rcx + 32]
-    vpmuludq     ymm9, ymm3, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx]
-    vpmuludq     ymm4, ymm4, [rcx + 64]
-    vpmuludq     ymm3, ymm3, [rcx]
-    vpaddq       ymm3, ymm4, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 160]
-    vpmuludq     ymm7, ymm4, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx + 128]
-    vpmuludq     ymm4, ymm4, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm4, ymm4, ymm5
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 4
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm4, ymm1, ymm4
-    vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 288]
-    vpmuludq     ymm7, ymm2, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 256]
-    vpmuludq     ymm2, ymm2, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm2, ymm2, ymm4
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm2, ymm2, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 128], ymm5
-    vmovdqu      [rdi + 384], ymm3
-    vmovdqu      [rdi + 640], ymm4
-    vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rdi + 160]
-    vmovdqu      ymm2, [rdi + 416]
-    vmovdqu      ymm3, [rdi + 672]
-    vmovdqu      ymm4, [rdi + 928]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsrlq       ymm5, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 32]
-    vpmuludq     ymm7, ymm3, [rcx + 96]
-    vpmuludq     ymm8, ymm5, [rcx + 32]
-    vpmuludq     ymm9, ymm5, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx]
-    vpmuludq     ymm3, ymm3, [rcx + 64]
-    vpmuludq     ymm5, ymm5, [rcx]
-    vpaddq       ymm3, ymm3, ymm5
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm3, ymm3, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm3
-    vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm2, ymm3, ymm2, ymm3
-    vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 32]
-    vpmuludq     ymm7, ymm4, [rcx + 96]
-    vpmuludq     ymm8, ymm3, [rcx + 32]
-    vpmuludq     ymm9, ymm3, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx]
-    vpmuludq     ymm4, ymm4, [rcx + 64]
-    vpmuludq     ymm3, ymm3, [rcx]
-    vpaddq       ymm3, ymm4, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 160]
-    vpmuludq     ymm7, ymm4, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx + 128]
-    vpmuludq     ymm4, ymm4, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm4, ymm4, ymm5
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 4
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm4, ymm1, ymm4
-    vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 288]
-    vpmuludq     ymm7, ymm2, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 256]
-    vpmuludq     ymm2, ymm2, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm2, ymm2, ymm4
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm2, ymm2, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 160], ymm5
-    vmovdqu      [rdi + 416], ymm3
-    vmovdqu      [rdi + 672], ymm4
-    vmovdqu      [rdi + 928], ymm1
-    vmovdqu      ymm1, [rdi + 192]
-    vmovdqu      ymm2, [rdi + 448]
-    vmovdqu      ymm3, [rdi + 704]
-    vmovdqu      ymm4, [rdi + 960]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsrlq       ymm5, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 32]
-    vpmuludq     ymm7, ymm3, [rcx + 96]
-    vpmuludq     ymm8, ymm5, [rcx + 32]
-    vpmuludq     ymm9, ymm5, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx]
-    vpmuludq     ymm3, ymm3, [rcx + 64]
-    vpmuludq     ymm5, ymm5, [rcx]
-    vpaddq       ymm3, ymm3, ymm5
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm3, ymm3, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm3
-    vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm2, ymm3, ymm2, ymm3
-    vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 32]
-    vpmuludq     ymm7, ymm4, [rcx + 96]
-    vpmuludq     ymm8, ymm3, [rcx + 32]
-    vpmuludq     ymm9, ymm3, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx]
-    vpmuludq     ymm4, ymm4, [rcx + 64]
-    vpmuludq     ymm3, ymm3, [rcx]
-    vpaddq       ymm3, ymm4, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 160]
-    vpmuludq     ymm7, ymm4, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx + 128]
-    vpmuludq     ymm4, ymm4, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm4, ymm4, ymm5
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 4
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm4, ymm1, ymm4
-    vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 288]
-    vpmuludq     ymm7, ymm2, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 256]
-    vpmuludq     ymm2, ymm2, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm2, ymm2, ymm4
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm2, ymm2, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 192], ymm5
-    vmovdqu      [rdi + 448], ymm3
-    vmovdqu      [rdi + 704], ymm4
-    vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rdi + 224]
-    vmovdqu      ymm2, [rdi + 480]
-    vmovdqu      ymm3, [rdi + 736]
-    vmovdqu      ymm4, [rdi + 992]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsrlq       ymm5, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 32]
-    vpmuludq     ymm7, ymm3, [rcx + 96]
-    vpmuludq     ymm8, ymm5, [rcx + 32]
-    vpmuludq     ymm9, ymm5, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx]
-    vpmuludq     ymm3, ymm3, [rcx + 64]
-    vpmuludq     ymm5, ymm5, [rcx]
-    vpaddq       ymm3, ymm3, ymm5
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm3, ymm3, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm3
-    vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm2, ymm3, ymm2, ymm3
-    vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 32]
-    vpmuludq     ymm7, ymm4, [rcx + 96]
-    vpmuludq     ymm8, ymm3, [rcx + 32]
-    vpmuludq     ymm9, ymm3, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx]
-    vpmuludq     ymm4, ymm4, [rcx + 64]
-    vpmuludq     ymm3, ymm3, [rcx]
-    vpaddq       ymm3, ymm4, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rcx + 160]
-    vpmuludq     ymm7, ymm4, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rcx + 128]
-    vpmuludq     ymm4, ymm4, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm4, ymm4, ymm5
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 4
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm4, ymm1, ymm4
-    vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 288]
-    vpmuludq     ymm7, ymm2, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 256]
-    vpmuludq     ymm2, ymm2, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm2, ymm2, ymm4
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm2, ymm2, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 224], ymm5
-    vmovdqu      [rdi + 480], ymm3
-    vmovdqu      [rdi + 736], ymm4
-    vmovdqu      [rdi + 992], ymm1
-    add          rdi, 0x400
+    add          rdi, 32
+    dec          rdx
+    jnz          .repeat3
+    add          rdi, 0x300
     add          rcx, 0x180
     dec          rax
     jnz          .repeat2
     add          rdi, -5120                          ; back to the argument
     vmovdqu      ymm1, [rdi + 5120]
     mov          rax, 2
-    .repeat3:
+    .repeat4:
+    mov          rcx, 3
+    .repeat5:
     vmovdqu      ymm2, [rdi + 5376]
     vmovdqu      ymm3, [rdi + 5632]
     vmovdqu      ymm4, [rdi + 5888]
     vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
     vblendvpd    ymm1, ymm5, ymm1, ymm5
     vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
-    vpmuludq     ymm6, ymm3, [rdx - 96]
-    vpmuludq     ymm7, ymm3, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
+    vpmuludq     ymm6, ymm3, [rsi - 96]
+    vpmuludq     ymm7, ymm3, [rsi - 32]
+    vpmuludq     ymm8, ymm5, [rsi - 96]
+    vpmuludq     ymm9, ymm5, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24134,9 +23060,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -24154,10 +23080,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm3, [rdx - 96]
-    vpmuludq     ymm9, ymm3, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rsi - 96]
+    vpmuludq     ymm7, ymm4, [rsi - 32]
+    vpmuludq     ymm8, ymm3, [rsi - 96]
+    vpmuludq     ymm9, ymm3, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24166,9 +23092,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm3, ymm4, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -24186,10 +23112,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx + 32]
-    vpmuludq     ymm7, ymm4, [rdx + 96]
-    vpmuludq     ymm8, ymm5, [rdx + 32]
-    vpmuludq     ymm9, ymm5, [rdx + 96]
+    vpmuludq     ymm6, ymm4, [rsi + 32]
+    vpmuludq     ymm7, ymm4, [rsi + 96]
+    vpmuludq     ymm8, ymm5, [rsi + 32]
+    vpmuludq     ymm9, ymm5, [rsi + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24198,9 +23124,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm5, ymm5, [rdx]
+    vpmuludq     ymm7, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm5, ymm5, [rsi]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -24218,11 +23144,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
-    vpmuludq     ymm6, ymm2, [rdx - 96]
-    vpmuludq     ymm7, ymm2, [rdx - 32]
-    vpmuludq     ymm8, ymm4, [rdx - 96]
-    vpmuludq     ymm9, ymm4, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
+    vpmuludq     ymm6, ymm2, [rsi - 96]
+    vpmuludq     ymm7, ymm2, [rsi - 32]
+    vpmuludq     ymm8, ymm4, [rsi - 96]
+    vpmuludq     ymm9, ymm4, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24231,9 +23157,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
+    vpmuludq     ymm7, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm4, ymm4, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -24253,285 +23179,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vmovdqu      [rdi + 5632], ymm4
     vmovdqu      [rdi + 5888], ymm1
     vmovdqu      ymm1, [rdi + 5152]
-    vmovdqu      ymm2, [rdi + 5408]
-    vmovdqu      ymm3, [rdi + 5664]
-    vmovdqu      ymm4, [rdi + 5920]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
-    vpmuludq     ymm6, ymm3, [rdx - 96]
-    vpmuludq     ymm7, ymm3, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
-    vpaddq       ymm3, ymm3, ymm5
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm3, ymm3, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm3
-    vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm2, ymm3, ymm2, ymm3
-    vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm3, [rdx - 96]
-    vpmuludq     ymm9, ymm3, [rdx - 32]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
-    vpaddq       ymm3, ymm4, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx + 32]
-    vpmuludq     ymm7, ymm4, [rdx + 96]
-    vpmuludq     ymm8, ymm5, [rdx + 32]
-    vpmuludq     ymm9, ymm5, [rdx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm5, ymm5, [rdx]
-    vpaddq       ymm4, ymm4, ymm5
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 4
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm4, ymm1, ymm4
-    vpsrlq       ymm4, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
-    vpmuludq     ymm6, ymm2, [rdx - 96]
-    vpmuludq     ymm7, ymm2, [rdx - 32]
-    vpmuludq     ymm8, ymm4, [rdx - 96]
-    vpmuludq     ymm9, ymm4, [rdx - 32]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
-    vpaddq       ymm2, ymm2, ymm4
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm2, ymm2, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 5152], ymm5
-    vmovdqu      [rdi + 5408], ymm3
-    vmovdqu      [rdi + 5664], ymm4
-    vmovdqu      [rdi + 5920], ymm1
-    vmovdqu      ymm1, [rdi + 5184]
-    vmovdqu      ymm2, [rdi + 5440]
-    vmovdqu      ymm3, [rdi + 5696]
-    vmovdqu      ymm4, [rdi + 5952]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
-    vpmuludq     ymm6, ymm3, [rdx - 96]
-    vpmuludq     ymm7, ymm3, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
-    vpaddq       ymm3, ymm3, ymm5
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm3, ymm3, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm3
-    vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm2, ymm3, ymm2, ymm3
-    vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm3, [rdx - 96]
-    vpmuludq     ymm9, ymm3, [rdx - 32]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
-    vpaddq       ymm3, ymm4, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 3
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx + 32]
-    vpmuludq     ymm7, ymm4, [rdx + 96]
-    vpmuludq     ymm8, ymm5, [rdx + 32]
-    vpmuludq     ymm9, ymm5, [rdx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm5, ymm5, [rdx]
-    vpaddq       ymm4, ymm4, ymm5
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 4
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm4, ymm1, ymm4
-    vpsrlq       ymm4, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
-    vpmuludq     ymm6, ymm2, [rdx - 96]
-    vpmuludq     ymm7, ymm2, [rdx - 32]
-    vpmuludq     ymm8, ymm4, [rdx - 96]
-    vpmuludq     ymm9, ymm4, [rdx - 32]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
-    vpaddq       ymm2, ymm2, ymm4
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rel pq_1073741823]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm2, ymm2, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 5184], ymm5
-    vmovdqu      [rdi + 5440], ymm3
-    vmovdqu      [rdi + 5696], ymm4
-    vmovdqu      [rdi + 5952], ymm1
-    vmovdqu      ymm1, [rdi + 5216]
-    add          rdi, 96
+    add          rdi, 32
+    dec          rcx
+    jnz          .repeat5
     dec          rax
-    jnz          .repeat3
+    jnz          .repeat4
     add          rdi, -192                           ; back to the argument
     vmovdqu      ymm2, [rdi + 5568]
     vmovdqu      ymm3, [rdi + 5824]
@@ -24539,11 +23191,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
     vblendvpd    ymm1, ymm5, ymm1, ymm5
     vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
-    vpmuludq     ymm6, ymm3, [rdx - 96]
-    vpmuludq     ymm7, ymm3, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
+    vpmuludq     ymm6, ymm3, [rsi - 96]
+    vpmuludq     ymm7, ymm3, [rsi - 32]
+    vpmuludq     ymm8, ymm5, [rsi - 96]
+    vpmuludq     ymm9, ymm5, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24552,9 +23204,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -24572,10 +23224,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm3, [rdx - 96]
-    vpmuludq     ymm9, ymm3, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rsi - 96]
+    vpmuludq     ymm7, ymm4, [rsi - 32]
+    vpmuludq     ymm8, ymm3, [rsi - 96]
+    vpmuludq     ymm9, ymm3, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24584,9 +23236,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm3, ymm4, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -24604,10 +23256,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx + 32]
-    vpmuludq     ymm7, ymm4, [rdx + 96]
-    vpmuludq     ymm8, ymm5, [rdx + 32]
-    vpmuludq     ymm9, ymm5, [rdx + 96]
+    vpmuludq     ymm6, ymm4, [rsi + 32]
+    vpmuludq     ymm7, ymm4, [rsi + 96]
+    vpmuludq     ymm8, ymm5, [rsi + 32]
+    vpmuludq     ymm9, ymm5, [rsi + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24616,9 +23268,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm5, ymm5, [rdx]
+    vpmuludq     ymm7, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm5, ymm5, [rsi]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -24636,11 +23288,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
-    vpmuludq     ymm6, ymm2, [rdx - 96]
-    vpmuludq     ymm7, ymm2, [rdx - 32]
-    vpmuludq     ymm8, ymm4, [rdx - 96]
-    vpmuludq     ymm9, ymm4, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
+    vpmuludq     ymm6, ymm2, [rsi - 96]
+    vpmuludq     ymm7, ymm2, [rsi - 32]
+    vpmuludq     ymm8, ymm4, [rsi - 96]
+    vpmuludq     ymm9, ymm4, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24649,9 +23301,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
+    vpmuludq     ymm7, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm4, ymm4, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -24677,11 +23329,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
     vblendvpd    ymm1, ymm5, ymm1, ymm5
     vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
-    vpmuludq     ymm6, ymm3, [rdx - 96]
-    vpmuludq     ymm7, ymm3, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 2944] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 2816
+    vpmuludq     ymm6, ymm3, [rsi - 96]
+    vpmuludq     ymm7, ymm3, [rsi - 32]
+    vpmuludq     ymm8, ymm5, [rsi - 96]
+    vpmuludq     ymm9, ymm5, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24690,9 +23342,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -24710,10 +23362,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm3, [rdx - 96]
-    vpmuludq     ymm9, ymm3, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rsi - 96]
+    vpmuludq     ymm7, ymm4, [rsi - 32]
+    vpmuludq     ymm8, ymm3, [rsi - 96]
+    vpmuludq     ymm9, ymm3, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24722,9 +23374,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm3, ymm4, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -24742,10 +23394,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx + 32]
-    vpmuludq     ymm7, ymm4, [rdx + 96]
-    vpmuludq     ymm8, ymm5, [rdx + 32]
-    vpmuludq     ymm9, ymm5, [rdx + 96]
+    vpmuludq     ymm6, ymm4, [rsi + 32]
+    vpmuludq     ymm7, ymm4, [rsi + 96]
+    vpmuludq     ymm8, ymm5, [rsi + 32]
+    vpmuludq     ymm9, ymm5, [rsi + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24754,9 +23406,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm5, ymm5, [rdx]
+    vpmuludq     ymm7, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm5, ymm5, [rsi]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -24774,11 +23426,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
-    vpmuludq     ymm6, ymm2, [rdx - 96]
-    vpmuludq     ymm7, ymm2, [rdx - 32]
-    vpmuludq     ymm8, ymm4, [rdx - 96]
-    vpmuludq     ymm9, ymm4, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3200] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3072
+    vpmuludq     ymm6, ymm2, [rsi - 96]
+    vpmuludq     ymm7, ymm2, [rsi - 32]
+    vpmuludq     ymm8, ymm4, [rsi - 96]
+    vpmuludq     ymm9, ymm4, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24787,9 +23439,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
+    vpmuludq     ymm7, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm4, ymm4, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -24809,7 +23461,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vmovdqu      [rdi + 5856], ymm4
     vmovdqu      [rdi + 6112], ymm1
     mov          rax, 4
-    .repeat4:
+    .repeat6:
     vmovdqu      ymm1, [rdi + 6144]
     vmovdqu      ymm2, [rdi + 6400]
     vmovdqu      ymm3, [rdi + 6656]
@@ -24817,11 +23469,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
     vblendvpd    ymm1, ymm5, ymm1, ymm5
     vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3328] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3200
-    vpmuludq     ymm6, ymm3, [rdx - 96]
-    vpmuludq     ymm7, ymm3, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3328] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3200
+    vpmuludq     ymm6, ymm3, [rsi - 96]
+    vpmuludq     ymm7, ymm3, [rsi - 32]
+    vpmuludq     ymm8, ymm5, [rsi - 96]
+    vpmuludq     ymm9, ymm5, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24830,9 +23482,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -24850,10 +23502,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm3, [rdx - 96]
-    vpmuludq     ymm9, ymm3, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rsi - 96]
+    vpmuludq     ymm7, ymm4, [rsi - 32]
+    vpmuludq     ymm8, ymm3, [rsi - 96]
+    vpmuludq     ymm9, ymm3, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24862,9 +23514,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm3, ymm4, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -24882,10 +23534,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx + 32]
-    vpmuludq     ymm7, ymm4, [rdx + 96]
-    vpmuludq     ymm8, ymm5, [rdx + 32]
-    vpmuludq     ymm9, ymm5, [rdx + 96]
+    vpmuludq     ymm6, ymm4, [rsi + 32]
+    vpmuludq     ymm7, ymm4, [rsi + 96]
+    vpmuludq     ymm8, ymm5, [rsi + 32]
+    vpmuludq     ymm9, ymm5, [rsi + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24894,9 +23546,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm5, ymm5, [rdx]
+    vpmuludq     ymm7, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm5, ymm5, [rsi]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -24914,11 +23566,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3584] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3456
-    vpmuludq     ymm6, ymm2, [rdx - 96]
-    vpmuludq     ymm7, ymm2, [rdx - 32]
-    vpmuludq     ymm8, ymm4, [rdx - 96]
-    vpmuludq     ymm9, ymm4, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3584] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3456
+    vpmuludq     ymm6, ymm2, [rsi - 96]
+    vpmuludq     ymm7, ymm2, [rsi - 32]
+    vpmuludq     ymm8, ymm4, [rsi - 96]
+    vpmuludq     ymm9, ymm4, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24927,9 +23579,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
+    vpmuludq     ymm7, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm4, ymm4, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -24955,11 +23607,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
     vblendvpd    ymm1, ymm5, ymm1, ymm5
     vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3328] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3200
-    vpmuludq     ymm6, ymm3, [rdx - 96]
-    vpmuludq     ymm7, ymm3, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3328] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3200
+    vpmuludq     ymm6, ymm3, [rsi - 96]
+    vpmuludq     ymm7, ymm3, [rsi - 32]
+    vpmuludq     ymm8, ymm5, [rsi - 96]
+    vpmuludq     ymm9, ymm5, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -24968,9 +23620,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -24988,10 +23640,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm3, [rdx - 96]
-    vpmuludq     ymm9, ymm3, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rsi - 96]
+    vpmuludq     ymm7, ymm4, [rsi - 32]
+    vpmuludq     ymm8, ymm3, [rsi - 96]
+    vpmuludq     ymm9, ymm3, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -25000,9 +23652,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm3, ymm4, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -25020,10 +23672,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx + 32]
-    vpmuludq     ymm7, ymm4, [rdx + 96]
-    vpmuludq     ymm8, ymm5, [rdx + 32]
-    vpmuludq     ymm9, ymm5, [rdx + 96]
+    vpmuludq     ymm6, ymm4, [rsi + 32]
+    vpmuludq     ymm7, ymm4, [rsi + 96]
+    vpmuludq     ymm8, ymm5, [rsi + 32]
+    vpmuludq     ymm9, ymm5, [rsi + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -25032,9 +23684,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm5, ymm5, [rdx]
+    vpmuludq     ymm7, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm5, ymm5, [rsi]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -25052,11 +23704,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3584] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3456
-    vpmuludq     ymm6, ymm2, [rdx - 96]
-    vpmuludq     ymm7, ymm2, [rdx - 32]
-    vpmuludq     ymm8, ymm4, [rdx - 96]
-    vpmuludq     ymm9, ymm4, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3584] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3456
+    vpmuludq     ymm6, ymm2, [rsi - 96]
+    vpmuludq     ymm7, ymm2, [rsi - 32]
+    vpmuludq     ymm8, ymm4, [rsi - 96]
+    vpmuludq     ymm9, ymm4, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -25065,9 +23717,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
+    vpmuludq     ymm7, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm4, ymm4, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -25088,10 +23740,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vmovdqu      [rdi + 6944], ymm1
     add          rdi, 64
     dec          rax
-    jnz          .repeat4
+    jnz          .repeat6
     add          rdi, -256                           ; back to the argument
     mov          rax, 8
-    .repeat5:
+    .repeat7:
     vmovdqu      ymm1, [rdi + 7168]
     vmovdqu      ymm2, [rdi + 7424]
     vmovdqu      ymm3, [rdi + 7680]
@@ -25099,11 +23751,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 3
     vblendvpd    ymm1, ymm5, ymm1, ymm5
     vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3712] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3584
-    vpmuludq     ymm6, ymm3, [rdx - 96]
-    vpmuludq     ymm7, ymm3, [rdx - 32]
-    vpmuludq     ymm8, ymm5, [rdx - 96]
-    vpmuludq     ymm9, ymm5, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3712] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3584
+    vpmuludq     ymm6, ymm3, [rsi - 96]
+    vpmuludq     ymm7, ymm3, [rsi - 32]
+    vpmuludq     ymm8, ymm5, [rsi - 96]
+    vpmuludq     ymm9, ymm5, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -25112,9 +23764,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm7, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -25132,10 +23784,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 3
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx - 96]
-    vpmuludq     ymm7, ymm4, [rdx - 32]
-    vpmuludq     ymm8, ymm3, [rdx - 96]
-    vpmuludq     ymm9, ymm3, [rdx - 32]
+    vpmuludq     ymm6, ymm4, [rsi - 96]
+    vpmuludq     ymm7, ymm4, [rsi - 32]
+    vpmuludq     ymm8, ymm3, [rsi - 96]
+    vpmuludq     ymm9, ymm3, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -25144,9 +23796,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm7, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm3, ymm4, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm7, ymm3
@@ -25164,10 +23816,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 4
     vblendvpd    ymm3, ymm3, ymm5, ymm3
     vpsrlq       ymm5, ymm4, 32
-    vpmuludq     ymm6, ymm4, [rdx + 32]
-    vpmuludq     ymm7, ymm4, [rdx + 96]
-    vpmuludq     ymm8, ymm5, [rdx + 32]
-    vpmuludq     ymm9, ymm5, [rdx + 96]
+    vpmuludq     ymm6, ymm4, [rsi + 32]
+    vpmuludq     ymm7, ymm4, [rsi + 96]
+    vpmuludq     ymm8, ymm5, [rsi + 32]
+    vpmuludq     ymm9, ymm5, [rsi + 96]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -25176,9 +23828,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm5, ymm5, [rdx]
+    vpmuludq     ymm7, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm5, ymm5, [rsi]
     vpaddq       ymm4, ymm4, ymm5
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm7, ymm4
@@ -25196,11 +23848,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm4, ymm1, ymm14                   ; csub: before layer 4
     vblendvpd    ymm1, ymm4, ymm1, ymm4
     vpsrlq       ymm4, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3968] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3840
-    vpmuludq     ymm6, ymm2, [rdx - 96]
-    vpmuludq     ymm7, ymm2, [rdx - 32]
-    vpmuludq     ymm8, ymm4, [rdx - 96]
-    vpmuludq     ymm9, ymm4, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3968] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 3840
+    vpmuludq     ymm6, ymm2, [rsi - 96]
+    vpmuludq     ymm7, ymm2, [rsi - 32]
+    vpmuludq     ymm8, ymm4, [rsi - 96]
+    vpmuludq     ymm9, ymm4, [rsi - 32]
     vpsrlq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm7, ymm6
     vpand        ymm7, ymm15, ymm6
@@ -25209,9 +23861,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm6, ymm9, ymm6
     vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
+    vpmuludq     ymm7, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm4, ymm4, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm7, ymm2
@@ -25232,11 +23884,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vmovdqu      [rdi + 7936], ymm1
     add          rdi, 32
     dec          rax
-    jnz          .repeat5
+    jnz          .repeat7
     add          rdi, -256                           ; back to the argument
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 3968] ; the loop's table pointer
     mov          rax, 31
-    .repeat6:
+    .repeat8:
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 32]
     vmovdqu      ymm3, [rdi + 64]
@@ -25268,8 +23920,8 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    lea          rsi, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -25301,7 +23953,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -25333,7 +23985,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -25365,7 +24017,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -25397,7 +24049,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm7, ymm11, ymm7
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -25429,7 +24081,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm7, ymm11, ymm7
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -25461,7 +24113,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -25493,7 +24145,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm4, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm10, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -25525,7 +24177,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm8, ymm11, ymm8
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -25557,7 +24209,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm6, ymm11, ymm6
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -25589,7 +24241,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -25621,7 +24273,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -25661,7 +24313,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -25693,7 +24345,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -25725,7 +24377,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -25757,7 +24409,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -25797,7 +24449,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -25829,7 +24481,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -25861,7 +24513,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -25893,7 +24545,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -25929,7 +24581,7 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     add          rdi, 0x100
     add          rcx, 0x780
     dec          rax
-    jnz          .repeat6
+    jnz          .repeat8
     add          rdi, -7936                          ; back to the argument
     vmovdqu      ymm1, [rdi + 7936]
     vmovdqu      ymm2, [rdi + 7968]
@@ -25942,11 +24594,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm9, ymm1, ymm14                   ; csub: before layer 5
     vblendvpd    ymm1, ymm9, ymm1, ymm9
     vpsrlq       ymm9, ymm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63616] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63488
-    vpmuludq     ymm10, ymm5, [rdx - 96]
-    vpmuludq     ymm11, ymm5, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63616] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63488
+    vpmuludq     ymm10, ymm5, [rsi - 96]
+    vpmuludq     ymm11, ymm5, [rsi - 32]
+    vpmuludq     ymm12, ymm9, [rsi - 96]
+    vpmuludq     ymm13, ymm9, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -25955,9 +24607,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm5, [rdx - 128]
-    vpmuludq     ymm5, ymm5, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm5, [rsi - 128]
+    vpmuludq     ymm5, ymm5, [rsi - 64]
+    vpmuludq     ymm9, ymm9, [rsi - 128]
     vpaddq       ymm5, ymm9, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -25975,10 +24627,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm2, ymm14                   ; csub: before layer 5
     vblendvpd    ymm2, ymm5, ymm2, ymm5
     vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm10, ymm6, [rdx - 96]
-    vpmuludq     ymm11, ymm6, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    vpmuludq     ymm10, ymm6, [rsi - 96]
+    vpmuludq     ymm11, ymm6, [rsi - 32]
+    vpmuludq     ymm12, ymm5, [rsi - 96]
+    vpmuludq     ymm13, ymm5, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -25987,9 +24639,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm6, [rdx - 128]
-    vpmuludq     ymm6, ymm6, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm6, [rsi - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -26007,10 +24659,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm3, ymm14                   ; csub: before layer 5
     vblendvpd    ymm3, ymm5, ymm3, ymm5
     vpsrlq       ymm5, ymm7, 32
-    vpmuludq     ymm10, ymm7, [rdx - 96]
-    vpmuludq     ymm11, ymm7, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    vpmuludq     ymm10, ymm7, [rsi - 96]
+    vpmuludq     ymm11, ymm7, [rsi - 32]
+    vpmuludq     ymm12, ymm5, [rsi - 96]
+    vpmuludq     ymm13, ymm5, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26019,9 +24671,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm7, [rdx - 128]
-    vpmuludq     ymm7, ymm7, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm7, [rsi - 128]
+    vpmuludq     ymm7, ymm7, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm5, ymm7, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -26039,10 +24691,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm4, ymm14                   ; csub: before layer 5
     vblendvpd    ymm4, ymm5, ymm4, ymm5
     vpsrlq       ymm5, ymm8, 32
-    vpmuludq     ymm10, ymm8, [rdx - 96]
-    vpmuludq     ymm11, ymm8, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    vpmuludq     ymm10, ymm8, [rsi - 96]
+    vpmuludq     ymm11, ymm8, [rsi - 32]
+    vpmuludq     ymm12, ymm5, [rsi - 96]
+    vpmuludq     ymm13, ymm5, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26051,9 +24703,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx - 128]
-    vpmuludq     ymm8, ymm8, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm8, [rsi - 128]
+    vpmuludq     ymm8, ymm8, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm5, ymm8, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -26071,10 +24723,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm9, ymm14                   ; csub: before layer 6
     vblendvpd    ymm5, ymm5, ymm9, ymm5
     vpsrlq       ymm9, ymm7, 32
-    vpmuludq     ymm10, ymm7, [rdx + 32]
-    vpmuludq     ymm11, ymm7, [rdx + 96]
-    vpmuludq     ymm12, ymm9, [rdx + 32]
-    vpmuludq     ymm13, ymm9, [rdx + 96]
+    vpmuludq     ymm10, ymm7, [rsi + 32]
+    vpmuludq     ymm11, ymm7, [rsi + 96]
+    vpmuludq     ymm12, ymm9, [rsi + 32]
+    vpmuludq     ymm13, ymm9, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26083,9 +24735,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm7, [rdx]
-    vpmuludq     ymm7, ymm7, [rdx + 64]
-    vpmuludq     ymm9, ymm9, [rdx]
+    vpmuludq     ymm11, ymm7, [rsi]
+    vpmuludq     ymm7, ymm7, [rsi + 64]
+    vpmuludq     ymm9, ymm9, [rsi]
     vpaddq       ymm7, ymm9, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
@@ -26103,10 +24755,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm7, ymm6, ymm14                   ; csub: before layer 6
     vblendvpd    ymm6, ymm7, ymm6, ymm7
     vpsrlq       ymm7, ymm8, 32
-    vpmuludq     ymm10, ymm8, [rdx + 32]
-    vpmuludq     ymm11, ymm8, [rdx + 96]
-    vpmuludq     ymm12, ymm7, [rdx + 32]
-    vpmuludq     ymm13, ymm7, [rdx + 96]
+    vpmuludq     ymm10, ymm8, [rsi + 32]
+    vpmuludq     ymm11, ymm8, [rsi + 96]
+    vpmuludq     ymm12, ymm7, [rsi + 32]
+    vpmuludq     ymm13, ymm7, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26115,9 +24767,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx]
-    vpmuludq     ymm8, ymm8, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm11, ymm8, [rsi]
+    vpmuludq     ymm8, ymm8, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm7, ymm8, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
@@ -26135,11 +24787,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm7, ymm1, ymm14                   ; csub: before layer 6
     vblendvpd    ymm1, ymm7, ymm1, ymm7
     vpsrlq       ymm7, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63872] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63744
-    vpmuludq     ymm10, ymm3, [rdx - 96]
-    vpmuludq     ymm11, ymm3, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 63872] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 63744
+    vpmuludq     ymm10, ymm3, [rsi - 96]
+    vpmuludq     ymm11, ymm3, [rsi - 32]
+    vpmuludq     ymm12, ymm7, [rsi - 96]
+    vpmuludq     ymm13, ymm7, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26148,9 +24800,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm7, ymm7, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm7
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -26168,10 +24820,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm2, ymm14                   ; csub: before layer 6
     vblendvpd    ymm2, ymm3, ymm2, ymm3
     vpsrlq       ymm3, ymm4, 32
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm3, [rdx - 96]
-    vpmuludq     ymm13, ymm3, [rdx - 32]
+    vpmuludq     ymm10, ymm4, [rsi - 96]
+    vpmuludq     ymm11, ymm4, [rsi - 32]
+    vpmuludq     ymm12, ymm3, [rsi - 96]
+    vpmuludq     ymm13, ymm3, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26180,9 +24832,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm3, ymm4, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -26200,10 +24852,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm9, ymm14                   ; csub: before layer 7
     vblendvpd    ymm3, ymm3, ymm9, ymm3
     vpsrlq       ymm9, ymm8, 32
-    vpmuludq     ymm10, ymm8, [rdx + 32]
-    vpmuludq     ymm11, ymm8, [rdx + 96]
-    vpmuludq     ymm12, ymm9, [rdx + 32]
-    vpmuludq     ymm13, ymm9, [rdx + 96]
+    vpmuludq     ymm10, ymm8, [rsi + 32]
+    vpmuludq     ymm11, ymm8, [rsi + 96]
+    vpmuludq     ymm12, ymm9, [rsi + 32]
+    vpmuludq     ymm13, ymm9, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26212,9 +24864,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm8, [rdx]
-    vpmuludq     ymm8, ymm8, [rdx + 64]
-    vpmuludq     ymm9, ymm9, [rdx]
+    vpmuludq     ymm11, ymm8, [rsi]
+    vpmuludq     ymm8, ymm8, [rsi + 64]
+    vpmuludq     ymm9, ymm9, [rsi]
     vpaddq       ymm8, ymm8, ymm9
     vpsllq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm11, ymm8
@@ -26232,11 +24884,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm8, ymm5, ymm14                   ; csub: before layer 7
     vblendvpd    ymm5, ymm8, ymm5, ymm8
     vpsrlq       ymm8, ymm6, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64000
-    vpmuludq     ymm10, ymm6, [rdx - 96]
-    vpmuludq     ymm11, ymm6, [rdx - 32]
-    vpmuludq     ymm12, ymm8, [rdx - 96]
-    vpmuludq     ymm13, ymm8, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64128] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64000
+    vpmuludq     ymm10, ymm6, [rsi - 96]
+    vpmuludq     ymm11, ymm6, [rsi - 32]
+    vpmuludq     ymm12, ymm8, [rsi - 96]
+    vpmuludq     ymm13, ymm8, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26245,9 +24897,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm6, [rdx - 128]
-    vpmuludq     ymm6, ymm6, [rdx - 64]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm11, ymm6, [rsi - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 64]
+    vpmuludq     ymm8, ymm8, [rsi - 128]
     vpaddq       ymm6, ymm8, ymm6
     vpsllq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm11, ymm6
@@ -26265,10 +24917,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm6, ymm7, ymm14                   ; csub: before layer 7
     vblendvpd    ymm6, ymm6, ymm7, ymm6
     vpsrlq       ymm7, ymm4, 32
-    vpmuludq     ymm10, ymm4, [rdx + 32]
-    vpmuludq     ymm11, ymm4, [rdx + 96]
-    vpmuludq     ymm12, ymm7, [rdx + 32]
-    vpmuludq     ymm13, ymm7, [rdx + 96]
+    vpmuludq     ymm10, ymm4, [rsi + 32]
+    vpmuludq     ymm11, ymm4, [rsi + 96]
+    vpmuludq     ymm12, ymm7, [rsi + 32]
+    vpmuludq     ymm13, ymm7, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26277,9 +24929,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm11, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm4, ymm4, ymm7
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -26297,11 +24949,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm6, ymm1, ymm14                   ; csub: before layer 7
     vblendvpd    ymm1, ymm6, ymm1, ymm6
     vpsrlq       ymm6, ymm2, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64384] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64256
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm6, [rdx - 96]
-    vpmuludq     ymm13, ymm6, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64384] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64256
+    vpmuludq     ymm10, ymm2, [rsi - 96]
+    vpmuludq     ymm11, ymm2, [rsi - 32]
+    vpmuludq     ymm12, ymm6, [rsi - 96]
+    vpmuludq     ymm13, ymm6, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26310,9 +24962,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm6
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -26338,10 +24990,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm6, ymm2, ymm14                   ; csub: before layer 8
     vblendvpd    ymm2, ymm6, ymm2, ymm6
     vpsrlq       ymm6, ymm3, 32
-    vpmuludq     ymm10, ymm3, [rdx + 32]
-    vpmuludq     ymm11, ymm3, [rdx + 96]
-    vpmuludq     ymm12, ymm6, [rdx + 32]
-    vpmuludq     ymm13, ymm6, [rdx + 96]
+    vpmuludq     ymm10, ymm3, [rsi + 32]
+    vpmuludq     ymm11, ymm3, [rsi + 96]
+    vpmuludq     ymm12, ymm6, [rsi + 32]
+    vpmuludq     ymm13, ymm6, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26350,9 +25002,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx]
-    vpmuludq     ymm3, ymm3, [rdx + 64]
-    vpmuludq     ymm6, ymm6, [rdx]
+    vpmuludq     ymm11, ymm3, [rsi]
+    vpmuludq     ymm3, ymm3, [rsi + 64]
+    vpmuludq     ymm6, ymm6, [rsi]
     vpaddq       ymm3, ymm3, ymm6
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -26370,11 +25022,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm3, ymm9, ymm14                   ; csub: before layer 8
     vblendvpd    ymm3, ymm3, ymm9, ymm3
     vpsrlq       ymm9, ymm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64640] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64512
-    vpmuludq     ymm10, ymm5, [rdx - 96]
-    vpmuludq     ymm11, ymm5, [rdx - 32]
-    vpmuludq     ymm12, ymm9, [rdx - 96]
-    vpmuludq     ymm13, ymm9, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64640] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64512
+    vpmuludq     ymm10, ymm5, [rsi - 96]
+    vpmuludq     ymm11, ymm5, [rsi - 32]
+    vpmuludq     ymm12, ymm9, [rsi - 96]
+    vpmuludq     ymm13, ymm9, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26383,9 +25035,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm5, [rdx - 128]
-    vpmuludq     ymm5, ymm5, [rdx - 64]
-    vpmuludq     ymm9, ymm9, [rdx - 128]
+    vpmuludq     ymm11, ymm5, [rsi - 128]
+    vpmuludq     ymm5, ymm5, [rsi - 64]
+    vpmuludq     ymm9, ymm9, [rsi - 128]
     vpaddq       ymm5, ymm9, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -26403,10 +25055,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm8, ymm14                   ; csub: before layer 8
     vblendvpd    ymm5, ymm5, ymm8, ymm5
     vpsrlq       ymm8, ymm4, 32
-    vpmuludq     ymm10, ymm4, [rdx + 32]
-    vpmuludq     ymm11, ymm4, [rdx + 96]
-    vpmuludq     ymm12, ymm8, [rdx + 32]
-    vpmuludq     ymm13, ymm8, [rdx + 96]
+    vpmuludq     ymm10, ymm4, [rsi + 32]
+    vpmuludq     ymm11, ymm4, [rsi + 96]
+    vpmuludq     ymm12, ymm8, [rsi + 32]
+    vpmuludq     ymm13, ymm8, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26415,9 +25067,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm8, ymm8, [rdx]
+    vpmuludq     ymm11, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm8, ymm8, [rsi]
     vpaddq       ymm4, ymm8, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -26435,11 +25087,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm7, ymm14                   ; csub: before layer 8
     vblendvpd    ymm5, ymm5, ymm7, ymm5
     vpsrlq       ymm7, ymm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64896] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64768
-    vpmuludq     ymm10, ymm1, [rdx - 96]
-    vpmuludq     ymm11, ymm1, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 64896] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 64768
+    vpmuludq     ymm10, ymm1, [rsi - 96]
+    vpmuludq     ymm11, ymm1, [rsi - 32]
+    vpmuludq     ymm12, ymm7, [rsi - 96]
+    vpmuludq     ymm13, ymm7, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26448,9 +25100,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm7, ymm7, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm7
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -26476,10 +25128,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm7, ymm5, ymm14                   ; csub: before layer 9
     vblendvpd    ymm5, ymm7, ymm5, ymm7
     vpsrlq       ymm7, ymm2, 32
-    vpmuludq     ymm10, ymm2, [rdx + 32]
-    vpmuludq     ymm11, ymm2, [rdx + 96]
-    vpmuludq     ymm12, ymm7, [rdx + 32]
-    vpmuludq     ymm13, ymm7, [rdx + 96]
+    vpmuludq     ymm10, ymm2, [rsi + 32]
+    vpmuludq     ymm11, ymm2, [rsi + 96]
+    vpmuludq     ymm12, ymm7, [rsi + 32]
+    vpmuludq     ymm13, ymm7, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26488,9 +25140,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm11, ymm2, [rsi]
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -26508,11 +25160,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm6, ymm14                   ; csub: before layer 9
     vblendvpd    ymm5, ymm5, ymm6, ymm5
     vpsrlq       ymm6, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 65024
-    vpmuludq     ymm10, ymm3, [rdx - 96]
-    vpmuludq     ymm11, ymm3, [rdx - 32]
-    vpmuludq     ymm12, ymm6, [rdx - 96]
-    vpmuludq     ymm13, ymm6, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 65024
+    vpmuludq     ymm10, ymm3, [rsi - 96]
+    vpmuludq     ymm11, ymm3, [rsi - 32]
+    vpmuludq     ymm12, ymm6, [rsi - 96]
+    vpmuludq     ymm13, ymm6, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26521,9 +25173,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm11, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm6
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -26541,10 +25193,10 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm9, ymm14                   ; csub: before layer 9
     vblendvpd    ymm5, ymm5, ymm9, ymm5
     vpsrlq       ymm9, ymm4, 32
-    vpmuludq     ymm10, ymm4, [rdx + 32]
-    vpmuludq     ymm11, ymm4, [rdx + 96]
-    vpmuludq     ymm12, ymm9, [rdx + 32]
-    vpmuludq     ymm13, ymm9, [rdx + 96]
+    vpmuludq     ymm10, ymm4, [rsi + 32]
+    vpmuludq     ymm11, ymm4, [rsi + 96]
+    vpmuludq     ymm12, ymm9, [rsi + 32]
+    vpmuludq     ymm13, ymm9, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26553,9 +25205,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm9, ymm9, [rdx]
+    vpmuludq     ymm11, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm9, ymm9, [rsi]
     vpaddq       ymm4, ymm9, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -26573,11 +25225,11 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsubq       ymm5, ymm8, ymm14                   ; csub: before layer 9
     vblendvpd    ymm5, ymm5, ymm8, ymm5
     vpsrlq       ymm8, ymm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 65280
-    vpmuludq     ymm10, ymm1, [rdx - 96]
-    vpmuludq     ymm11, ymm1, [rdx - 32]
-    vpmuludq     ymm12, ymm8, [rdx - 96]
-    vpmuludq     ymm13, ymm8, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 near byte 65280
+    vpmuludq     ymm10, ymm1, [rsi - 96]
+    vpmuludq     ymm11, ymm1, [rsi - 32]
+    vpmuludq     ymm12, ymm8, [rsi - 96]
+    vpmuludq     ymm13, ymm8, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26586,9 +25238,9 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm11, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm8, ymm8, [rsi - 128]
     vpaddq       ymm1, ymm8, ymm1
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -26759,8 +25411,8 @@ kg_nfl4611686018326724609_basemul_avx2:
 ;             a = 2^64 * INTT(a) mod 4611686018326724609: forward, basemul, inverse give a*b mod (x^1024+1, 4611686018326724609)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 32 x 771 and 8 x 1083 and 16 x 413 and 15 x 393 instructions (repeated groups rolled: 45955 instructions run, 3069 written)
+;   clobbers: ymm{0-15}, rax, rcx, rdx, rsi, rdi, flags
+;   loops: 32 x 771 and 8 x 281 (each holding 4 x 142 and 4 x 132) and 16 x 413 and 15 x 393 instructions (repeated groups rolled: 45955 instructions run, 2267 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 1152 vector reductions
@@ -27010,8 +25662,8 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm8, ymm11, ymm8
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    lea          rsi, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -27049,7 +25701,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm9, ymm9, ymm0
     vpaddq       ymm9, ymm10, ymm9
     vpsllq       ymm9, ymm9, 32
@@ -27079,7 +25731,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm5, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm10, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -27109,7 +25761,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -27139,7 +25791,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -27181,7 +25833,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -27215,7 +25867,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -27249,7 +25901,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -27283,7 +25935,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm5, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm10, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -27317,7 +25969,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -27347,7 +25999,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm2, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm10, ymm2
     vpsllq       ymm2, ymm2, 32
@@ -27381,7 +26033,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm6, ymm6, ymm0
     vpaddq       ymm6, ymm10, ymm6
     vpsllq       ymm6, ymm6, 32
@@ -27411,7 +26063,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm11, ymm3
     vpsrlq       ymm4, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm10, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -27445,7 +26097,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm11, ymm4
     vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm8, ymm8, ymm0
     vpaddq       ymm8, ymm10, ymm8
     vpsllq       ymm8, ymm8, 32
@@ -27479,7 +26131,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm6, ymm11, ymm6
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm7, ymm7, ymm0
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
@@ -27509,7 +26161,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm11, ymm2
     vpsrlq       ymm5, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm10, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -27539,7 +26191,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm11, ymm1
     vpsrlq       ymm3, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
-    vpmuludq     ymm10, ymm10, [rdx - 128]
+    vpmuludq     ymm10, ymm10, [rsi - 128]
     vpmuludq     ymm3, ymm3, ymm0
     vpaddq       ymm3, ymm10, ymm3
     vpsllq       ymm3, ymm3, 32
@@ -27561,6 +26213,8 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 61440] ; the loop's table pointer
     mov          rax, 8
     .repeat2:
+    mov          rdx, 4
+    .repeat3:
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
     vmovdqu      ymm3, [rdi + 512]
@@ -27593,8 +26247,8 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm7, ymm1
     vpsrlq       ymm2, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    lea          rdx, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    lea          rsi, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm6, ymm2
     vpsllq       ymm2, ymm2, 32
@@ -27628,7 +26282,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm7, ymm2
     vpsrlq       ymm3, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm3, ymm3, ymm0
     vpaddq       ymm3, ymm6, ymm3
     vpsllq       ymm3, ymm3, 32
@@ -27662,7 +26316,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -27692,7 +26346,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm7, ymm1
     vpsrlq       ymm2, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm6, ymm2
     vpsllq       ymm2, ymm2, 32
@@ -27702,426 +26356,12 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vmovdqu      [rdi + 256], ymm4
     vmovdqu      [rdi + 512], ymm3
     vmovdqu      [rdi + 768], ymm1
-    vmovdqu      ymm1, [rdi + 32]
-    vmovdqu      ymm2, [rdi + 288]
-    vmovdqu      ymm3, [rdi + 544]
-    vmovdqu      ymm4, [rdi + 800]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsubq       ymm5, ymm2, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm2, ymm5, ymm2, ymm5
-    vpaddq       ymm5, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm6, ymm1, [rcx + 32]
-    vpmuludq     ymm7, ymm1, [rcx + 96]
-    vpmuludq     ymm8, ymm2, [rcx + 32]
-    vpmuludq     ymm9, ymm2, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm1, [rcx]
-    vpmuludq     ymm1, ymm1, [rcx + 64]
-    vpmuludq     ymm2, ymm2, [rcx]
-    vpaddq       ymm1, ymm1, ymm2
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm7, ymm1
-    vpsrlq       ymm2, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm2, ymm2, ymm0
-    vpaddq       ymm2, ymm6, ymm2
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsubq       ymm1, ymm1, ymm2
-    vpsubq       ymm2, ymm3, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm2, ymm2, ymm3, ymm2
-    vpsubq       ymm3, ymm4, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm4, ymm3
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 4
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsrlq       ymm3, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 160]
-    vpmuludq     ymm7, ymm2, [rcx + 224]
-    vpmuludq     ymm8, ymm3, [rcx + 160]
-    vpmuludq     ymm9, ymm3, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 128]
-    vpmuludq     ymm2, ymm2, [rcx + 192]
-    vpmuludq     ymm3, ymm3, [rcx + 128]
-    vpaddq       ymm2, ymm2, ymm3
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm3, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm3, ymm3, ymm0
-    vpaddq       ymm3, ymm6, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsubq       ymm5, ymm4, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm4, ymm5, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 3
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsrlq       ymm4, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 288]
-    vpmuludq     ymm7, ymm3, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx + 256]
-    vpmuludq     ymm3, ymm3, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm3, ymm3, ymm4
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm6, ymm1, [rcx + 288]
-    vpmuludq     ymm7, ymm1, [rcx + 352]
-    vpmuludq     ymm8, ymm2, [rcx + 288]
-    vpmuludq     ymm9, ymm2, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm1, [rcx + 256]
-    vpmuludq     ymm1, ymm1, [rcx + 320]
-    vpmuludq     ymm2, ymm2, [rcx + 256]
-    vpaddq       ymm1, ymm1, ymm2
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm7, ymm1
-    vpsrlq       ymm2, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm2, ymm2, ymm0
-    vpaddq       ymm2, ymm6, ymm2
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 32], ymm5
-    vmovdqu      [rdi + 288], ymm4
-    vmovdqu      [rdi + 544], ymm3
-    vmovdqu      [rdi + 800], ymm1
-    vmovdqu      ymm1, [rdi + 64]
-    vmovdqu      ymm2, [rdi + 320]
-    vmovdqu      ymm3, [rdi + 576]
-    vmovdqu      ymm4, [rdi + 832]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsubq       ymm5, ymm2, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm2, ymm5, ymm2, ymm5
-    vpaddq       ymm5, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm6, ymm1, [rcx + 32]
-    vpmuludq     ymm7, ymm1, [rcx + 96]
-    vpmuludq     ymm8, ymm2, [rcx + 32]
-    vpmuludq     ymm9, ymm2, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm1, [rcx]
-    vpmuludq     ymm1, ymm1, [rcx + 64]
-    vpmuludq     ymm2, ymm2, [rcx]
-    vpaddq       ymm1, ymm1, ymm2
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm7, ymm1
-    vpsrlq       ymm2, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm2, ymm2, ymm0
-    vpaddq       ymm2, ymm6, ymm2
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsubq       ymm1, ymm1, ymm2
-    vpsubq       ymm2, ymm3, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm2, ymm2, ymm3, ymm2
-    vpsubq       ymm3, ymm4, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm4, ymm3
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 4
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsrlq       ymm3, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 160]
-    vpmuludq     ymm7, ymm2, [rcx + 224]
-    vpmuludq     ymm8, ymm3, [rcx + 160]
-    vpmuludq     ymm9, ymm3, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 128]
-    vpmuludq     ymm2, ymm2, [rcx + 192]
-    vpmuludq     ymm3, ymm3, [rcx + 128]
-    vpaddq       ymm2, ymm2, ymm3
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm3, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm3, ymm3, ymm0
-    vpaddq       ymm3, ymm6, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsubq       ymm5, ymm4, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm4, ymm5, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 3
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsrlq       ymm4, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 288]
-    vpmuludq     ymm7, ymm3, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx + 256]
-    vpmuludq     ymm3, ymm3, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm3, ymm3, ymm4
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm6, ymm1, [rcx + 288]
-    vpmuludq     ymm7, ymm1, [rcx + 352]
-    vpmuludq     ymm8, ymm2, [rcx + 288]
-    vpmuludq     ymm9, ymm2, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm1, [rcx + 256]
-    vpmuludq     ymm1, ymm1, [rcx + 320]
-    vpmuludq     ymm2, ymm2, [rcx + 256]
-    vpaddq       ymm1, ymm1, ymm2
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm7, ymm1
-    vpsrlq       ymm2, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm2, ymm2, ymm0
-    vpaddq       ymm2, ymm6, ymm2
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 64], ymm5
-    vmovdqu      [rdi + 320], ymm4
-    vmovdqu      [rdi + 576], ymm3
-    vmovdqu      [rdi + 832], ymm1
-    vmovdqu      ymm1, [rdi + 96]
-    vmovdqu      ymm2, [rdi + 352]
-    vmovdqu      ymm3, [rdi + 608]
-    vmovdqu      ymm4, [rdi + 864]
-    vpsubq       ymm5, ymm1, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm1, ymm5, ymm1, ymm5
-    vpsubq       ymm5, ymm2, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm2, ymm5, ymm2, ymm5
-    vpaddq       ymm5, ymm1, ymm2                    ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm6, ymm1, [rcx + 32]
-    vpmuludq     ymm7, ymm1, [rcx + 96]
-    vpmuludq     ymm8, ymm2, [rcx + 32]
-    vpmuludq     ymm9, ymm2, [rcx + 96]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm1, [rcx]
-    vpmuludq     ymm1, ymm1, [rcx + 64]
-    vpmuludq     ymm2, ymm2, [rcx]
-    vpaddq       ymm1, ymm1, ymm2
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm7, ymm1
-    vpsrlq       ymm2, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm2, ymm2, ymm0
-    vpaddq       ymm2, ymm6, ymm2
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsubq       ymm1, ymm1, ymm2
-    vpsubq       ymm2, ymm3, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm2, ymm2, ymm3, ymm2
-    vpsubq       ymm3, ymm4, ymm14                   ; csub: before layer 4
-    vblendvpd    ymm3, ymm3, ymm4, ymm3
-    vpaddq       ymm4, ymm2, ymm3                    ; layer 4
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm3
-    vpsrlq       ymm3, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 160]
-    vpmuludq     ymm7, ymm2, [rcx + 224]
-    vpmuludq     ymm8, ymm3, [rcx + 160]
-    vpmuludq     ymm9, ymm3, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 128]
-    vpmuludq     ymm2, ymm2, [rcx + 192]
-    vpmuludq     ymm3, ymm3, [rcx + 128]
-    vpaddq       ymm2, ymm2, ymm3
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm3, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm3, ymm3, ymm0
-    vpaddq       ymm3, ymm6, ymm3
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsubq       ymm2, ymm2, ymm3
-    vpsubq       ymm3, ymm5, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm3, ymm3, ymm5, ymm3
-    vpsubq       ymm5, ymm4, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm4, ymm5, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 3
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsrlq       ymm4, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 288]
-    vpmuludq     ymm7, ymm3, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx + 256]
-    vpmuludq     ymm3, ymm3, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm3, ymm3, ymm4
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm6, ymm1, [rcx + 288]
-    vpmuludq     ymm7, ymm1, [rcx + 352]
-    vpmuludq     ymm8, ymm2, [rcx + 288]
-    vpmuludq     ymm9, ymm2, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm1, [rcx + 256]
-    vpmuludq     ymm1, ymm1, [rcx + 320]
-    vpmuludq     ymm2, ymm2, [rcx + 256]
-    vpaddq       ymm1, ymm1, ymm2
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm7, ymm1
-    vpsrlq       ymm2, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm2, ymm2, ymm0
-    vpaddq       ymm2, ymm6, ymm2
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 96], ymm5
-    vmovdqu      [rdi + 352], ymm4
-    vmovdqu      [rdi + 608], ymm3
-    vmovdqu      [rdi + 864], ymm1
+    add          rdi, 32
+    dec          rdx
+    jnz          .repeat3
+    add          rdi, -128                           ; back to the argument
+    mov          rdx, 4
+    .repeat4:
     vmovdqu      ymm1, [rdi + 128]
     vmovdqu      ymm2, [rdi + 640]
     vpaddq       ymm3, ymm1, [rdi + 384]             ; layer 4
@@ -28148,7 +26388,8 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm6, ymm1
     vpsrlq       ymm4, ymm5, 32
     vpmuludq     ymm6, ymm5, ymm0
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    lea          rsi, [rel pq_1073741823 + 128]      ; addresses pq_1073741823 near byte 0
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm5, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -28178,7 +26419,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm7, ymm2
     vpsrlq       ymm5, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm5, ymm5, ymm0
     vpaddq       ymm5, ymm6, ymm5
     vpsllq       ymm5, ymm5, 32
@@ -28212,7 +26453,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm7, ymm3
     vpsrlq       ymm4, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm4, ymm4, ymm0
     vpaddq       ymm4, ymm6, ymm4
     vpsllq       ymm4, ymm4, 32
@@ -28242,7 +26483,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm7, ymm1
     vpsrlq       ymm2, ymm6, 32
     vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm6, ymm2
     vpsllq       ymm2, ymm2, 32
@@ -28252,403 +26493,16 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vmovdqu      [rdi + 384], ymm4
     vmovdqu      [rdi + 640], ymm3
     vmovdqu      [rdi + 896], ymm1
-    vmovdqu      ymm1, [rdi + 160]
-    vmovdqu      ymm2, [rdi + 672]
-    vpaddq       ymm3, ymm1, [rdi + 416]             ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, [rdi + 416]
-    vpsrlq       ymm4, ymm1, 32
-    vpmuludq     ymm5, ymm1, [rcx + 32]
-    vpmuludq     ymm6, ymm1, [rcx + 96]
-    vpmuludq     ymm7, ymm4, [rcx + 32]
-    vpmuludq     ymm8, ymm4, [rcx + 96]
-    vpsrlq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm6, ymm5
-    vpand        ymm6, ymm15, ymm5
-    vpaddq       ymm6, ymm7, ymm6
-    vpsrlq       ymm5, ymm5, 32
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm5, ymm8, ymm5
-    vpaddq       ymm5, ymm5, ymm6
-    vpmuludq     ymm6, ymm1, [rcx]
-    vpmuludq     ymm1, ymm1, [rcx + 64]
-    vpmuludq     ymm4, ymm4, [rcx]
-    vpaddq       ymm1, ymm1, ymm4
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm6, ymm1
-    vpsrlq       ymm4, ymm5, 32
-    vpmuludq     ymm6, ymm5, ymm0
-    vpmuludq     ymm5, ymm5, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm5, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm6, ymm4
-    vpsubq       ymm1, ymm1, ymm4
-    vpaddq       ymm4, ymm2, [rdi + 928]             ; layer 4
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, [rdi + 928]
-    vpsrlq       ymm5, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 160]
-    vpmuludq     ymm7, ymm2, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 128]
-    vpmuludq     ymm2, ymm2, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm2, ymm2, ymm5
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm2, ymm2, ymm5
-    vpsubq       ymm5, ymm3, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm3, ymm5, ymm3, ymm5
-    vpsubq       ymm5, ymm4, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm4, ymm5, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 3
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsrlq       ymm4, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 288]
-    vpmuludq     ymm7, ymm3, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx + 256]
-    vpmuludq     ymm3, ymm3, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm3, ymm3, ymm4
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm6, ymm1, [rcx + 288]
-    vpmuludq     ymm7, ymm1, [rcx + 352]
-    vpmuludq     ymm8, ymm2, [rcx + 288]
-    vpmuludq     ymm9, ymm2, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm1, [rcx + 256]
-    vpmuludq     ymm1, ymm1, [rcx + 320]
-    vpmuludq     ymm2, ymm2, [rcx + 256]
-    vpaddq       ymm1, ymm1, ymm2
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm7, ymm1
-    vpsrlq       ymm2, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm2, ymm2, ymm0
-    vpaddq       ymm2, ymm6, ymm2
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 160], ymm5
-    vmovdqu      [rdi + 416], ymm4
-    vmovdqu      [rdi + 672], ymm3
-    vmovdqu      [rdi + 928], ymm1
-    vmovdqu      ymm1, [rdi + 192]
-    vmovdqu      ymm2, [rdi + 704]
-    vpaddq       ymm3, ymm1, [rdi + 448]             ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, [rdi + 448]
-    vpsrlq       ymm4, ymm1, 32
-    vpmuludq     ymm5, ymm1, [rcx + 32]
-    vpmuludq     ymm6, ymm1, [rcx + 96]
-    vpmuludq     ymm7, ymm4, [rcx + 32]
-    vpmuludq     ymm8, ymm4, [rcx + 96]
-    vpsrlq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm6, ymm5
-    vpand        ymm6, ymm15, ymm5
-    vpaddq       ymm6, ymm7, ymm6
-    vpsrlq       ymm5, ymm5, 32
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm5, ymm8, ymm5
-    vpaddq       ymm5, ymm5, ymm6
-    vpmuludq     ymm6, ymm1, [rcx]
-    vpmuludq     ymm1, ymm1, [rcx + 64]
-    vpmuludq     ymm4, ymm4, [rcx]
-    vpaddq       ymm1, ymm1, ymm4
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm6, ymm1
-    vpsrlq       ymm4, ymm5, 32
-    vpmuludq     ymm6, ymm5, ymm0
-    vpmuludq     ymm5, ymm5, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm5, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm6, ymm4
-    vpsubq       ymm1, ymm1, ymm4
-    vpaddq       ymm4, ymm2, [rdi + 960]             ; layer 4
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, [rdi + 960]
-    vpsrlq       ymm5, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 160]
-    vpmuludq     ymm7, ymm2, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 128]
-    vpmuludq     ymm2, ymm2, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm2, ymm2, ymm5
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm2, ymm2, ymm5
-    vpsubq       ymm5, ymm3, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm3, ymm5, ymm3, ymm5
-    vpsubq       ymm5, ymm4, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm4, ymm5, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 3
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsrlq       ymm4, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 288]
-    vpmuludq     ymm7, ymm3, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx + 256]
-    vpmuludq     ymm3, ymm3, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm3, ymm3, ymm4
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm6, ymm1, [rcx + 288]
-    vpmuludq     ymm7, ymm1, [rcx + 352]
-    vpmuludq     ymm8, ymm2, [rcx + 288]
-    vpmuludq     ymm9, ymm2, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm1, [rcx + 256]
-    vpmuludq     ymm1, ymm1, [rcx + 320]
-    vpmuludq     ymm2, ymm2, [rcx + 256]
-    vpaddq       ymm1, ymm1, ymm2
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm7, ymm1
-    vpsrlq       ymm2, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm2, ymm2, ymm0
-    vpaddq       ymm2, ymm6, ymm2
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 192], ymm5
-    vmovdqu      [rdi + 448], ymm4
-    vmovdqu      [rdi + 704], ymm3
-    vmovdqu      [rdi + 960], ymm1
-    vmovdqu      ymm1, [rdi + 224]
-    vmovdqu      ymm2, [rdi + 736]
-    vpaddq       ymm3, ymm1, [rdi + 480]             ; layer 4
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, [rdi + 480]
-    vpsrlq       ymm4, ymm1, 32
-    vpmuludq     ymm5, ymm1, [rcx + 32]
-    vpmuludq     ymm6, ymm1, [rcx + 96]
-    vpmuludq     ymm7, ymm4, [rcx + 32]
-    vpmuludq     ymm8, ymm4, [rcx + 96]
-    vpsrlq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm6, ymm5
-    vpand        ymm6, ymm15, ymm5
-    vpaddq       ymm6, ymm7, ymm6
-    vpsrlq       ymm5, ymm5, 32
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm5, ymm8, ymm5
-    vpaddq       ymm5, ymm5, ymm6
-    vpmuludq     ymm6, ymm1, [rcx]
-    vpmuludq     ymm1, ymm1, [rcx + 64]
-    vpmuludq     ymm4, ymm4, [rcx]
-    vpaddq       ymm1, ymm1, ymm4
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm6, ymm1
-    vpsrlq       ymm4, ymm5, 32
-    vpmuludq     ymm6, ymm5, ymm0
-    vpmuludq     ymm5, ymm5, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm5, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm6, ymm4
-    vpsubq       ymm1, ymm1, ymm4
-    vpaddq       ymm4, ymm2, [rdi + 992]             ; layer 4
-    vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, [rdi + 992]
-    vpsrlq       ymm5, ymm2, 32
-    vpmuludq     ymm6, ymm2, [rcx + 160]
-    vpmuludq     ymm7, ymm2, [rcx + 224]
-    vpmuludq     ymm8, ymm5, [rcx + 160]
-    vpmuludq     ymm9, ymm5, [rcx + 224]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm2, [rcx + 128]
-    vpmuludq     ymm2, ymm2, [rcx + 192]
-    vpmuludq     ymm5, ymm5, [rcx + 128]
-    vpaddq       ymm2, ymm2, ymm5
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsrlq       ymm5, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm6, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm7, ymm5
-    vpsubq       ymm2, ymm2, ymm5
-    vpsubq       ymm5, ymm3, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm3, ymm5, ymm3, ymm5
-    vpsubq       ymm5, ymm4, ymm14                   ; csub: before layer 3
-    vblendvpd    ymm4, ymm5, ymm4, ymm5
-    vpaddq       ymm5, ymm3, ymm4                    ; layer 3
-    vpaddq       ymm3, ymm14, ymm3
-    vpsubq       ymm3, ymm3, ymm4
-    vpsrlq       ymm4, ymm3, 32
-    vpmuludq     ymm6, ymm3, [rcx + 288]
-    vpmuludq     ymm7, ymm3, [rcx + 352]
-    vpmuludq     ymm8, ymm4, [rcx + 288]
-    vpmuludq     ymm9, ymm4, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm3, [rcx + 256]
-    vpmuludq     ymm3, ymm3, [rcx + 320]
-    vpmuludq     ymm4, ymm4, [rcx + 256]
-    vpaddq       ymm3, ymm3, ymm4
-    vpsllq       ymm3, ymm3, 32
-    vpaddq       ymm3, ymm7, ymm3
-    vpsrlq       ymm4, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm4, ymm4, ymm0
-    vpaddq       ymm4, ymm6, ymm4
-    vpsllq       ymm4, ymm4, 32
-    vpaddq       ymm4, ymm7, ymm4
-    vpsubq       ymm3, ymm3, ymm4
-    vpaddq       ymm4, ymm1, ymm2                    ; layer 3
-    vpaddq       ymm1, ymm14, ymm1
-    vpsubq       ymm1, ymm1, ymm2
-    vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm6, ymm1, [rcx + 288]
-    vpmuludq     ymm7, ymm1, [rcx + 352]
-    vpmuludq     ymm8, ymm2, [rcx + 288]
-    vpmuludq     ymm9, ymm2, [rcx + 352]
-    vpsrlq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm7, ymm6
-    vpand        ymm7, ymm15, ymm6
-    vpaddq       ymm7, ymm8, ymm7
-    vpsrlq       ymm6, ymm6, 32
-    vpsrlq       ymm7, ymm7, 32
-    vpaddq       ymm6, ymm9, ymm6
-    vpaddq       ymm6, ymm6, ymm7
-    vpmuludq     ymm7, ymm1, [rcx + 256]
-    vpmuludq     ymm1, ymm1, [rcx + 320]
-    vpmuludq     ymm2, ymm2, [rcx + 256]
-    vpaddq       ymm1, ymm1, ymm2
-    vpsllq       ymm1, ymm1, 32
-    vpaddq       ymm1, ymm7, ymm1
-    vpsrlq       ymm2, ymm6, 32
-    vpmuludq     ymm7, ymm6, ymm0
-    vpmuludq     ymm6, ymm6, [rdx - 128]
-    vpmuludq     ymm2, ymm2, ymm0
-    vpaddq       ymm2, ymm6, ymm2
-    vpsllq       ymm2, ymm2, 32
-    vpaddq       ymm2, ymm7, ymm2
-    vpsubq       ymm1, ymm1, ymm2
-    vmovdqu      [rdi + 224], ymm5
-    vmovdqu      [rdi + 480], ymm4
-    vmovdqu      [rdi + 736], ymm3
-    vmovdqu      [rdi + 992], ymm1
-    add          rdi, 0x400
+    add          rdi, 32
+    dec          rdx
+    jnz          .repeat4
+    add          rdi, 0x380
     add          rcx, 0x180
     dec          rax
     jnz          .repeat2
     add          rdi, -8192                          ; back to the argument
     mov          rax, 16
-    .repeat3:
+    .repeat5:
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 1024]
     vmovdqu      ymm3, [rdi + 2048]
@@ -28665,11 +26519,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm2
     vpsrlq       ymm2, ymm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64640] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64512
-    vpmuludq     ymm10, ymm1, [rdx - 96]
-    vpmuludq     ymm11, ymm1, [rdx - 32]
-    vpmuludq     ymm12, ymm2, [rdx - 96]
-    vpmuludq     ymm13, ymm2, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64640] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64512
+    vpmuludq     ymm10, ymm1, [rsi - 96]
+    vpmuludq     ymm11, ymm1, [rsi - 32]
+    vpmuludq     ymm12, ymm2, [rsi - 96]
+    vpmuludq     ymm13, ymm2, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28678,9 +26532,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm2, ymm2, [rdx - 128]
+    vpmuludq     ymm11, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm2, ymm2, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm2
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -28700,10 +26554,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm3
     vpsrlq       ymm3, ymm2, 32
-    vpmuludq     ymm10, ymm2, [rdx + 32]
-    vpmuludq     ymm11, ymm2, [rdx + 96]
-    vpmuludq     ymm12, ymm3, [rdx + 32]
-    vpmuludq     ymm13, ymm3, [rdx + 96]
+    vpmuludq     ymm10, ymm2, [rsi + 32]
+    vpmuludq     ymm11, ymm2, [rsi + 96]
+    vpmuludq     ymm12, ymm3, [rsi + 32]
+    vpmuludq     ymm13, ymm3, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28712,9 +26566,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm3, ymm3, [rdx]
+    vpmuludq     ymm11, ymm2, [rsi]
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vpmuludq     ymm3, ymm3, [rsi]
     vpaddq       ymm2, ymm2, ymm3
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -28734,11 +26588,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm5
     vpsrlq       ymm5, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64896] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64768
-    vpmuludq     ymm10, ymm3, [rdx - 96]
-    vpmuludq     ymm11, ymm3, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64896] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64768
+    vpmuludq     ymm10, ymm3, [rsi - 96]
+    vpmuludq     ymm11, ymm3, [rsi - 32]
+    vpmuludq     ymm12, ymm5, [rsi - 96]
+    vpmuludq     ymm13, ymm5, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28747,9 +26601,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -28769,10 +26623,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm5, ymm5, ymm7
     vpsrlq       ymm7, ymm5, 32
-    vpmuludq     ymm10, ymm5, [rdx + 32]
-    vpmuludq     ymm11, ymm5, [rdx + 96]
-    vpmuludq     ymm12, ymm7, [rdx + 32]
-    vpmuludq     ymm13, ymm7, [rdx + 96]
+    vpmuludq     ymm10, ymm5, [rsi + 32]
+    vpmuludq     ymm11, ymm5, [rsi + 96]
+    vpmuludq     ymm12, ymm7, [rsi + 32]
+    vpmuludq     ymm13, ymm7, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28781,9 +26635,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm5, [rdx]
-    vpmuludq     ymm5, ymm5, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm11, ymm5, [rsi]
+    vpmuludq     ymm5, ymm5, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm5, ymm5, ymm7
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -28803,11 +26657,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm7, ymm14, ymm7
     vpsubq       ymm4, ymm7, ymm4
     vpsrlq       ymm7, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65024
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65024
+    vpmuludq     ymm10, ymm4, [rsi - 96]
+    vpmuludq     ymm11, ymm4, [rsi - 32]
+    vpmuludq     ymm12, ymm7, [rsi - 96]
+    vpmuludq     ymm13, ymm7, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28816,9 +26670,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm7, ymm7, [rsi - 128]
     vpaddq       ymm4, ymm4, ymm7
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -28834,10 +26688,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm2
     vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm10, ymm1, [rdx - 96]
-    vpmuludq     ymm11, ymm1, [rdx - 32]
-    vpmuludq     ymm12, ymm2, [rdx - 96]
-    vpmuludq     ymm13, ymm2, [rdx - 32]
+    vpmuludq     ymm10, ymm1, [rsi - 96]
+    vpmuludq     ymm11, ymm1, [rsi - 32]
+    vpmuludq     ymm12, ymm2, [rsi - 96]
+    vpmuludq     ymm13, ymm2, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28846,9 +26700,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm2, ymm2, [rdx - 128]
+    vpmuludq     ymm11, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm2, ymm2, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm2
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -28868,10 +26722,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm6
     vpsrlq       ymm6, ymm2, 32
-    vpmuludq     ymm10, ymm2, [rdx + 32]
-    vpmuludq     ymm11, ymm2, [rdx + 96]
-    vpmuludq     ymm12, ymm6, [rdx + 32]
-    vpmuludq     ymm13, ymm6, [rdx + 96]
+    vpmuludq     ymm10, ymm2, [rsi + 32]
+    vpmuludq     ymm11, ymm2, [rsi + 96]
+    vpmuludq     ymm12, ymm6, [rsi + 32]
+    vpmuludq     ymm13, ymm6, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28880,9 +26734,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm6, ymm6, [rdx]
+    vpmuludq     ymm11, ymm2, [rsi]
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vpmuludq     ymm6, ymm6, [rsi]
     vpaddq       ymm2, ymm2, ymm6
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -28898,10 +26752,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm5
     vpsrlq       ymm5, ymm3, 32
-    vpmuludq     ymm10, ymm3, [rdx + 32]
-    vpmuludq     ymm11, ymm3, [rdx + 96]
-    vpmuludq     ymm12, ymm5, [rdx + 32]
-    vpmuludq     ymm13, ymm5, [rdx + 96]
+    vpmuludq     ymm10, ymm3, [rsi + 32]
+    vpmuludq     ymm11, ymm3, [rsi + 96]
+    vpmuludq     ymm12, ymm5, [rsi + 32]
+    vpmuludq     ymm13, ymm5, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28910,9 +26764,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx]
-    vpmuludq     ymm3, ymm3, [rdx + 64]
-    vpmuludq     ymm5, ymm5, [rdx]
+    vpmuludq     ymm11, ymm3, [rsi]
+    vpmuludq     ymm3, ymm3, [rsi + 64]
+    vpmuludq     ymm5, ymm5, [rsi]
     vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -28932,11 +26786,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm5, ymm5, ymm8
     vpsrlq       ymm8, ymm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
-    vpmuludq     ymm10, ymm5, [rdx - 96]
-    vpmuludq     ymm11, ymm5, [rdx - 32]
-    vpmuludq     ymm12, ymm8, [rdx - 96]
-    vpmuludq     ymm13, ymm8, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
+    vpmuludq     ymm10, ymm5, [rsi - 96]
+    vpmuludq     ymm11, ymm5, [rsi - 32]
+    vpmuludq     ymm12, ymm8, [rsi - 96]
+    vpmuludq     ymm13, ymm8, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28945,9 +26799,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm5, [rdx - 128]
-    vpmuludq     ymm5, ymm5, [rdx - 64]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm11, ymm5, [rsi - 128]
+    vpmuludq     ymm5, ymm5, [rsi - 64]
+    vpmuludq     ymm8, ymm8, [rsi - 128]
     vpaddq       ymm5, ymm8, ymm5
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -28967,10 +26821,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm7, ymm14, ymm7
     vpsubq       ymm6, ymm7, ymm6
     vpsrlq       ymm7, ymm6, 32
-    vpmuludq     ymm10, ymm6, [rdx - 96]
-    vpmuludq     ymm11, ymm6, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm6, [rsi - 96]
+    vpmuludq     ymm11, ymm6, [rsi - 32]
+    vpmuludq     ymm12, ymm7, [rsi - 96]
+    vpmuludq     ymm13, ymm7, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -28979,9 +26833,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm6, [rdx - 128]
-    vpmuludq     ymm6, ymm6, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm6, [rsi - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 64]
+    vpmuludq     ymm7, ymm7, [rsi - 128]
     vpaddq       ymm6, ymm6, ymm7
     vpsllq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm11, ymm6
@@ -28997,10 +26851,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm14, ymm4
     vpsubq       ymm2, ymm4, ymm2
     vpsrlq       ymm4, ymm2, 32
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm4, [rdx - 96]
-    vpmuludq     ymm13, ymm4, [rdx - 32]
+    vpmuludq     ymm10, ymm2, [rsi - 96]
+    vpmuludq     ymm11, ymm2, [rsi - 32]
+    vpmuludq     ymm12, ymm4, [rsi - 96]
+    vpmuludq     ymm13, ymm4, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29009,9 +26863,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm4, ymm4, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm4, ymm4, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm4
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -29027,10 +26881,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm3
     vpsrlq       ymm3, ymm1, 32
-    vpmuludq     ymm10, ymm1, [rdx - 96]
-    vpmuludq     ymm11, ymm1, [rdx - 32]
-    vpmuludq     ymm12, ymm3, [rdx - 96]
-    vpmuludq     ymm13, ymm3, [rdx - 32]
+    vpmuludq     ymm10, ymm1, [rsi - 96]
+    vpmuludq     ymm11, ymm1, [rsi - 32]
+    vpmuludq     ymm12, ymm3, [rsi - 96]
+    vpmuludq     ymm13, ymm3, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29039,9 +26893,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm11, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm3
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -29063,10 +26917,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vmovdqu      [rdi + 7168], ymm1
     add          rdi, 32
     dec          rax
-    jnz          .repeat3
+    jnz          .repeat5
     add          rdi, -512                           ; back to the argument
     mov          rax, 15
-    .repeat4:
+    .repeat6:
     vmovdqu      ymm1, [rdi + 512]
     vmovdqu      ymm2, [rdi + 2560]
     vmovdqu      ymm3, [rdi + 4608]
@@ -29075,11 +26929,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, [rdi + 1536]
     vpsrlq       ymm6, ymm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64640] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64512
-    vpmuludq     ymm7, ymm1, [rdx - 96]
-    vpmuludq     ymm8, ymm1, [rdx - 32]
-    vpmuludq     ymm9, ymm6, [rdx - 96]
-    vpmuludq     ymm10, ymm6, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64640] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64512
+    vpmuludq     ymm7, ymm1, [rsi - 96]
+    vpmuludq     ymm8, ymm1, [rsi - 32]
+    vpmuludq     ymm9, ymm6, [rsi - 96]
+    vpmuludq     ymm10, ymm6, [rsi - 32]
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm8, ymm7
     vpand        ymm8, ymm15, ymm7
@@ -29088,9 +26942,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm8, ymm8, 32
     vpaddq       ymm7, ymm10, ymm7
     vpaddq       ymm7, ymm8, ymm7
-    vpmuludq     ymm8, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm8, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm6
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm8, ymm1
@@ -29106,10 +26960,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, [rdi + 3584]
     vpsrlq       ymm7, ymm2, 32
-    vpmuludq     ymm8, ymm2, [rdx + 32]
-    vpmuludq     ymm9, ymm2, [rdx + 96]
-    vpmuludq     ymm10, ymm7, [rdx + 32]
-    vpmuludq     ymm11, ymm7, [rdx + 96]
+    vpmuludq     ymm8, ymm2, [rsi + 32]
+    vpmuludq     ymm9, ymm2, [rsi + 96]
+    vpmuludq     ymm10, ymm7, [rsi + 32]
+    vpmuludq     ymm11, ymm7, [rsi + 96]
     vpsrlq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm9, ymm8
     vpand        ymm9, ymm8, ymm15
@@ -29118,9 +26972,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm9, ymm9, 32
     vpaddq       ymm8, ymm11, ymm8
     vpaddq       ymm8, ymm8, ymm9
-    vpmuludq     ymm9, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm9, ymm2, [rsi]
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm9, ymm2
@@ -29136,11 +26990,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, [rdi + 5632]
     vpsrlq       ymm8, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64896] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64768
-    vpmuludq     ymm9, ymm3, [rdx - 96]
-    vpmuludq     ymm10, ymm3, [rdx - 32]
-    vpmuludq     ymm11, ymm8, [rdx - 96]
-    vpmuludq     ymm12, ymm8, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64896] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64768
+    vpmuludq     ymm9, ymm3, [rsi - 96]
+    vpmuludq     ymm10, ymm3, [rsi - 32]
+    vpmuludq     ymm11, ymm8, [rsi - 96]
+    vpmuludq     ymm12, ymm8, [rsi - 32]
     vpsrlq       ymm9, ymm9, 32
     vpaddq       ymm9, ymm10, ymm9
     vpand        ymm10, ymm9, ymm15
@@ -29149,9 +27003,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm9, ymm12, ymm9
     vpaddq       ymm9, ymm9, ymm10
-    vpmuludq     ymm10, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm10, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm8, ymm8, [rsi - 128]
     vpaddq       ymm3, ymm8, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm10, ymm3
@@ -29167,10 +27021,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm14, ymm4
     vpsubq       ymm4, ymm4, [rdi + 7680]
     vpsrlq       ymm9, ymm4, 32
-    vpmuludq     ymm10, ymm4, [rdx + 32]
-    vpmuludq     ymm11, ymm4, [rdx + 96]
-    vpmuludq     ymm12, ymm9, [rdx + 32]
-    vpmuludq     ymm13, ymm9, [rdx + 96]
+    vpmuludq     ymm10, ymm4, [rsi + 32]
+    vpmuludq     ymm11, ymm4, [rsi + 96]
+    vpmuludq     ymm12, ymm9, [rsi + 32]
+    vpmuludq     ymm13, ymm9, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29179,9 +27033,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm9, ymm9, [rdx]
+    vpmuludq     ymm11, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm9, ymm9, [rsi]
     vpaddq       ymm4, ymm9, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -29201,11 +27055,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm5, ymm5, ymm6
     vpsrlq       ymm6, ymm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65024
-    vpmuludq     ymm10, ymm5, [rdx - 96]
-    vpmuludq     ymm11, ymm5, [rdx - 32]
-    vpmuludq     ymm12, ymm6, [rdx - 96]
-    vpmuludq     ymm13, ymm6, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65024
+    vpmuludq     ymm10, ymm5, [rsi - 96]
+    vpmuludq     ymm11, ymm5, [rsi - 32]
+    vpmuludq     ymm12, ymm6, [rsi - 96]
+    vpmuludq     ymm13, ymm6, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29214,9 +27068,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm5, [rdx - 128]
-    vpmuludq     ymm5, ymm5, [rdx - 64]
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm11, ymm5, [rsi - 128]
+    vpmuludq     ymm5, ymm5, [rsi - 64]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpaddq       ymm5, ymm5, ymm6
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -29232,10 +27086,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm2
     vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm10, ymm1, [rdx - 96]
-    vpmuludq     ymm11, ymm1, [rdx - 32]
-    vpmuludq     ymm12, ymm2, [rdx - 96]
-    vpmuludq     ymm13, ymm2, [rdx - 32]
+    vpmuludq     ymm10, ymm1, [rsi - 96]
+    vpmuludq     ymm11, ymm1, [rsi - 32]
+    vpmuludq     ymm12, ymm2, [rsi - 96]
+    vpmuludq     ymm13, ymm2, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29244,9 +27098,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm2, ymm2, [rdx - 128]
+    vpmuludq     ymm11, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm2, ymm2, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm2
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -29266,10 +27120,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm7
     vpsrlq       ymm7, ymm2, 32
-    vpmuludq     ymm10, ymm2, [rdx + 32]
-    vpmuludq     ymm11, ymm2, [rdx + 96]
-    vpmuludq     ymm12, ymm7, [rdx + 32]
-    vpmuludq     ymm13, ymm7, [rdx + 96]
+    vpmuludq     ymm10, ymm2, [rsi + 32]
+    vpmuludq     ymm11, ymm2, [rsi + 96]
+    vpmuludq     ymm12, ymm7, [rsi + 32]
+    vpmuludq     ymm13, ymm7, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29278,9 +27132,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm11, ymm2, [rsi]
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -29296,10 +27150,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm4
     vpsrlq       ymm4, ymm3, 32
-    vpmuludq     ymm10, ymm3, [rdx + 32]
-    vpmuludq     ymm11, ymm3, [rdx + 96]
-    vpmuludq     ymm12, ymm4, [rdx + 32]
-    vpmuludq     ymm13, ymm4, [rdx + 96]
+    vpmuludq     ymm10, ymm3, [rsi + 32]
+    vpmuludq     ymm11, ymm3, [rsi + 96]
+    vpmuludq     ymm12, ymm4, [rsi + 32]
+    vpmuludq     ymm13, ymm4, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29308,9 +27162,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx]
-    vpmuludq     ymm3, ymm3, [rdx + 64]
-    vpmuludq     ymm4, ymm4, [rdx]
+    vpmuludq     ymm11, ymm3, [rsi]
+    vpmuludq     ymm3, ymm3, [rsi + 64]
+    vpmuludq     ymm4, ymm4, [rsi]
     vpaddq       ymm3, ymm3, ymm4
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -29330,11 +27184,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm14, ymm4
     vpsubq       ymm4, ymm4, ymm8
     vpsrlq       ymm8, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm8, [rdx - 96]
-    vpmuludq     ymm13, ymm8, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
+    vpmuludq     ymm10, ymm4, [rsi - 96]
+    vpmuludq     ymm11, ymm4, [rsi - 32]
+    vpmuludq     ymm12, ymm8, [rsi - 96]
+    vpmuludq     ymm13, ymm8, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29343,9 +27197,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm8, ymm8, [rsi - 128]
     vpaddq       ymm4, ymm8, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -29365,10 +27219,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm6, ymm14, ymm6
     vpsubq       ymm6, ymm6, ymm7
     vpsrlq       ymm7, ymm6, 32
-    vpmuludq     ymm10, ymm6, [rdx - 96]
-    vpmuludq     ymm11, ymm6, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm6, [rsi - 96]
+    vpmuludq     ymm11, ymm6, [rsi - 32]
+    vpmuludq     ymm12, ymm7, [rsi - 96]
+    vpmuludq     ymm13, ymm7, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29377,9 +27231,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm6, [rdx - 128]
-    vpmuludq     ymm6, ymm6, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm6, [rsi - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 64]
+    vpmuludq     ymm7, ymm7, [rsi - 128]
     vpaddq       ymm6, ymm6, ymm7
     vpsllq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm11, ymm6
@@ -29395,10 +27249,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm2, ymm5, ymm2
     vpsrlq       ymm5, ymm2, 32
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    vpmuludq     ymm10, ymm2, [rsi - 96]
+    vpmuludq     ymm11, ymm2, [rsi - 32]
+    vpmuludq     ymm12, ymm5, [rsi - 96]
+    vpmuludq     ymm13, ymm5, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29407,9 +27261,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm5
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -29425,10 +27279,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm3
     vpsrlq       ymm3, ymm1, 32
-    vpmuludq     ymm10, ymm1, [rdx - 96]
-    vpmuludq     ymm11, ymm1, [rdx - 32]
-    vpmuludq     ymm12, ymm3, [rdx - 96]
-    vpmuludq     ymm13, ymm3, [rdx - 32]
+    vpmuludq     ymm10, ymm1, [rsi - 96]
+    vpmuludq     ymm11, ymm1, [rsi - 32]
+    vpmuludq     ymm12, ymm3, [rsi - 96]
+    vpmuludq     ymm13, ymm3, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29437,9 +27291,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm11, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm3
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -29461,7 +27315,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vmovdqu      [rdi + 7680], ymm1
     add          rdi, 32
     dec          rax
-    jnz          .repeat4
+    jnz          .repeat6
     add          rdi, -480                           ; back to the argument
     vmovdqu      ymm1, [rdi + 992]
     vmovdqu      ymm2, [rdi + 3040]
@@ -29471,11 +27325,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, [rdi + 2016]
     vpsrlq       ymm6, ymm1, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64640] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64512
-    vpmuludq     ymm7, ymm1, [rdx - 96]
-    vpmuludq     ymm8, ymm1, [rdx - 32]
-    vpmuludq     ymm9, ymm6, [rdx - 96]
-    vpmuludq     ymm10, ymm6, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64640] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64512
+    vpmuludq     ymm7, ymm1, [rsi - 96]
+    vpmuludq     ymm8, ymm1, [rsi - 32]
+    vpmuludq     ymm9, ymm6, [rsi - 96]
+    vpmuludq     ymm10, ymm6, [rsi - 32]
     vpsrlq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm8, ymm7
     vpand        ymm8, ymm15, ymm7
@@ -29484,9 +27338,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm8, ymm8, 32
     vpaddq       ymm7, ymm10, ymm7
     vpaddq       ymm7, ymm8, ymm7
-    vpmuludq     ymm8, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm8, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm6
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm8, ymm1
@@ -29502,10 +27356,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, [rdi + 4064]
     vpsrlq       ymm7, ymm2, 32
-    vpmuludq     ymm8, ymm2, [rdx + 32]
-    vpmuludq     ymm9, ymm2, [rdx + 96]
-    vpmuludq     ymm10, ymm7, [rdx + 32]
-    vpmuludq     ymm11, ymm7, [rdx + 96]
+    vpmuludq     ymm8, ymm2, [rsi + 32]
+    vpmuludq     ymm9, ymm2, [rsi + 96]
+    vpmuludq     ymm10, ymm7, [rsi + 32]
+    vpmuludq     ymm11, ymm7, [rsi + 96]
     vpsrlq       ymm8, ymm8, 32
     vpaddq       ymm8, ymm9, ymm8
     vpand        ymm9, ymm8, ymm15
@@ -29514,9 +27368,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm9, ymm9, 32
     vpaddq       ymm8, ymm11, ymm8
     vpaddq       ymm8, ymm8, ymm9
-    vpmuludq     ymm9, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm9, ymm2, [rsi]
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm9, ymm2
@@ -29532,11 +27386,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, [rdi + 6112]
     vpsrlq       ymm8, ymm3, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64896] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64768
-    vpmuludq     ymm9, ymm3, [rdx - 96]
-    vpmuludq     ymm10, ymm3, [rdx - 32]
-    vpmuludq     ymm11, ymm8, [rdx - 96]
-    vpmuludq     ymm12, ymm8, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 64896] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 64768
+    vpmuludq     ymm9, ymm3, [rsi - 96]
+    vpmuludq     ymm10, ymm3, [rsi - 32]
+    vpmuludq     ymm11, ymm8, [rsi - 96]
+    vpmuludq     ymm12, ymm8, [rsi - 32]
     vpsrlq       ymm9, ymm9, 32
     vpaddq       ymm9, ymm10, ymm9
     vpand        ymm10, ymm9, ymm15
@@ -29545,9 +27399,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm9, ymm12, ymm9
     vpaddq       ymm9, ymm9, ymm10
-    vpmuludq     ymm10, ymm3, [rdx - 128]
-    vpmuludq     ymm3, ymm3, [rdx - 64]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm10, ymm3, [rsi - 128]
+    vpmuludq     ymm3, ymm3, [rsi - 64]
+    vpmuludq     ymm8, ymm8, [rsi - 128]
     vpaddq       ymm3, ymm8, ymm3
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm10, ymm3
@@ -29563,10 +27417,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm14, ymm4
     vpsubq       ymm4, ymm4, [rdi + 8160]
     vpsrlq       ymm9, ymm4, 32
-    vpmuludq     ymm10, ymm4, [rdx + 32]
-    vpmuludq     ymm11, ymm4, [rdx + 96]
-    vpmuludq     ymm12, ymm9, [rdx + 32]
-    vpmuludq     ymm13, ymm9, [rdx + 96]
+    vpmuludq     ymm10, ymm4, [rsi + 32]
+    vpmuludq     ymm11, ymm4, [rsi + 96]
+    vpmuludq     ymm12, ymm9, [rsi + 32]
+    vpmuludq     ymm13, ymm9, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29575,9 +27429,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx]
-    vpmuludq     ymm4, ymm4, [rdx + 64]
-    vpmuludq     ymm9, ymm9, [rdx]
+    vpmuludq     ymm11, ymm4, [rsi]
+    vpmuludq     ymm4, ymm4, [rsi + 64]
+    vpmuludq     ymm9, ymm9, [rsi]
     vpaddq       ymm4, ymm9, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -29597,11 +27451,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm5, ymm5, ymm6
     vpsrlq       ymm6, ymm5, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65024
-    vpmuludq     ymm10, ymm5, [rdx - 96]
-    vpmuludq     ymm11, ymm5, [rdx - 32]
-    vpmuludq     ymm12, ymm6, [rdx - 96]
-    vpmuludq     ymm13, ymm6, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65152] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65024
+    vpmuludq     ymm10, ymm5, [rsi - 96]
+    vpmuludq     ymm11, ymm5, [rsi - 32]
+    vpmuludq     ymm12, ymm6, [rsi - 96]
+    vpmuludq     ymm13, ymm6, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29610,9 +27464,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm5, [rdx - 128]
-    vpmuludq     ymm5, ymm5, [rdx - 64]
-    vpmuludq     ymm6, ymm6, [rdx - 128]
+    vpmuludq     ymm11, ymm5, [rsi - 128]
+    vpmuludq     ymm5, ymm5, [rsi - 64]
+    vpmuludq     ymm6, ymm6, [rsi - 128]
     vpaddq       ymm5, ymm5, ymm6
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
@@ -29628,10 +27482,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm2
     vpsrlq       ymm2, ymm1, 32
-    vpmuludq     ymm10, ymm1, [rdx - 96]
-    vpmuludq     ymm11, ymm1, [rdx - 32]
-    vpmuludq     ymm12, ymm2, [rdx - 96]
-    vpmuludq     ymm13, ymm2, [rdx - 32]
+    vpmuludq     ymm10, ymm1, [rsi - 96]
+    vpmuludq     ymm11, ymm1, [rsi - 32]
+    vpmuludq     ymm12, ymm2, [rsi - 96]
+    vpmuludq     ymm13, ymm2, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29640,9 +27494,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm2, ymm2, [rdx - 128]
+    vpmuludq     ymm11, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm2, ymm2, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm2
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -29662,10 +27516,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm2, ymm14, ymm2
     vpsubq       ymm2, ymm2, ymm7
     vpsrlq       ymm7, ymm2, 32
-    vpmuludq     ymm10, ymm2, [rdx + 32]
-    vpmuludq     ymm11, ymm2, [rdx + 96]
-    vpmuludq     ymm12, ymm7, [rdx + 32]
-    vpmuludq     ymm13, ymm7, [rdx + 96]
+    vpmuludq     ymm10, ymm2, [rsi + 32]
+    vpmuludq     ymm11, ymm2, [rsi + 96]
+    vpmuludq     ymm12, ymm7, [rsi + 32]
+    vpmuludq     ymm13, ymm7, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29674,9 +27528,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx]
-    vpmuludq     ymm2, ymm2, [rdx + 64]
-    vpmuludq     ymm7, ymm7, [rdx]
+    vpmuludq     ymm11, ymm2, [rsi]
+    vpmuludq     ymm2, ymm2, [rsi + 64]
+    vpmuludq     ymm7, ymm7, [rsi]
     vpaddq       ymm2, ymm2, ymm7
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -29692,10 +27546,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm4
     vpsrlq       ymm4, ymm3, 32
-    vpmuludq     ymm10, ymm3, [rdx + 32]
-    vpmuludq     ymm11, ymm3, [rdx + 96]
-    vpmuludq     ymm12, ymm4, [rdx + 32]
-    vpmuludq     ymm13, ymm4, [rdx + 96]
+    vpmuludq     ymm10, ymm3, [rsi + 32]
+    vpmuludq     ymm11, ymm3, [rsi + 96]
+    vpmuludq     ymm12, ymm4, [rsi + 32]
+    vpmuludq     ymm13, ymm4, [rsi + 96]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29704,9 +27558,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm3, [rdx]
-    vpmuludq     ymm3, ymm3, [rdx + 64]
-    vpmuludq     ymm4, ymm4, [rdx]
+    vpmuludq     ymm11, ymm3, [rsi]
+    vpmuludq     ymm3, ymm3, [rsi + 64]
+    vpmuludq     ymm4, ymm4, [rsi]
     vpaddq       ymm3, ymm3, ymm4
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
@@ -29726,11 +27580,11 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm4, ymm14, ymm4
     vpsubq       ymm4, ymm4, ymm8
     vpsrlq       ymm8, ymm4, 32
-    lea          rdx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
-    vpmuludq     ymm10, ymm4, [rdx - 96]
-    vpmuludq     ymm11, ymm4, [rdx - 32]
-    vpmuludq     ymm12, ymm8, [rdx - 96]
-    vpmuludq     ymm13, ymm8, [rdx - 32]
+    lea          rsi, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 + 65408] ; addresses kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 near byte 65280
+    vpmuludq     ymm10, ymm4, [rsi - 96]
+    vpmuludq     ymm11, ymm4, [rsi - 32]
+    vpmuludq     ymm12, ymm8, [rsi - 96]
+    vpmuludq     ymm13, ymm8, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29739,9 +27593,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm4, [rdx - 128]
-    vpmuludq     ymm4, ymm4, [rdx - 64]
-    vpmuludq     ymm8, ymm8, [rdx - 128]
+    vpmuludq     ymm11, ymm4, [rsi - 128]
+    vpmuludq     ymm4, ymm4, [rsi - 64]
+    vpmuludq     ymm8, ymm8, [rsi - 128]
     vpaddq       ymm4, ymm8, ymm4
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
@@ -29761,10 +27615,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm6, ymm14, ymm6
     vpsubq       ymm6, ymm6, ymm7
     vpsrlq       ymm7, ymm6, 32
-    vpmuludq     ymm10, ymm6, [rdx - 96]
-    vpmuludq     ymm11, ymm6, [rdx - 32]
-    vpmuludq     ymm12, ymm7, [rdx - 96]
-    vpmuludq     ymm13, ymm7, [rdx - 32]
+    vpmuludq     ymm10, ymm6, [rsi - 96]
+    vpmuludq     ymm11, ymm6, [rsi - 32]
+    vpmuludq     ymm12, ymm7, [rsi - 96]
+    vpmuludq     ymm13, ymm7, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29773,9 +27627,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm6, [rdx - 128]
-    vpmuludq     ymm6, ymm6, [rdx - 64]
-    vpmuludq     ymm7, ymm7, [rdx - 128]
+    vpmuludq     ymm11, ymm6, [rsi - 128]
+    vpmuludq     ymm6, ymm6, [rsi - 64]
+    vpmuludq     ymm7, ymm7, [rsi - 128]
     vpaddq       ymm6, ymm6, ymm7
     vpsllq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm11, ymm6
@@ -29791,10 +27645,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm2, ymm5, ymm2
     vpsrlq       ymm5, ymm2, 32
-    vpmuludq     ymm10, ymm2, [rdx - 96]
-    vpmuludq     ymm11, ymm2, [rdx - 32]
-    vpmuludq     ymm12, ymm5, [rdx - 96]
-    vpmuludq     ymm13, ymm5, [rdx - 32]
+    vpmuludq     ymm10, ymm2, [rsi - 96]
+    vpmuludq     ymm11, ymm2, [rsi - 32]
+    vpmuludq     ymm12, ymm5, [rsi - 96]
+    vpmuludq     ymm13, ymm5, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29803,9 +27657,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm2, [rdx - 128]
-    vpmuludq     ymm2, ymm2, [rdx - 64]
-    vpmuludq     ymm5, ymm5, [rdx - 128]
+    vpmuludq     ymm11, ymm2, [rsi - 128]
+    vpmuludq     ymm2, ymm2, [rsi - 64]
+    vpmuludq     ymm5, ymm5, [rsi - 128]
     vpaddq       ymm2, ymm2, ymm5
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
@@ -29821,10 +27675,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm3
     vpsrlq       ymm3, ymm1, 32
-    vpmuludq     ymm10, ymm1, [rdx - 96]
-    vpmuludq     ymm11, ymm1, [rdx - 32]
-    vpmuludq     ymm12, ymm3, [rdx - 96]
-    vpmuludq     ymm13, ymm3, [rdx - 32]
+    vpmuludq     ymm10, ymm1, [rsi - 96]
+    vpmuludq     ymm11, ymm1, [rsi - 32]
+    vpmuludq     ymm12, ymm3, [rsi - 96]
+    vpmuludq     ymm13, ymm3, [rsi - 32]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -29833,9 +27687,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm1, [rdx - 128]
-    vpmuludq     ymm1, ymm1, [rdx - 64]
-    vpmuludq     ymm3, ymm3, [rdx - 128]
+    vpmuludq     ymm11, ymm1, [rsi - 128]
+    vpmuludq     ymm1, ymm1, [rsi - 64]
+    vpmuludq     ymm3, ymm3, [rsi - 128]
     vpaddq       ymm1, ymm1, ymm3
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
@@ -29988,16 +27842,15 @@ kg_nfl4611686018326724609_freeze_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, rax, rcx, rdx, rsi, rdi, flags
-;   loops: 255 x 39 instructions (repeated groups rolled: 8964 instructions run, 84 written)
+;   loops: 255 x 39 instructions (repeated groups rolled: 8963 instructions run, 83 written)
 ; ---------------------------------------------------------------------------
 global kg_nfl4611686018326724609_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_mulmod_shoup_avx2.end - kg_nfl4611686018326724609_mulmod_shoup_avx2)
 align 32
 kg_nfl4611686018326724609_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm8, [rel pq_4294967295]           ; held in a register: read 256 times
-    vmovdqu      ymm9, [rel pq_1073741823]           ; held in a register: read 256 times
-    vmovdqu      ymm10, [rel pq_4611686018326724609] ; held in a register: read 256 times
-    vmovdqu      ymm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
+    vmovdqu      ymm8, [rel pq_4611686018326724609]  ; held in a register: read 257 times
+    vmovdqu      ymm9, [rel pq_4294967295]           ; held in a register: read 256 times
+    vmovdqu      ymm10, [rel pq_1073741823]          ; held in a register: read 256 times
     mov          rax, 255
     .repeat1:
     vmovdqu      ymm1, [rsi]
@@ -30011,7 +27864,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
     vpmuludq     ymm6, ymm4, ymm6
     vpsrlq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm7, ymm5
-    vpand        ymm7, ymm8, ymm5
+    vpand        ymm7, ymm9, ymm5
     vpaddq       ymm3, ymm3, ymm7
     vpsrlq       ymm5, ymm5, 32
     vpsrlq       ymm3, ymm3, 32
@@ -30025,14 +27878,14 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm5, ymm1
     vpsrlq       ymm2, ymm3, 32
-    vpmuludq     ymm4, ymm3, ymm0
-    vpmuludq     ymm3, ymm9, ymm3
-    vpmuludq     ymm2, ymm2, ymm0
+    vpmuludq     ymm4, ymm8, ymm3
+    vpmuludq     ymm3, ymm10, ymm3
+    vpmuludq     ymm2, ymm8, ymm2
     vpaddq       ymm2, ymm3, ymm2
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm4, ymm2
     vpsubq       ymm1, ymm1, ymm2
-    vpsubq       ymm2, ymm1, ymm10                   ; freeze: to [0, q)
+    vpsubq       ymm2, ymm1, ymm8                    ; freeze: to [0, q)
     vblendvpd    ymm1, ymm2, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     add          rdi, 32
@@ -30056,7 +27909,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
     vpmuludq     ymm6, ymm4, ymm6
     vpsrlq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm7, ymm5
-    vpand        ymm7, ymm8, ymm5
+    vpand        ymm7, ymm9, ymm5
     vpaddq       ymm3, ymm3, ymm7
     vpsrlq       ymm5, ymm5, 32
     vpsrlq       ymm3, ymm3, 32
@@ -30070,14 +27923,14 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm5, ymm1
     vpsrlq       ymm2, ymm3, 32
-    vpmuludq     ymm4, ymm3, ymm0
-    vpmuludq     ymm3, ymm9, ymm3
-    vpmuludq     ymm0, ymm2, ymm0
+    vpmuludq     ymm4, ymm8, ymm3
+    vpmuludq     ymm3, ymm10, ymm3
+    vpmuludq     ymm0, ymm8, ymm2
     vpaddq       ymm0, ymm3, ymm0
     vpsllq       ymm0, ymm0, 32
     vpaddq       ymm0, ymm4, ymm0
     vpsubq       ymm0, ymm1, ymm0
-    vpsubq       ymm1, ymm0, ymm10                   ; freeze: to [0, q)
+    vpsubq       ymm1, ymm0, ymm8                    ; freeze: to [0, q)
     vblendvpd    ymm0, ymm1, ymm0, ymm1
     vmovdqu      [rdi + 8160], ymm0
     vzeroupper
@@ -30093,17 +27946,16 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-11}, rax, rcx, rdx, rsi, rdi, r8, flags
-;   loops: 255 x 43 instructions (repeated groups rolled: 9733 instructions run, 93 written)
+;   loops: 255 x 43 instructions (repeated groups rolled: 9732 instructions run, 92 written)
 ; ---------------------------------------------------------------------------
 global kg_nfl4611686018326724609_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_muladd_shoup_avx2.end - kg_nfl4611686018326724609_muladd_shoup_avx2)
 align 32
 kg_nfl4611686018326724609_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm8, [rel pq_4294967295]           ; held in a register: read 256 times
-    vmovdqu      ymm9, [rel pq_1073741823]           ; held in a register: read 256 times
-    vmovdqu      ymm10, [rel pq_9223372036653449218] ; held in a register: read 256 times
-    vmovdqu      ymm11, [rel pq_4611686018326724609] ; held in a register: read 256 times
-    vmovdqu      ymm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
+    vmovdqu      ymm8, [rel pq_4611686018326724609]  ; held in a register: read 257 times
+    vmovdqu      ymm9, [rel pq_4294967295]           ; held in a register: read 256 times
+    vmovdqu      ymm10, [rel pq_1073741823]          ; held in a register: read 256 times
+    vmovdqu      ymm11, [rel pq_9223372036653449218] ; held in a register: read 256 times
     mov          rax, 255
     .repeat1:
     vmovdqu      ymm1, [rsi]
@@ -30117,7 +27969,7 @@ kg_nfl4611686018326724609_muladd_shoup_avx2:
     vpmuludq     ymm6, ymm4, ymm6
     vpsrlq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm7, ymm5
-    vpand        ymm7, ymm8, ymm5
+    vpand        ymm7, ymm9, ymm5
     vpaddq       ymm3, ymm3, ymm7
     vpsrlq       ymm5, ymm5, 32
     vpsrlq       ymm3, ymm3, 32
@@ -30131,17 +27983,17 @@ kg_nfl4611686018326724609_muladd_shoup_avx2:
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm5, ymm1
     vpsrlq       ymm2, ymm3, 32
-    vpmuludq     ymm4, ymm3, ymm0
-    vpmuludq     ymm3, ymm9, ymm3
-    vpmuludq     ymm2, ymm2, ymm0
+    vpmuludq     ymm4, ymm8, ymm3
+    vpmuludq     ymm3, ymm10, ymm3
+    vpmuludq     ymm2, ymm8, ymm2
     vpaddq       ymm2, ymm3, ymm2
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm4, ymm2
     vpsubq       ymm1, ymm1, ymm2
     vpaddq       ymm1, ymm1, [r8]
-    vpsubq       ymm2, ymm1, ymm10                   ; freeze: to [0, q)
-    vblendvpd    ymm1, ymm2, ymm1, ymm2
     vpsubq       ymm2, ymm1, ymm11                   ; freeze: to [0, q)
+    vblendvpd    ymm1, ymm2, ymm1, ymm2
+    vpsubq       ymm2, ymm1, ymm8                    ; freeze: to [0, q)
     vblendvpd    ymm1, ymm2, ymm1, ymm2
     vmovdqu      [rdi], ymm1
     add          rdi, 32
@@ -30167,7 +28019,7 @@ kg_nfl4611686018326724609_muladd_shoup_avx2:
     vpmuludq     ymm6, ymm4, ymm6
     vpsrlq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm7, ymm5
-    vpand        ymm7, ymm8, ymm5
+    vpand        ymm7, ymm9, ymm5
     vpaddq       ymm3, ymm3, ymm7
     vpsrlq       ymm5, ymm5, 32
     vpsrlq       ymm3, ymm3, 32
@@ -30181,17 +28033,17 @@ kg_nfl4611686018326724609_muladd_shoup_avx2:
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm5, ymm1
     vpsrlq       ymm2, ymm3, 32
-    vpmuludq     ymm4, ymm3, ymm0
-    vpmuludq     ymm3, ymm9, ymm3
-    vpmuludq     ymm0, ymm2, ymm0
+    vpmuludq     ymm4, ymm8, ymm3
+    vpmuludq     ymm3, ymm10, ymm3
+    vpmuludq     ymm0, ymm8, ymm2
     vpaddq       ymm0, ymm3, ymm0
     vpsllq       ymm0, ymm0, 32
     vpaddq       ymm0, ymm4, ymm0
     vpsubq       ymm0, ymm1, ymm0
     vpaddq       ymm0, ymm0, [r8 + 8160]
-    vpsubq       ymm1, ymm0, ymm10                   ; freeze: to [0, q)
-    vblendvpd    ymm0, ymm1, ymm0, ymm1
     vpsubq       ymm1, ymm0, ymm11                   ; freeze: to [0, q)
+    vblendvpd    ymm0, ymm1, ymm0, ymm1
+    vpsubq       ymm1, ymm0, ymm8                    ; freeze: to [0, q)
     vblendvpd    ymm0, ymm1, ymm0, ymm1
     vmovdqu      [rdi + 8160], ymm0
     vzeroupper

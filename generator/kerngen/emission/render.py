@@ -52,7 +52,9 @@ def _loops(kernel: Kernel) -> str:
     found = kernel.loops
     if not found:
         return ""
-    each = " and ".join(f"{count} x {length}" for count, length in found)
+    def text(count: int, length: int, inner: tuple) -> str:
+        return f"{count} x {length}" + (f" (each holding {' and '.join(text(*i) for i in inner)})" if inner else "")
+    each = " and ".join(text(*loop) for loop in found)
     return (f"{each} instructions (repeated groups rolled: {len(executed(kernel))} instructions run, "
             f"{len(kernel.body)} written)")
 

@@ -232,17 +232,17 @@ class Kernel:
     constant_time: bool = False  # proven by `passes.constant_time` (the pipeline's last pass)
 
     @property
-    def loops(self) -> tuple[tuple[int, int], ...]:
-        """(iterations, instructions) of each loop the body was rolled into."""
-        top: dict[int, int] = {}
-        found = []
+    def loops(self) -> tuple[tuple, ...]:
+        """(iterations, instructions, the loops inside it) of each loop the body
+        was rolled into, outermost first; an inner loop's instructions are counted once."""
+        open_loops: list[tuple[int, list]] = [(0, [])]  # where each open loop starts, and the loops found inside
         for i, ins in enumerate(self.body):
             if ins.op == "repeat":
-                top[ins.operands[2].value] = i
+                open_loops.append((i, []))
             elif ins.op == "repeat_end":
-                head = top[ins.operands[1].value]
-                found.append((self.body[head].operands[1].value, i - head - 1))
-        return tuple(found)
+                head, inner = open_loops.pop()
+                open_loops[-1][1].append((self.body[head].operands[1].value, i - head - 1, tuple(inner)))
+        return tuple(open_loops[0][1])
 
     @property
     def dirty_upper(self) -> bool:

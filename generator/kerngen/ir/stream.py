@@ -66,7 +66,8 @@ def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> t
                 pc = tops[ins.operands[1].value]
                 continue
         elif ins.op == "lea":
-            holds[reg] = (ins.operands[1].buffer, ins.operands[1].offset)
+            source = address(ins.operands[1])  # a table's address, or one an outer loop's pointer holds
+            holds[reg] = (source.buffer, source.offset)
         elif ins.op == "add":
             if reg not in holds:
                 fail("moves a register that holds no address")

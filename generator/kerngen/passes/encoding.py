@@ -184,27 +184,67 @@ def _promotable(ins: Instr, k: int) -> _Constant | None:
     return None
 
 
+def _loaded(ins: Instr) -> _Constant | None:
+    """The constant a whole-vector load of a table reads into a vector register, if it is one."""
+    if ins.op != "load":
+        return None
+    dst, src = ins.operands
+    if isinstance(src, Mem) and isinstance(src.base, TableBase) and isinstance(dst, PhysReg) and dst.kind == VECTOR \
+            and src.size == dst.bits // 8:
+        return _Constant(src.base.label, src.offset, src.size)
+    return None
+
+
+def _read_in_place_of(body: list[Instr], at: int, home: PhysReg) -> dict[int, Instr] | None:
+    """The instructions after load `at` rewritten to read `home` where they read the register it
+    loads, up to that register's next write; None where one cannot (the register read in place
+    or at another width, or a loop's control first: an iteration must find it as the first did)."""
+    loaded = body[at].operands[0]
+    rewritten: dict[int, Instr] = {}
+    for j in range(at + 1, len(body)):
+        ins = body[j]
+        s = spec(ins.op)
+        if s.cls == "control":
+            return None
+        same = [k for k, op in enumerate(ins.operands)
+                if isinstance(op, PhysReg) and op.kind == VECTOR and op.number == loaded.number]
+        if any(ins.operands[k] != loaded or (k in s.written and k in s.read) for k in same):
+            return None
+        reads = [k for k in same if k not in s.written]
+        if reads:
+            rewritten[j] = Instr(ins.op, tuple(home if k in reads else op for k, op in enumerate(ins.operands)),
+                                 ins.comment, ins.idiom)
+        if any(k in s.written for k in same):
+            return rewritten
+    return rewritten
+
+
 def promote_constants(body: list[Instr], pool: tuple[int, ...]) -> list[Instr]:
     """Load the most-read table vectors into the vector registers of `pool`
     (in its order: caller-saved ones first) the allocation left unused, at the kernel's start,
     and read them from there; one constant per register, so groups that were
-    alike stay alike (`passes.roll`)."""
+    alike stay alike (`passes.roll`). A load of one into a register (a masked row's
+    source, which reads no memory) goes too: its readers read the held register."""
     used = registers_in(body, VECTOR)
     free = [r for r in pool if r not in used]
     reads: dict[_Constant, int] = defaultdict(int)
     for ins in body:
-        for k in range(len(ins.operands)):
-            if (c := _promotable(ins, k)) is not None:
+        for c in (_loaded(ins), *(_promotable(ins, k) for k in range(len(ins.operands)))):
+            if c is not None:
                 reads[c] += 1
     chosen = [c for c in sorted(reads, key=lambda c: -reads[c]) if reads[c] >= _MIN_READS][:len(free)]
     home = {c: PhysReg(VECTOR, r, 8 * c.size) for c, r in zip(chosen, free)}
     loads = [Instr("load", (reg, Mem(TableBase(c.label), c.offset, c.size)), f"held in a register: read {reads[c]} times")
              for c, reg in home.items()]
-    out = []
-    for ins in body:
-        ops = tuple(home.get(_promotable(ins, k), op) for k, op in enumerate(ins.operands))
-        out.append(Instr(ins.op, ops, ins.comment, ins.idiom) if ops != ins.operands else ins)
-    return loads + out
+    body = [Instr(ins.op, ops, ins.comment, ins.idiom) if (ops := tuple(
+        home.get(_promotable(ins, k), op) for k, op in enumerate(ins.operands))) != ins.operands else ins for ins in body]
+    dropped: set[int] = set()
+    for i, ins in enumerate(body):
+        if (c := _loaded(ins)) in home and (readers := _read_in_place_of(body, i, home[c])) is not None:
+            dropped.add(i)
+            for j, rewritten in readers.items():
+                body[j] = rewritten
+    return loads + [ins for i, ins in enumerate(body) if i not in dropped]
 
 
 def _table_accesses(body: list[Instr]) -> list[tuple[int, int, Mem, int]]:

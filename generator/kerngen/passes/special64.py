@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from ..core.compile_cache import memo
 from ..ir.instr import Builder, Imm, Mem, VReg
 from ..machine.isa import ISAS, Isa
-from ..machine.ops import by_width
+from ..machine.ops import by_width, spec
 from . import wide
 from .lemmas import SMT_TIMEOUT_MS, LemmaError
 
@@ -201,7 +201,7 @@ def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], nati
     def value(v, first: bool = False):
         if isinstance(v, str):
             return env[v]
-        return b.op("load", const(v)) if first else const(v)  # a constant first source: into a register
+        return b.op("load", const(v)) if first else const(v)  # a constant first source (or a masked row's): a register
 
     for i, (op, dst, x, *rest) in enumerate(template.steps):
         if op in ("mulhu", "mullo"):
@@ -213,7 +213,8 @@ def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], nati
         name = by_width(op, BITS)
         if wide.in_place(name) and (x in template.inputs or any(x in later[2:] for later in template.steps[i + 1:])):
             raise SpecialFormError(f"{template.kind} mod {template.q}: {op} writes {x} in place, which is read again")
-        sources = (value(x, first=True), *(Imm(v) if op in ("srl", "sll") else value(v) for v in rest))
+        masked = spec(name).masking is not None  # a masked row reads no memory (`ops._masked_row`)
+        sources = (value(x, first=True), *(Imm(v) if op in ("srl", "sll") else value(v, first=masked) for v in rest))
         env[dst] = p.end(name, *sources) if i == last else p.op(name, *sources, notes=notes)
     return env[template.result]
 

@@ -8,13 +8,9 @@ from .plan import FieldPlan, msqr_columns
 from .vec import Pairs
 
 
-# The rows that add a column under an opmask: a comparison into one, then an xor merging into the
-# accumulator (zeroing where it starts one)
-_MASKED_COLUMNS = (("cmpgt_mask", 64), ("xor_merge", 64), ("xor_zero", 64))
-
-
-def adds_columns_under_masks(isa: Isa) -> bool:
-    return all(isa.has(generic, bits) for generic, bits in _MASKED_COLUMNS)
+def _fuses_and_xor(isa: Isa) -> bool:
+    """Whether `fuse bitwise` makes a column's and and xor one ternary instruction (`passes.fuse`)."""
+    return isa.has("ternary", 64)
 
 
 def map_pays(m: int, k: int, isa: Isa) -> bool:
@@ -25,12 +21,12 @@ def map_pays(m: int, k: int, isa: Isa) -> bool:
     the development machine for any limb count up to 9 (one carry-less
     product, two folds); the map costs about (its instruction count) / 3:
     per 4-limb input chunk and bit, a shift and a compare, then for each of
-    4 lane rotations of each 4-limb output chunk an and and an xor, or one
-    xor under the compare's opmask. Measured: m = 233 inversion with maps
-    for k >= 14 beats squarings.
+    4 lane rotations of each 4-limb output chunk an and and an xor, fused
+    into one `vpternlogq` where the ISA has it. Measured: m = 233 inversion
+    with maps for k >= 14 beats squarings.
     """
     chunks = (m + 255) // 256
-    per_column = 1 if adds_columns_under_masks(isa) else 2
+    per_column = 1 if _fuses_and_xor(isa) else 2
     ops = chunks * 64 * (2 + 4 * per_column * chunks)
     return 17 * k > ops / 3 + 20
 
@@ -48,9 +44,16 @@ def msqr_map(v: Pairs, plan: FieldPlan, pairs: list[VReg], k: int, isa: Isa) -> 
     puts the limbs in place at the end. Per bit: 2 + 2 * 4 * (output chunks)
     instructions for up to 4 * (input chunks) columns. Where the ISA has no
     blend of dwords (AVX-512's EVEX forms), the chunks are the pairs inserted
-    into halves; where it compares into opmasks, the comparison is one and
-    each column is added under it by one merging xor from memory: 2 + 4 *
-    (output chunks) instructions per bit.
+    into halves; where the ISA shifts 64-bit lanes arithmetically (AVX-512),
+    `vpsraq` by 63 makes the lane mask, and `fuse bitwise` makes each
+    column's and and xor one `vpternlogq` reading the column from memory:
+    2 + 4 * (output chunks) instructions per bit.
+
+    The mask is a vector, never an opmask over a memory operand: a masked
+    load's time depends on its mask (fault suppression). On Zen 5 a merging
+    xor from a table page the TLB lacked, every lane masked off, took some
+    400 cycles each time and never filled the TLB: GF(2^571) inversion ran
+    5 100 ticks on random input and 529 000 on sparse.
     """
     b = v.b
     m, n = plan.m, plan.limbs
@@ -101,21 +104,12 @@ def msqr_map(v: Pairs, plan: FieldPlan, pairs: list[VReg], k: int, isa: Isa) -> 
             plan_ops.append((c, bit, uses))
     tab = b.table(f"gf2m_sq{k}_map", 8, values,
                   comment=f"a -> a^(2^{k}) mod f: columns x^j -> x^(j 2^{k}), pre-rotated by lane")
-    zero_m = zero()
+    arithmetic = isa.has("sra", 64)
+    zero_m = None if arithmetic else zero()
     acc: dict[tuple[int, int], VReg] = {}
-    masked = adds_columns_under_masks(isa)
     for c, bit, uses in plan_ops:
         sh = b.op("vpsllq", xs[c], Imm(63 - bit), bits=256) if bit != 63 else xs[c]
-        if masked:
-            k = b.op("vpcmpgtq_k", zero_m, sh, bits=256)
-            for d, s, off in uses:
-                column = Mem(tab, off, 32)
-                if (d, s) in acc:
-                    b.emit("vpxorq_evex_merge", acc[(d, s)], k, acc[(d, s)], column)
-                else:
-                    acc[(d, s)] = b.op("vpxorq_evex_zero", k, zero_m, column, bits=256)
-            continue
-        mask = b.op("vpcmpgtq", zero_m, sh, bits=256)
+        mask = b.op("vpsraq", sh, Imm(63), bits=256) if arithmetic else b.op("vpcmpgtq", zero_m, sh, bits=256)
         for d, s, off in uses:
             t = b.op("vpand", mask, Mem(tab, off, 32), bits=256)
             acc[(d, s)] = b.op("vpxor", acc[(d, s)], t, bits=256) if (d, s) in acc else t
